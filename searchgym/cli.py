@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "searchgym.construction.cli",
     "searchgym.agents.cli",
     "searchgym.envs.cli",
+    "searchgym.wrappers.cli",
 ]
 
 

@@ -108,3 +108,29 @@ def test_diagnostics_from_a_real_selfplay_export(tmp_path):
     assert 0.0 <= d["valid_question_rate"] <= 1.0
     assert d["search_turns"] > 0 and 0.0 < d["information_utilisation"] <= 1.0
     assert d["mean_coverage"] > 0.5  # the path-following solver names its waypoints
+
+
+def test_diagnose_cli_on_a_play_export(tmp_path, capsys):
+    import json
+
+    from searchgym.cli import main as cli_main
+
+    games = tmp_path / "games.jsonl"
+    assert cli_main(["play", "--games", "4", "--export", str(games)]) == 0
+    capsys.readouterr()
+    out_json, out_png = tmp_path / "diag.json", tmp_path / "diag.png"
+    assert cli_main(["diagnose", str(games), "--games-per-batch", "2", "--json", str(out_json), "--out", str(out_png)]) == 0
+    text = capsys.readouterr().out
+    assert "Spearman(coverage, correct)" in text and "accuracy by coverage bin" in text
+    # Strict JSON: undefined statistics are null, never NaN.
+    diag = json.loads(out_json.read_text(), parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+    assert diag["proposer_rollouts"] == 4 and diag["solver_rollouts"] > 0
+    assert [s["batch"] for s in diag["spearman"]] == [0, 1]
+    assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_diagnose_cli_names_a_missing_file(tmp_path, capsys):
+    from searchgym.cli import main as cli_main
+
+    assert cli_main(["diagnose", str(tmp_path / "nope.jsonl")]) == 2
+    assert "searchgym play --export" in capsys.readouterr().err

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from searchgym.wrappers.wcr import NATIVE_AVAILABLE
 from searchgym.wrappers import (
     MissingTaskDataError,
     RewardShapingWrapper,
@@ -77,11 +78,11 @@ def test_matcher_is_cached_per_waypoint_set():
     text=st.text(alphabet="abAB éx", max_size=200),
     ci=st.booleans(),
 )
-def test_scan_and_automaton_strategies_agree(waypoints, text, ci):
-    scan = WaypointMatcher(waypoints, case_insensitive=ci, strategy="scan").match(text)
-    auto = WaypointMatcher(waypoints, case_insensitive=ci, strategy="automaton").match(text)
+def test_every_strategy_agrees_with_in(waypoints, text, ci):
     ref = [(w.lower() in text.lower()) if ci else (w in text) for w in waypoints]
-    assert scan == auto == ref
+    strategies = ["auto", "scan", "automaton"] + (["native"] if NATIVE_AVAILABLE else [])
+    for strategy in strategies:
+        assert WaypointMatcher(waypoints, case_insensitive=ci, strategy=strategy).match(text) == ref, strategy
 
 
 # --------------------------------------------------------------- Eq. 6 math

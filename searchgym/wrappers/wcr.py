@@ -15,10 +15,14 @@ A lone rollout (``KGSolver-v0``, G = 1) has no group to normalise over; ``lone``
 (:data:`LONE_MODES`): ``"raw"`` (default) uses g_i itself, ``"group"`` applies the group formula
 literally (g̃ = 1 whenever g > 0), ``"binary"`` gives no partial credit.
 
-Matching is done by :class:`WaypointMatcher`, built once per waypoint set and cached: below
-:data:`AUTOMATON_THRESHOLD` patterns a per-pattern ``str.__contains__`` scan (CPython's two-way /
-memchr search) is fastest; from there on one Aho–Corasick pass (``pyahocorasick``) over the text
-beats it (see ``benchmarks/bench_wcr.py``). Both strategies give identical results.
+Matching is done by :class:`WaypointMatcher`, built once per waypoint set and cached. Its default
+strategy is ``"native"``: a small C extension (``_substring_scan``, built at install) that reads the
+str's own buffer and, per pattern, memchr-scans for the pattern's rarest byte in this text before
+comparing the whole pattern, so an absent title costs about one memory scan instead of CPython's
+character-by-character substring search. Where the extension could not be built the pure-Python
+strategies are used: a per-pattern ``str.__contains__`` scan below :data:`AUTOMATON_THRESHOLD`
+patterns, one Aho–Corasick pass (``pyahocorasick``) from there on (``benchmarks/bench_wcr.py``).
+Every strategy gives identical results.
 """
 
 from __future__ import annotations
@@ -30,13 +34,20 @@ from typing import Mapping, Optional, Sequence
 from ..envs.types import Task, Trajectory
 from .base import Event, MissingTaskDataError, RewardShapingWrapper, event_trajectory
 
+try:
+    from ._substring_scan import contains_each as _native_contains_each
+except ImportError:  # built without a C compiler: the pure-Python strategies serve
+    _native_contains_each = None
+
 logger = logging.getLogger(__name__)
 
 LONE_MODES = ("raw", "group", "binary")
-# Pattern count from which one Aho–Corasick pass beats a per-pattern ``in`` scan
-# (measured by benchmarks/bench_wcr.py on 5 × 8k-token rollouts; see docs/wrappers.md).
+# Without the extension: pattern count from which one Aho–Corasick pass beats a per-pattern ``in``
+# scan (measured by benchmarks/bench_wcr.py on 5 × 8k-token rollouts; see docs/wrappers.md).
 AUTOMATON_THRESHOLD = 40
-STRATEGIES = ("auto", "scan", "automaton")
+STRATEGIES = ("auto", "native", "scan", "automaton")
+#: Whether the compiled matcher was built for this interpreter (``strategy="native"`` needs it).
+NATIVE_AVAILABLE = _native_contains_each is not None
 
 
 class WaypointMatcher:
@@ -44,9 +55,10 @@ class WaypointMatcher:
 
     ``aliases`` optionally lists extra surface forms per waypoint (parallel to ``waypoints``, or a
     mapping title → aliases); a waypoint matches when its title or any alias occurs. Duplicate
-    titles are separate waypoints (both match together). ``strategy``: ``"scan"`` (one ``in`` per
-    pattern), ``"automaton"`` (one Aho–Corasick pass, stops once every waypoint is found) or
-    ``"auto"`` (scan below :data:`AUTOMATON_THRESHOLD` patterns).
+    titles are separate waypoints (both match together). ``strategy``: ``"native"`` (the compiled
+    rare-byte scan; needs :data:`NATIVE_AVAILABLE`), ``"scan"`` (one ``in`` per pattern),
+    ``"automaton"`` (one Aho–Corasick pass, stops once every waypoint is found) or ``"auto"``
+    (native when built, else scan below :data:`AUTOMATON_THRESHOLD` patterns and automaton above).
     """
 
     def __init__(
@@ -63,6 +75,12 @@ class WaypointMatcher:
             raise ValueError("no waypoints to match: WCR needs at least one waypoint title (v0 … v(K-1))")
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
+        if strategy == "native" and not NATIVE_AVAILABLE:
+            raise RuntimeError(
+                "strategy='native' needs searchgym's compiled extension searchgym.wrappers._substring_scan, "
+                "which this install lacks (it is skipped when no C compiler is found); reinstall with a C "
+                "compiler available (`pip install -e .` with gcc/clang), or use strategy='auto'"
+            )
         alias_lists = _alias_lists(waypoints, aliases)
         self.waypoints = tuple(waypoints)
         self.case_insensitive = case_insensitive
@@ -75,8 +93,14 @@ class WaypointMatcher:
                 if i not in owners.setdefault(key, []):
                     owners[key].append(i)
         self._patterns = tuple((p, tuple(ix)) for p, ix in owners.items())
+        self._pattern_texts = tuple(p for p, _ in self._patterns)
+        # One pattern per waypoint, in order (no aliases, no repeated titles): hits are the answer.
+        self._one_to_one = [ix for _, ix in self._patterns] == [(i,) for i in range(len(self.waypoints))]
         if strategy == "auto":
-            strategy = "automaton" if len(self._patterns) >= AUTOMATON_THRESHOLD else "scan"
+            if NATIVE_AVAILABLE:
+                strategy = "native"
+            else:
+                strategy = "automaton" if len(self._patterns) >= AUTOMATON_THRESHOLD else "scan"
         self.strategy = strategy
         self._automaton = self._build_automaton() if strategy == "automaton" else None
 
@@ -95,6 +119,16 @@ class WaypointMatcher:
             raise TypeError(f"text must be str, got {type(text).__name__}")
         if self.case_insensitive:
             text = text.lower()
+        if self.strategy == "native":
+            hits = _native_contains_each(text, self._pattern_texts)
+            if self._one_to_one:
+                return hits
+            found = [False] * len(self.waypoints)
+            for hit, (_pattern, owners) in zip(hits, self._patterns):
+                if hit:
+                    for i in owners:
+                        found[i] = True
+            return found
         found = [False] * len(self.waypoints)
         if self._automaton is None:
             for pattern, owners in self._patterns:

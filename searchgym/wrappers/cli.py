@@ -1,0 +1,73 @@
+"""``searchgym diagnose``: the WCR paper's analysis of an exported trajectory file, as text, JSON and PNG.
+
+Examples::
+
+    searchgym play --games 16 --export runs/games.jsonl
+    searchgym diagnose runs/games.jsonl --out diag.png --json diag.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    """Add the ``diagnose`` sub-command."""
+    p = subparsers.add_parser(
+        "diagnose",
+        help="coverage/correctness Spearman, accuracy by coverage bin and rates of exported trajectories",
+        description="Compute the WCR diagnostics (searchgym.wrappers.compute_diagnostics) of a JSONL export "
+                    "written by `searchgym play --export`, `searchgym demo` or the trainer.",
+    )
+    p.add_argument("trajectories", help="JSONL export of games or trajectories")
+    p.add_argument("--out", default=None, help="save the diagnostic panels to this PNG")
+    p.add_argument("--json", default=None, help="write the full diagnostics dict to this JSON file")
+    p.add_argument("--games-per-batch", type=int, default=8, help="exported games per batch (default 8)")
+    p.add_argument("--case-insensitive", action="store_true", help="match waypoints case-insensitively")
+    p.set_defaults(func=run_diagnose)
+
+
+def _fmt(x: float) -> str:
+    return "n/a" if isinstance(x, float) and math.isnan(x) else f"{x:.3f}"
+
+
+def run_diagnose(args: argparse.Namespace) -> int:
+    """Print a summary of the diagnostics; optionally save them as JSON and PNG. Returns 0."""
+    from .diagnostics import compute_diagnostics, plot_diagnostics
+
+    path = Path(args.trajectories)
+    if not path.is_file():
+        raise FileNotFoundError(f"no trajectory export at {path}; write one with `searchgym play --export {path}`")
+    diag = compute_diagnostics(path, games_per_batch=args.games_per_batch, case_insensitive=args.case_insensitive)
+    overall = diag["spearman_overall"]
+    print(f"solver rollouts: {diag['solver_rollouts']}  proposer rollouts: {diag['proposer_rollouts']}  "
+          f"without waypoints: {diag['solver_without_waypoints']}")
+    print(f"accuracy: {_fmt(diag['accuracy'])}  mean coverage: {_fmt(diag['mean_coverage'])}  "
+          f"valid question rate: {_fmt(diag['valid_question_rate'])}")
+    print(f"search turns per rollout: {_fmt(diag['search_turns'])}  "
+          f"information utilisation: {_fmt(diag['information_utilisation'])}")
+    print(f"Spearman(coverage, correct) over {overall['n']} rollouts: rho {_fmt(overall['rho'])}, p {_fmt(overall['p'])}")
+    print("accuracy by coverage bin:")
+    for b in diag["accuracy_by_coverage"]:
+        print(f"  [{b['low']:.2f}, {b['high']:.2f}{']' if b is diag['accuracy_by_coverage'][-1] else ')'}  "
+              f"n={b['n']:<5d} accuracy {_fmt(b['accuracy'])}")
+    if args.json:
+        # NaN is not JSON: undefined statistics are written as null.
+        Path(args.json).write_text(json.dumps(_nan_to_none(diag), indent=2))
+        print(f"wrote {args.json}")
+    if args.out:
+        print(f"wrote {plot_diagnostics(diag, args.out)}")
+    return 0
+
+
+def _nan_to_none(value):
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _nan_to_none(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_nan_to_none(v) for v in value]
+    return value
