@@ -120,3 +120,15 @@ def test_aliases_and_repeated_titles_map_hits_back_to_waypoints():
     m = WaypointMatcher(["Bern", "Zurich", "Bern"], aliases=[["Berne"], ["Zürich"], []], strategy="native")
     assert m.match("Zürich is larger") == [False, True, False]
     assert m.match("Bern is the capital") == [True, False, True]
+
+
+@native
+@pytest.mark.parametrize("kind_char", ["", "é", "–", "😀"])
+def test_anchor_that_keeps_hitting_falls_back_to_a_linear_search(kind_char):
+    # Runs of 499 "a" then a separator: "a" * 500 has no rarer byte than "a", its anchor hits at almost
+    # every position and each verification fails late, so the scan hands it to CPython's search.
+    text = kind_char + ("a" * 499 + "c") * 400
+    patterns = ["a" * 500, "a" * 499 + "c", "c" + "a" * 499 + "c", "a" * 400 + "d"]
+    assert _contains_each(text, patterns) == [p in text for p in patterns] == [False, True, True, False]
+    late = text + "a" * 500
+    assert _contains_each(late, patterns) == [True, True, True, False]
