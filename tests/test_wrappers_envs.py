@@ -152,3 +152,24 @@ def test_reset_checks_the_task():
     with pytest.raises(MissingTaskDataError, match="no waypoints"):
         env.reset(options={"task": bare})
     assert waypoint_coverage("a", ["a"])[0] == 1.0
+
+
+def test_play_cli_stacks_reward_wrappers_and_reports_their_components(capsys):
+    from searchgym.cli import main as cli_main
+
+    assert cli_main(["play", "--games", "2", "--reward", "dynasearcher,wcr,gdcr"]) == 0
+    out = capsys.readouterr().out
+    line = next(l for l in out.splitlines() if l.startswith("mean solver reward components"))
+    for name in ("dyna_acc", "dyna_recall", "wcr_coverage", "wcr_bonus", "gdcr_total"):
+        assert name in line
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [("wcr,dynasearcher", "must come first"), ("wcr,bogus", "unknown --reward 'bogus'"), ("wcr,wcr", "twice")],
+)
+def test_play_cli_rejects_bad_reward_stacks(spec, message, capsys):
+    from searchgym.cli import main as cli_main
+
+    assert cli_main(["play", "--games", "1", "--reward", spec]) == 2
+    assert message in capsys.readouterr().err

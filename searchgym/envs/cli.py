@@ -10,6 +10,28 @@ logger = logging.getLogger(__name__)
 
 AGENTS = ("scripted", "random", "malformed", "leaky")
 PLAYABLE = ("KGSelfPlay-v0", "KGSolver-v0", "KGSolverGroup-v0", "KGProposer-v0")
+# Shaping wrappers `--reward` can stack (EVE needs a model handle, so it is Python-only).
+REWARD_WRAPPERS = ("dynasearcher", "wcr", "gdcr")
+
+
+def wrap_rewards(env, names: str):
+    """Stack the comma-separated reward wrappers ``names`` on ``env``, innermost first.
+
+    DynaSearcher replaces the reward, so it may only come first (see searchgym.wrappers.base).
+    """
+    from .. import wrappers as w
+
+    factories = {"dynasearcher": w.DynaSearcherReward, "wcr": w.WaypointCoverageReward, "gdcr": w.GraphDistanceReward}
+    chosen = [n.strip() for n in names.split(",") if n.strip()]
+    for i, name in enumerate(chosen):
+        if name not in factories:
+            raise ValueError(f"unknown --reward {name!r}; choose from {', '.join(REWARD_WRAPPERS)} (comma-separated, innermost first)")
+        if name == "dynasearcher" and i > 0:
+            raise ValueError("--reward dynasearcher replaces the reward, so it must come first (innermost), e.g. dynasearcher,wcr")
+        if name in chosen[:i]:
+            raise ValueError(f"--reward lists {name!r} twice")
+        env = factories[name](env)
+    return env
 
 
 def _agent(name: str, env_id: str, seed: int):
@@ -44,8 +66,11 @@ def run_play(args: argparse.Namespace) -> int:
     if args.max_turns:
         kwargs["max_turns"] = args.max_turns
     env = gym.make(args.env, **kwargs)
+    if args.reward:
+        env = wrap_rewards(env, args.reward)
     agent = _agent(args.agent, args.env, args.seed)
     totals = {"proposer": [], "solver": []}
+    components: dict[str, list[float]] = {}
     t0 = time.perf_counter()
     for game in range(args.games):
         obs, info = env.reset(seed=args.seed + game)
@@ -58,6 +83,11 @@ def run_play(args: argparse.Namespace) -> int:
         solv = [ev["reward"] for ev in events if ev["role"] == "solver"]
         totals["proposer"] += prop
         totals["solver"] += solv
+        for ev in events:
+            if ev["role"] == "solver":
+                for name, value in (ev.get("components") or {}).items():
+                    if isinstance(value, (int, float)):
+                        components.setdefault(name, []).append(float(value))
         val = info.get("validation")
         vtxt = "" if val is None else f" valid={val['valid']}" + ("" if val["valid"] else f" ({val['reason']})")
         replay = f" replay={info['replay']}" if info.get("replay") else ""
@@ -67,6 +97,8 @@ def run_play(args: argparse.Namespace) -> int:
     dt = time.perf_counter() - t0
     means = "; ".join(f"mean {role} reward {sum(xs) / len(xs):.3f}" for role, xs in totals.items() if xs)
     print(f"{args.games} games in {dt:.2f} s ({args.games / dt:.1f} games/s); {means}")
+    if args.reward and components:
+        print("mean solver reward components: " + ", ".join(f"{k} {sum(v) / len(v):.3f}" for k, v in sorted(components.items())))
     if args.export:
         print(f"trajectories written to {args.export}")
     return 0
@@ -82,5 +114,7 @@ def register(sub) -> None:
     p.add_argument("--world", default=None, help="saved world directory (default: the embedded synthetic world)")
     p.add_argument("--max-turns", type=int, default=None)
     p.add_argument("--export", default=None, help="write every finished game to this JSONL file")
+    p.add_argument("--reward", default=None, metavar="NAMES",
+                   help=f"reward-shaping wrappers to stack, comma-separated, innermost first: {', '.join(REWARD_WRAPPERS)}")
     p.set_defaults(func=run_play)
 
