@@ -2,7 +2,7 @@
 
 Examples::
 
-    searchgym play --games 16 --export runs/games.jsonl
+    searchgym play --games 16 --reward wcr --export runs/games.jsonl
     searchgym diagnose runs/games.jsonl --out diag.png --json diag.json
 """
 
@@ -20,7 +20,7 @@ def register(subparsers) -> None:
         "diagnose",
         help="coverage/correctness Spearman, accuracy by coverage bin and rates of exported trajectories",
         description="Compute the WCR diagnostics (searchgym.wrappers.compute_diagnostics) of a JSONL export "
-                    "written by `searchgym play --export`, `searchgym demo` or the trainer.",
+                    "written by `searchgym play --export`, `searchgym demo` or an env made with export_path=.",
     )
     p.add_argument("trajectories", help="JSONL export of games or trajectories")
     p.add_argument("--out", default=None, help="save the diagnostic panels to this PNG")
