@@ -166,10 +166,19 @@ def test_play_cli_stacks_reward_wrappers_and_reports_their_components(capsys):
 
 @pytest.mark.parametrize(
     "spec, message",
-    [("wcr,dynasearcher", "must come first"), ("wcr,bogus", "unknown --reward 'bogus'"), ("wcr,wcr", "twice")],
+    [("wcr,dynasearcher", "must come first"), ("wcr,bogus", "unknown reward wrapper 'bogus'"), ("wcr,wcr", "twice")],
 )
 def test_play_cli_rejects_bad_reward_stacks(spec, message, capsys):
     from searchgym.cli import main as cli_main
 
     assert cli_main(["play", "--games", "1", "--reward", spec]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_only_reward_replacing_wrappers_are_marked_and_must_stack_innermost():
+    from searchgym.wrappers import stack_reward_wrappers
+
+    assert DynaSearcherReward.replaces_reward and EvidenceVerifierReward.replaces_reward
+    assert not WaypointCoverageReward.replaces_reward and not GraphDistanceReward.replaces_reward
+    env = stack_reward_wrappers(gym.make("KGSolverGroup-v0"), ["dynasearcher", "wcr"])
+    assert isinstance(env, WaypointCoverageReward) and isinstance(env.env, DynaSearcherReward)

@@ -10,28 +10,6 @@ logger = logging.getLogger(__name__)
 
 AGENTS = ("scripted", "random", "malformed", "leaky")
 PLAYABLE = ("KGSelfPlay-v0", "KGSolver-v0", "KGSolverGroup-v0", "KGProposer-v0")
-# Shaping wrappers `--reward` can stack (EVE needs a model handle, so it is Python-only).
-REWARD_WRAPPERS = ("dynasearcher", "wcr", "gdcr")
-
-
-def wrap_rewards(env, names: str):
-    """Stack the comma-separated reward wrappers ``names`` on ``env``, innermost first.
-
-    DynaSearcher replaces the reward, so it may only come first (see searchgym.wrappers.base).
-    """
-    from .. import wrappers as w
-
-    factories = {"dynasearcher": w.DynaSearcherReward, "wcr": w.WaypointCoverageReward, "gdcr": w.GraphDistanceReward}
-    chosen = [n.strip() for n in names.split(",") if n.strip()]
-    for i, name in enumerate(chosen):
-        if name not in factories:
-            raise ValueError(f"unknown --reward {name!r}; choose from {', '.join(REWARD_WRAPPERS)} (comma-separated, innermost first)")
-        if name == "dynasearcher" and i > 0:
-            raise ValueError("--reward dynasearcher replaces the reward, so it must come first (innermost), e.g. dynasearcher,wcr")
-        if name in chosen[:i]:
-            raise ValueError(f"--reward lists {name!r} twice")
-        env = factories[name](env)
-    return env
 
 
 def _agent(name: str, env_id: str, seed: int):
@@ -67,7 +45,9 @@ def run_play(args: argparse.Namespace) -> int:
         kwargs["max_turns"] = args.max_turns
     env = gym.make(args.env, **kwargs)
     if args.reward:
-        env = wrap_rewards(env, args.reward)
+        from ..wrappers.stacking import stack_reward_wrappers
+
+        env = stack_reward_wrappers(env, [n.strip() for n in args.reward.split(",") if n.strip()])
     agent = _agent(args.agent, args.env, args.seed)
     totals = {"proposer": [], "solver": []}
     components: dict[str, list[float]] = {}
@@ -115,6 +95,6 @@ def register(sub) -> None:
     p.add_argument("--max-turns", type=int, default=None)
     p.add_argument("--export", default=None, help="write every finished game to this JSONL file")
     p.add_argument("--reward", default=None, metavar="NAMES",
-                   help=f"reward-shaping wrappers to stack, comma-separated, innermost first: {', '.join(REWARD_WRAPPERS)}")
+                   help="reward-shaping wrappers to stack, comma-separated, innermost first: dynasearcher, wcr, gdcr")
     p.set_defaults(func=run_play)
 

@@ -34,6 +34,7 @@ from .gdcr import (
     contribution,
     gdcr_step_rewards,
 )
+from .stacking import STACKABLE_BY_NAME, stack_reward_wrappers
 from .sapo import grpo_advantages, sapo_group_advantages, sapo_step_advantages, step_advantages
 from .wcr import (
     WaypointCoverageReward,
@@ -43,6 +44,7 @@ from .wcr import (
     trajectory_coverage,
     waypoint_coverage,
     wcr_group_rewards,
+    wcr_group_terms,
     wcr_rewards,
 )
 
@@ -54,7 +56,8 @@ __all__ = [
     "EvidenceVerifierReward", "brevity_bonus", "difficulty_reward", "eve_proposer_reward", "eve_solver_reward",
     "evidence_is_verbatim", "evidence_verifier_score", "format_score", "solver_evidence_text",
     "EntityLinker", "GDCRTracker", "GraphDistanceReward", "answer_distances", "contribution", "gdcr_step_rewards",
+    "STACKABLE_BY_NAME", "stack_reward_wrappers",
     "grpo_advantages", "sapo_group_advantages", "sapo_step_advantages", "step_advantages",
     "WaypointCoverageReward", "WaypointMatcher", "get_matcher", "normalised_coverages", "trajectory_coverage",
-    "waypoint_coverage", "wcr_group_rewards", "wcr_rewards",
+    "waypoint_coverage", "wcr_group_rewards", "wcr_group_terms", "wcr_rewards",
 ]

@@ -81,9 +81,12 @@ class RewardShapingWrapper(gym.Wrapper):
     :meth:`shape_events` for full control), use :meth:`set_reward` to write the new reward and the
     named terms, and may override :meth:`check_task` to fail fast on tasks lacking their data.
     ``name`` (class attribute, or the ``name=`` argument) identifies the wrapper in logs.
+    ``replaces_reward`` marks wrappers that overwrite the reward with a full definition of their
+    own; they belong innermost in a stack (:func:`~searchgym.wrappers.stack_reward_wrappers`).
     """
 
     name = "shaping"
+    replaces_reward = False
 
     def __init__(self, env: gym.Env, *, name: Optional[str] = None):
         super().__init__(env)

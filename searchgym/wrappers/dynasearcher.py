@@ -131,6 +131,7 @@ class DynaSearcherReward(RewardShapingWrapper):
     """
 
     name = "dynasearcher"
+    replaces_reward = True
 
     def __init__(self, env, alpha: float = 0.5, gamma: float = 0.9, beta: float = -0.2, n: float = 3):
         super().__init__(env)

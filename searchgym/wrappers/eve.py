@@ -229,6 +229,7 @@ class EvidenceVerifierReward(RewardShapingWrapper):
     """
 
     name = "eve"
+    replaces_reward = True
 
     def __init__(
         self,

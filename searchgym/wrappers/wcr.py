@@ -208,6 +208,31 @@ def normalised_coverages(coverages: Sequence[float], lone: str = "raw") -> list[
     return [g / g_max if g_max > 0 else 0.0 for g in gs]
 
 
+def wcr_group_terms(
+    correct: Sequence[bool],
+    valid: Sequence[bool],
+    coverages: Sequence[float],
+    alpha: float = 0.3,
+    lone: str = "raw",
+) -> list[dict]:
+    """Eq. 6's terms for each rollout of one group, as reward components.
+
+    ``wcr_coverage`` (g_i), ``wcr_normalised_coverage`` (g̃_i), ``wcr_bonus`` (α (1 − c_i) z_i g̃_i)
+    and ``correct`` (c_i); the reward is R_i = c_i + bonus.
+    """
+    if not len(correct) == len(valid) == len(coverages):
+        raise ValueError(f"correct/valid/coverages lengths differ: {len(correct)}, {len(valid)}, {len(coverages)}")
+    if not correct:
+        raise ValueError("an empty group has no WCR rewards")
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha must lie in [0, 1] (paper: (0, 1), default 0.3); got {alpha}")
+    g_tilde = normalised_coverages(coverages, lone)
+    return [
+        {"wcr_coverage": g, "wcr_normalised_coverage": gt, "wcr_bonus": 0.0 if c or not z else alpha * gt, "correct": int(bool(c))}
+        for c, z, g, gt in zip(correct, valid, coverages, g_tilde)
+    ]
+
+
 def wcr_rewards(
     correct: Sequence[bool],
     valid: Sequence[bool],
@@ -216,14 +241,7 @@ def wcr_rewards(
     lone: str = "raw",
 ) -> list[float]:
     """R_i = c_i + α (1 − c_i) z_i g̃_i for one group (Eq. 6). Correct → exactly 1; invalid → c_i."""
-    if not len(correct) == len(valid) == len(coverages):
-        raise ValueError(f"correct/valid/coverages lengths differ: {len(correct)}, {len(valid)}, {len(coverages)}")
-    if not correct:
-        raise ValueError("an empty group has no WCR rewards")
-    if not 0.0 <= alpha <= 1.0:
-        raise ValueError(f"alpha must lie in [0, 1] (paper: (0, 1), default 0.3); got {alpha}")
-    g_tilde = normalised_coverages(coverages, lone)
-    return [1.0 if c else (alpha * gt if z else 0.0) for c, z, gt in zip(correct, valid, g_tilde)]
+    return [t["correct"] + t["wcr_bonus"] for t in wcr_group_terms(correct, valid, coverages, alpha, lone)]
 
 
 def rollout_is_valid(trajectory: Trajectory) -> bool:
@@ -279,12 +297,8 @@ def wcr_group_rewards(
     coverages = [trajectory_coverage(t, case_insensitive=case_insensitive, match_aliases=match_aliases)[0] for t in trajectories]
     correct = [bool(t.correct) for t in trajectories]
     valid = [rollout_is_valid(t) for t in trajectories]
-    rewards = wcr_rewards(correct, valid, coverages, alpha, lone)
-    g_tilde = normalised_coverages(coverages, lone)
-    return [
-        {"reward": r, "wcr_coverage": g, "wcr_normalised_coverage": gt, "wcr_bonus": r - float(c), "correct": int(c)}
-        for r, g, gt, c in zip(rewards, coverages, g_tilde, correct)
-    ]
+    terms = wcr_group_terms(correct, valid, coverages, alpha, lone)
+    return [{"reward": t["correct"] + t["wcr_bonus"], **t} for t in terms]
 
 
 class WaypointCoverageReward(RewardShapingWrapper):
@@ -337,10 +351,5 @@ class WaypointCoverageReward(RewardShapingWrapper):
         coverages = [self.coverage(t)[0] for t in trajs]
         correct = [bool(t.correct) for t in trajs]
         valid = [rollout_is_valid(t) for t in trajs]
-        g_tilde = normalised_coverages(coverages, self.lone_normalisation)
-        for ev, g, gt, c, z in zip(events, coverages, g_tilde, correct, valid):
-            bonus = 0.0 if c or not z else self.alpha * gt
-            self.set_reward(
-                ev, ev["reward"] + bonus,
-                wcr_coverage=g, wcr_normalised_coverage=gt, wcr_bonus=bonus, correct=int(c),
-            )
+        for ev, terms in zip(events, wcr_group_terms(correct, valid, coverages, self.alpha, self.lone_normalisation)):
+            self.set_reward(ev, ev["reward"] + terms["wcr_bonus"], **terms)
