@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 from typing import Optional, Sequence
 
+from ..envs.judge import cover_exact_match, token_f1
 from ..envs.types import Task, Trajectory
 from .base import Event, MissingTaskDataError, RewardShapingWrapper, event_trajectory
 
@@ -33,8 +34,6 @@ logger = logging.getLogger(__name__)
 
 def answer_score(pred: Optional[str], golds: Sequence[str], n: float = 3) -> float:
     """r_ans: token F1 when the prediction is ≥ n× the gold's length in words, else cover-EM."""
-    from ..envs.judge import cover_exact_match, token_f1
-
     if not pred or not pred.strip():
         return 0.0
     l_pred = len(pred.split())

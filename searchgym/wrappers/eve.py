@@ -29,6 +29,8 @@ import re
 from typing import Callable, Optional, Sequence, Union
 
 from ..agents.base import GenerationConfig, TextGenerator
+from ..agents.prompts import render_evidence_answer
+from ..envs.judge import exact_match, normalize_answer, token_f1
 from ..envs.types import Task, Trajectory
 from .base import Event, MissingTaskDataError, RewardShapingWrapper, event_trajectory
 
@@ -85,17 +87,11 @@ def evidence_verifier_score(
     """V = p₊ − p₋ from m answers with the evidence and m without (Eq. 14); returns (V, p₊, p₋)."""
     if m < 1:
         raise ValueError(f"m (Monte-Carlo budget) must be >= 1 (paper: 5); got {m}")
-    judge = judge or _exact_match
+    judge = judge or exact_match
     with_e, without_e = _sample_answers(answerer, question, evidence, m, seed)
     p_plus = sum(bool(judge(a, golds)) for a in with_e) / m
     p_minus = sum(bool(judge(a, golds)) for a in without_e) / m
     return p_plus - p_minus, p_plus, p_minus
-
-
-def _exact_match(pred, golds) -> bool:
-    from ..envs.judge import exact_match
-
-    return exact_match(pred, golds)
 
 
 def _first_line(text: str) -> str:
@@ -105,8 +101,6 @@ def _first_line(text: str) -> str:
 
 def _sample_answers(answerer, question: str, evidence: str, m: int, seed: Optional[int]) -> tuple[list[str], list[str]]:
     if isinstance(answerer, TextGenerator):
-        from ..agents.prompts import render_evidence_answer
-
         prompts = [render_evidence_answer(question, evidence)] * m + [render_evidence_answer(question, None)] * m
         config = GenerationConfig(max_new_tokens=32, temperature=1.0, stop=("\n",), seed=seed)
         outs = answerer.generate(prompts, config)
@@ -127,8 +121,6 @@ def format_score(trajectory: Trajectory, hops: int, sources: Sequence[str] = ())
     ≤ 5-word answer found in the source text + responses, ½ for 6–10 words found there, else 0.
     Empty question or answer → 0.
     """
-    from ..envs.judge import normalize_answer
-
     question, answer = trajectory.question, _proposer_answer(trajectory)
     if not (question and question.strip()) or not (answer and answer.strip()):
         return 0.0
@@ -186,8 +178,6 @@ def eve_solver_reward(
     lambda_e: float = 0.3,
 ) -> dict:
     """R_sol = EM(â, a) + λ_E F1(Norm ê, Norm e) (Eq. 19–21) with its terms."""
-    from ..envs.judge import exact_match, token_f1
-
     em = float(exact_match(answer, golds))
     f1 = token_f1(solver_evidence, [gold_evidence]) if solver_evidence else 0.0
     return {"reward": em + lambda_e * f1, "eve_em": em, "eve_evidence_f1": f1}
@@ -261,7 +251,7 @@ class EvidenceVerifierReward(RewardShapingWrapper):
         self.missing_evidence = missing_evidence
         self.answerer = answerer
         self.m = m
-        self.judge = judge or _exact_match
+        self.judge = judge or exact_match
         self.lambda_v, self.lambda_b, self.lambda_e = lambda_v, lambda_b, lambda_e
         self.max_evidence_tokens = max_evidence_tokens
         self.count_tokens = count_tokens
