@@ -12,6 +12,8 @@ from __future__ import annotations
 import random
 from typing import Sequence
 
+from .synthetic_text import join_names
+
 __all__ = ["FACT_TEMPLATES", "join_names", "infobox_text"]
 
 # relation id → sentence variants; {s} = subject title, {o} = object title(s) joined in prose.
@@ -42,13 +44,6 @@ FACT_TEMPLATES: dict[str, tuple[str, ...]] = {
     "time_of_discovery": ("It was discovered in {o}.", "{s} was discovered in the year {o}."),
     "notable_discovery": ("{s} discovered {o}.", "{s} is credited with the discovery of {o}."),
 }
-
-
-def join_names(names: Sequence[str]) -> str:
-    """``["A"]`` → ``"A"``, ``["A", "B"]`` → ``"A and B"``, ``["A", "B", "C"]`` → ``"A, B and C"``."""
-    if len(names) <= 1:
-        return "".join(names)
-    return ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def infobox_text(title: str, description: str, facts: Sequence[tuple[str, Sequence[str]]], rng: random.Random) -> str:

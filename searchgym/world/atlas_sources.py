@@ -25,6 +25,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .world import normalize_name
+
 __all__ = [
     "AtlasDependencyError", "CountryRecord", "CityRecord", "ElementRecord", "Summary", "read_countries",
     "read_cities", "read_continents", "read_us_states", "read_elements", "read_summaries", "split_discoverers",
@@ -187,10 +189,9 @@ def read_countries() -> list[CountryRecord]:
 
 def fold_name(name: str) -> str:
     """Accent- and case-insensitive form of a place name: ``"Bogotá"`` → ``"bogota"``."""
-    if name.isascii():  # fast path: most names need no decomposition
-        return " ".join(name.casefold().split())
-    decomposed = unicodedata.normalize("NFKD", name)
-    return " ".join("".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold().split())
+    if not name.isascii():  # most names need no decomposition
+        name = "".join(ch for ch in unicodedata.normalize("NFKD", name) if not unicodedata.combining(ch))
+    return normalize_name(name)
 
 
 def read_cities() -> list[CityRecord]:

@@ -122,7 +122,7 @@ def _org_names(g: "GraphGenerator", rng: random.Random, forge: NameForge) -> Non
             t = f"{forge.word(2, 2)} College"
         titles[u] = t
         alts = {0: (f"{city} University",), 1: (f"University of {city}",)}.get(form, ())
-        aliases[u] = alts + ((acronym(t),) if len(acronym(t)) >= 3 else ())
+        aliases[u] = alts + _acronym_alias(t)
     for c in g.companies:
         w = forge.word(1, 2)
         ind = g.industry[c]
@@ -137,7 +137,7 @@ def _org_names(g: "GraphGenerator", rng: random.Random, forge: NameForge) -> Non
         city = titles[g.place_of[m]]
         t = rng.choice((f"{city} Museum of Art", f"{forge.word(2, 2)} Museum", f"{city} Gallery"))
         titles[m] = t
-        aliases[m] = (acronym(t),) if len(acronym(t)) >= 3 else ()
+        aliases[m] = _acronym_alias(t)
     for b in g.bands:
         form = rng.randrange(3)
         if form == 0:
@@ -152,6 +152,12 @@ def _org_names(g: "GraphGenerator", rng: random.Random, forge: NameForge) -> Non
         city = titles[g.place_of[c]]
         titles[c] = rng.choice((f"FC {city}", f"{city} Athletic", f"{city} Rovers", f"Sporting {city}"))
         aliases[c] = (f"{city} FC",) if titles[c].startswith("FC ") else ()
+
+
+def _acronym_alias(title: str) -> tuple[str, ...]:
+    """The title's acronym as an alias, when it has at least three letters."""
+    a = acronym(title)
+    return (a,) if len(a) >= 3 else ()
 
 
 def _work_title(g: "GraphGenerator", rng: random.Random, forge: NameForge) -> str:

@@ -13,6 +13,8 @@ Filler also uses ``{adj}``, ``{noun}``, ``{n}``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 __all__ = [
     "FILLER_ADJECTIVES", "FILLER_NOUNS",
     "HEAD_TEMPLATES", "KIND_TEMPLATES", "TAIL_TEMPLATES", "FILLER", "SUBJECTS", "MONTHS", "TITLE_ADJECTIVES",
@@ -226,8 +228,8 @@ REGION_FORMS = ("{w} Province", "{w} Region", "Upper {w}", "Lower {w}", "{w} Val
                 "{w} Highlands", "{w} District")
 
 
-def join_names(names: list[str]) -> str:
-    """English list: ``A``, ``A and B``, ``A, B and C``."""
-    if len(names) == 1:
-        return names[0]
+def join_names(names: Sequence[str]) -> str:
+    """English list: ``[]`` → ``""``, ``A``, ``A and B``, ``A, B and C``."""
+    if len(names) <= 1:
+        return "".join(names)
     return ", ".join(names[:-1]) + " and " + names[-1]

@@ -144,8 +144,8 @@ class World:
 
         self._lock = threading.Lock()
         self._doc_index: dict[str, int] | None = None
-        self._exact: dict[str, list[int]] | None = None
-        self._folded: dict[str, list[int]] | None = None
+        self._exact: dict[str, int | list[int]] | None = None
+        self._folded: dict[str, int | list[int]] | None = None
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -246,10 +246,10 @@ class World:
         """
         exact, folded = self._name_tables()
         idx = sorted(set(_rows(exact.get(name, ()))))
+        norm = normalize_name(name)
         if case_insensitive:
             seen = set(idx)
-            idx += sorted({i for i in _rows(folded.get(normalize_name(name), ())) if i not in seen})
-        norm = normalize_name(name)
+            idx += sorted({i for i in _rows(folded.get(norm, ())) if i not in seen})
         idx.sort(key=lambda i: (self._titles[i] != name, normalize_name(self._titles[i]) != norm))
         return [self.entity_at(i) for i in idx]
 

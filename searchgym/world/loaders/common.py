@@ -25,7 +25,8 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["LoaderError", "LoadReport", "open_text", "iter_lines", "check_on_error", "resolve_file", "COMPRESSED_SUFFIXES"]
 
-COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
+_CODECS = {".gz": gzip, ".bz2": bz2, ".xz": lzma}  # suffix → module whose open() (de)compresses
+COMPRESSED_SUFFIXES = tuple(_CODECS)
 ON_ERROR = ("skip", "raise")
 MAX_KEPT_ERRORS = 100  # examples kept in the report; the counts are always complete
 _PROGRESS_EVERY = 4096  # lines between progress-bar refreshes
@@ -86,6 +87,15 @@ class LoadReport:
         """Count ``n`` well-formed records left out for ``reason``."""
         self.dropped[reason] += n
 
+    def attach(self, world, dropped: Counter, path: str | os.PathLike) -> None:
+        """Finish a KG load: count the builder's ``dropped`` records and the world's sizes, then
+        attach the report to ``world.metadata`` with ``source`` and ``path``."""
+        for reason, n in dropped.items():
+            self.drop(reason, n)
+        self.counts.update(entities=world.num_entities, relations=world.num_relations, triples=world.num_triples,
+                           documents=world.num_documents)
+        world.metadata.update(source=self.source, path=str(path), load_report=self.as_dict())
+
     def as_dict(self) -> dict:
         """JSON-serialisable form (what goes into ``world.metadata``)."""
         return {
@@ -108,14 +118,8 @@ def _check_file(path: Path) -> None:
 
 
 def _decompressor(path: Path, raw: IO[bytes]) -> IO[bytes]:
-    suffix = path.suffix.lower()
-    if suffix == ".gz":
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
-    if suffix == ".bz2":
-        return bz2.BZ2File(raw, mode="rb")  # type: ignore[return-value]
-    if suffix == ".xz":
-        return lzma.LZMAFile(raw, mode="rb")  # type: ignore[return-value]
-    return raw
+    codec = _CODECS.get(path.suffix.lower())
+    return raw if codec is None else codec.open(raw, "rb")  # type: ignore[attr-defined,return-value]
 
 
 def open_text(path: str | os.PathLike, mode: str = "r") -> IO[str]:
@@ -129,10 +133,9 @@ def open_text(path: str | os.PathLike, mode: str = "r") -> IO[str]:
         raise ValueError(f"mode must be 'r' or 'w', got {mode!r}")
     if mode == "r":
         _check_file(p)
-    suffix = p.suffix.lower()
-    opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(suffix)
-    if opener is not None:
-        return opener(p, mode + "t", encoding="utf-8")  # type: ignore[operator,return-value]
+    codec = _CODECS.get(p.suffix.lower())
+    if codec is not None:
+        return codec.open(p, mode + "t", encoding="utf-8")  # type: ignore[attr-defined,return-value]
     return open(p, mode, encoding="utf-8", newline="\n" if mode == "w" else None)
 
 

@@ -32,7 +32,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..world import World, normalize_name
+from ..world import World, WorldBuilder, normalize_name
 from .common import LoaderError, LoadReport, check_on_error, iter_lines, open_text
 
 logger = logging.getLogger(__name__)
@@ -284,12 +284,7 @@ def load_flashrag_corpus(
     meta = {"corpus_source": "flashrag", "corpus_path": str(path)}
     if world is None:
         entities: list[str | None] = [None] * len(corpus)
-        base = World(
-            name=name or "flashrag", entity_ids=[], titles=[], aliases=[], descriptions=[], types=[],
-            relation_ids=[], relation_labels=[], literal_values=[], literal_kinds=[],
-            triples=np.zeros((0, 3), np.int64), doc_ids=[], doc_titles=[], doc_texts=[],
-            doc_entities=np.zeros(0, np.int64), metadata={"source": "flashrag"},
-        )
+        base = WorldBuilder(name or "flashrag", metadata={"source": "flashrag"}).build()
     else:
         entities = link_to_world(corpus.titles, world, by=link_by, case_insensitive=case_insensitive, report=report)
         base = world

@@ -418,11 +418,7 @@ def load_wikidata_dump(
             report.counts["stopped_at_max_entities"] = 1
             break
     world = reader.build()
-    for reason, n in reader.builder.dropped.items():
-        report.drop(reason, n)
-    report.counts.update(entities=world.num_entities, relations=world.num_relations, triples=world.num_triples,
-                         documents=world.num_documents)
-    world.metadata.update(source="wikidata", path=str(p), load_report=report.as_dict())
+    report.attach(world, reader.builder.dropped, p)
     logger.info("wikidata %s: %s; dropped %s; malformed %d", p, world, dict(report.dropped), report.num_malformed)
     if corpus is not None:
         from .flashrag import load_flashrag_corpus

@@ -198,11 +198,6 @@ def load_wikidata5m(
     if texts:
         report.drop("text_of_unknown_entity", len(texts))
     world = b.build(drop_dangling=True)
-    for reason, n in b.dropped.items():
-        report.drop(reason, n)
-    report.counts.update(entities=world.num_entities, relations=world.num_relations, triples=world.num_triples,
-                         documents=world.num_documents)
-    world.metadata.update(source="wikidata5m", path=str(path if path is not None else ep),
-                          load_report=report.as_dict())
+    report.attach(world, b.dropped, path if path is not None else ep)
     logger.info("wikidata5m: %s; dropped %s; malformed %d", world, dict(report.dropped), report.num_malformed)
     return world
