@@ -66,10 +66,8 @@ def register(subparsers) -> None:
 
 def _load_world(args):
     if args.synthetic:
-        try:
-            from searchgym.world.synthetic import default_world
-        except ImportError as exc:
-            raise RuntimeError(f"the synthetic default world is not available ({exc}); pass --world DIR") from None
+        from searchgym.world.synthetic import default_world
+
         return default_world(seed=args.world_seed)
     from searchgym.world import load_world
 

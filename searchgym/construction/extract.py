@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from ..world.world import _csr
 from .record import Branch, Subgraph, SubgraphNode, literal_node_id
 from .selectors import Candidate, SelectionContext, SelectorError
 
@@ -44,7 +45,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_RELATION_BLOCKLIST", "ExtractionConfig", "Rejected", "REJECTION_REASONS",
-    "extract_subgraph", "eligible_seeds", "answer_type_of",
+    "extract_subgraph", "eligible_seeds", "answer_type", "answer_type_of",
 ]
 
 #: Generic or administrative Wikidata relations that make poor reasoning hops (ids and labels;
@@ -69,11 +70,14 @@ _ENTITY_ANSWER_TYPES = {"person": "person", "location": "location", "organisatio
 _LITERAL_ANSWER_TYPES = {"date": "date", "quantity": "number", "string": "other"}
 
 
+def answer_type(node_type: str, is_literal: bool) -> str:
+    """Answer type (person/location/organisation/date/number/other) of an entity type or literal kind."""
+    return (_LITERAL_ANSWER_TYPES if is_literal else _ENTITY_ANSWER_TYPES).get(node_type, "other")
+
+
 def answer_type_of(node: SubgraphNode) -> str:
     """Answer type (person/location/organisation/date/number/other) of a subgraph node."""
-    if node.is_literal:
-        return _LITERAL_ANSWER_TYPES.get(node.type, "other")
-    return _ENTITY_ANSWER_TYPES.get(node.type, "other")
+    return answer_type(node.type, node.is_literal)
 
 
 class Rejected(Exception):
@@ -190,9 +194,10 @@ class _Index:
             edge_ok &= self.tails >= 0
         # CSR of eligible out-edges (triple order kept within a head), as compact int32/int64 arrays
         ok_rows = np.nonzero(edge_ok)[0]
-        order = ok_rows[np.argsort(self.heads[ok_rows], kind="stable")]
-        counts = np.bincount(self.heads[ok_rows], minlength=n_ent) if n_ent else np.zeros(0, np.int64)
-        self._out_ptr = np.concatenate([[0], np.cumsum(counts)]).tolist()
+        out_ptr, order = _csr(self.heads[ok_rows], n_ent)
+        order = ok_rows[order]
+        counts = np.diff(out_ptr)
+        self._out_ptr = out_ptr.tolist()
         self._out_rel = self.rels[order].astype(np.int32)
         self._out_tail = self.tails[order]
         self.elig_out = counts.tolist()
@@ -200,12 +205,12 @@ class _Index:
         self._in_ptr: list[int] = []
         if config.allow_inverse_edges and len(self.rels):
             ent_rows = ok_rows[self.tails[ok_rows] >= 0]
-            order = ent_rows[np.argsort(self.tails[ent_rows], kind="stable")]
-            in_counts = np.bincount(self.tails[ent_rows], minlength=n_ent)
-            self._in_ptr = np.concatenate([[0], np.cumsum(in_counts)]).tolist()
+            in_ptr, order = _csr(self.tails[ent_rows], n_ent)
+            order = ent_rows[order]
+            self._in_ptr = in_ptr.tolist()
             self._in_rel = self.rels[order].astype(np.int32)
             self._in_head = self.heads[order]
-            seeds_mask = seeds_mask | (in_counts > 0)
+            seeds_mask = seeds_mask | (np.diff(in_ptr) > 0)
         self.eligible_seeds = np.nonzero(seeds_mask)[0]
         self.num_eligible_relations = int(np.unique(self.rels[edge_ok]).size) if len(self.rels) else 0
         self._has_doc: dict[int, bool] = {}

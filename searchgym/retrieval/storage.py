@@ -25,15 +25,19 @@ FORMAT = "searchgym-index"
 VERSION = 1
 REBUILD_HINT = "rebuild it with `searchgym index build --world DIR --out {path}`"
 
-__all__ = ["IndexFormatError", "begin_save", "read_docs", "read_manifest", "write_docs", "write_manifest", "FORMAT", "VERSION"]
+__all__ = [
+    "IndexFormatError", "index_error", "begin_save", "read_docs", "read_manifest", "write_docs", "write_manifest",
+    "FORMAT", "VERSION",
+]
 
 
 class IndexFormatError(ValueError):
     """A saved index directory is missing, partial, corrupt or of another kind; the message says how to fix it."""
 
 
-def _fail(path: Path, problem: str) -> IndexFormatError:
-    return IndexFormatError(f"index directory {str(path)!r}: {problem}; " + REBUILD_HINT.format(path=path))
+def index_error(path: Path, problem: str, hint: str = REBUILD_HINT) -> IndexFormatError:
+    """The error for a bad index directory: the problem, then ``hint`` (``{path}`` filled in) saying how to fix it."""
+    return IndexFormatError(f"index directory {str(path)!r}: {problem}; " + hint.format(path=path))
 
 
 def write_docs(path: Path, doc_ids: Sequence[str], titles: Sequence[str], texts: Sequence[str]) -> str:
@@ -82,18 +86,18 @@ def read_manifest(path, backend: str) -> dict:
     """Read and validate ``manifest.json`` of a ``backend`` index at ``path``."""
     d = Path(path)
     if not d.is_dir():
-        raise _fail(d, "no such directory")
+        raise index_error(d, "no such directory")
     mf = d / "manifest.json"
     if not mf.is_file():
-        raise _fail(d, "manifest.json is missing (not an index, or an interrupted save)")
+        raise index_error(d, "manifest.json is missing (not an index, or an interrupted save)")
     try:
         m = json.loads(mf.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _fail(d, f"manifest.json is unreadable ({exc})") from None
+        raise index_error(d, f"manifest.json is unreadable ({exc})") from None
     if not isinstance(m, dict) or m.get("format") != FORMAT:
-        raise _fail(d, f"manifest.json is not a {FORMAT} manifest")
+        raise index_error(d, f"manifest.json is not a {FORMAT} manifest")
     if m.get("version") != VERSION:
-        raise _fail(d, f"index format version {m.get('version')!r} is not supported (this version reads {VERSION})")
+        raise index_error(d, f"index format version {m.get('version')!r} is not supported (this version reads {VERSION})")
     if m.get("backend") != backend:
         raise IndexFormatError(
             f"index directory {str(d)!r} holds a {m.get('backend')!r} index, not {backend!r}; "
@@ -101,7 +105,7 @@ def read_manifest(path, backend: str) -> dict:
         )
     for key in ("num_docs", "docs_sha256", "params"):
         if key not in m:
-            raise _fail(d, f"manifest.json lacks {key!r}")
+            raise index_error(d, f"manifest.json lacks {key!r}")
     return m
 
 
@@ -110,10 +114,10 @@ def read_docs(path, manifest: dict) -> tuple[list[str], list[str], list[str]]:
     d = Path(path)
     f = d / "docs.jsonl"
     if not f.is_file():
-        raise _fail(d, "docs.jsonl is missing")
+        raise index_error(d, "docs.jsonl is missing")
     raw = f.read_bytes()
     if hashlib.sha256(raw).hexdigest() != manifest["docs_sha256"]:
-        raise _fail(d, "docs.jsonl does not match the checksum in manifest.json (modified or truncated)")
+        raise index_error(d, "docs.jsonl does not match the checksum in manifest.json (modified or truncated)")
     ids: list[str] = []
     titles: list[str] = []
     texts: list[str] = []
@@ -125,7 +129,7 @@ def read_docs(path, manifest: dict) -> tuple[list[str], list[str], list[str]]:
             titles.append(row["title"])
             texts.append(row["text"])
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise _fail(d, f"docs.jsonl line {n} is malformed ({exc})") from None
+            raise index_error(d, f"docs.jsonl line {n} is malformed ({exc})") from None
     if len(ids) != manifest["num_docs"]:
-        raise _fail(d, f"docs.jsonl has {len(ids)} documents, manifest.json says {manifest['num_docs']}")
+        raise index_error(d, f"docs.jsonl has {len(ids)} documents, manifest.json says {manifest['num_docs']}")
     return ids, titles, texts
