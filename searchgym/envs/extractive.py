@@ -221,10 +221,9 @@ class ExtractiveReader:
 
     def answer(self, question: str, materials: list[str]) -> str:
         """The best-supported candidate's name, or ``""`` when nothing in the materials fits."""
-        q_mentions = {c.answer.lower() for _, _, c in self._link(question)}
-        anchor_words = set()
-        for _, _, c in self._link(question):
-            anchor_words.update(self._words(c.answer))
+        q_linked = [c for _, _, c in self._link(question)]
+        q_mentions = {c.answer.lower() for c in q_linked}
+        anchor_words = {word for c in q_linked for word in self._words(c.answer)}
         q_raw = set(_WORD_RE.findall(question.lower())[:_WH_WORDS])  # the wh-phrase names the answer type
         q_list = [t for t in self._words(question) if t not in anchor_words]
         q_words = set(q_list)
@@ -234,6 +233,7 @@ class ExtractiveReader:
         # nodes keyed by answer string (lowercased); first-mention order for ties
         cands: dict[str, _Cand] = {}
         order: dict[str, int] = {}
+        name_words: dict[str, set] = {}  # each candidate's own name words, stemmed once
         links: dict[tuple[str, str], frozenset] = {}
         sentence_hits: dict[str, frozenset] = {}
         for tcand, sent in self._sentences(materials):
@@ -244,14 +244,14 @@ class ExtractiveReader:
             for c in mentioned:
                 k = c.answer.lower()
                 if k not in cands:
-                    cands[k], order[k] = c, len(order)
+                    cands[k], order[k], name_words[k] = c, len(order), set(self._words(k))
                 if k not in keys:
                     keys.append(k)
             if not keys:
                 continue
             swords = set(self._words(sent))
             for k in keys:
-                own = frozenset(swords & q_words - set(self._words(k)) - cands[k].desc_words)
+                own = frozenset(swords & q_words - name_words[k] - cands[k].desc_words)
                 if len(own) > len(sentence_hits.get(k, ())):
                     sentence_hits[k] = own
             for a in keys:
@@ -262,7 +262,7 @@ class ExtractiveReader:
                     kg = self._kg_words(ca, cb)
                     if ca.code is not None and cb.code is not None and not kg:
                         continue  # co-mentioned world nodes with no fact between them (a list): no link
-                    w = frozenset((swords | kg) & q_words - set(self._words(a)) - set(self._words(b)))
+                    w = frozenset((swords | kg) & q_words - name_words[a] - name_words[b])
                     if (a, b) not in links or len(w) > len(links[(a, b)]):
                         links[(a, b)] = w  # the most informative sentence linking the pair
         if not cands:

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Sequence, Union
 
+from .judge import _golds
 from .types import Trajectory
 
 REASONS = (
@@ -87,7 +88,7 @@ def check_question(
     :data:`REASONS`, or ``FilterResult(ok=True)``.
     """
     cfg = config or FilterConfig()
-    golds = [answers] if isinstance(answers, str) else [a for a in answers if isinstance(a, str)]
+    golds = _golds(answers)
     q = " ".join(question.split()) if isinstance(question, str) else ""
     queries = [_norm_query(s.query) for t in trajectory.turns for s in t.searches]
     dupes = sorted({x for x in queries if queries.count(x) > 1})

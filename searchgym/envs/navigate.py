@@ -41,7 +41,6 @@ title) and ``target``.
 from __future__ import annotations
 
 import logging
-import os
 import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -50,15 +49,14 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from ..construction.extract import answer_type
+from . import resources
+
 logger = logging.getLogger(__name__)
 
 SLOT_FEATURES = 7
 GLOBAL_FEATURES = 7
 _WORD = re.compile(r"[a-z0-9]+")
-# the answer-type mapping of searchgym.construction.extract.answer_type_of
-_ENTITY_ANSWER_TYPES = {"person": "person", "location": "location", "organisation": "organisation",
-                        "organization": "organisation"}
-_LITERAL_ANSWER_TYPES = {"date": "date", "quantity": "number"}
 
 
 @dataclass(frozen=True)
@@ -171,15 +169,7 @@ class KGNavigateEnv(gym.Env):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         if step_cost < 0 or progress_reward < 0:
             raise ValueError(f"step_cost and progress_reward must be >= 0, got {step_cost}, {progress_reward}")
-        if world is None:
-            from ..world.synthetic import default_world
-
-            world = default_world()
-        elif isinstance(world, (str, os.PathLike)):
-            from ..world import load_world
-
-            world = load_world(world)
-        self.world = world
+        self.world = world = resources.resolve_world(world)
         self.render_mode = render_mode
         self.N = max_candidates
         self.step_cost = float(step_cost)
@@ -318,18 +308,15 @@ class KGNavigateEnv(gym.Env):
     def _node_type(self, code: int) -> str:
         """Answer type of a node, with the construction pool's mapping."""
         if code >= 0:
-            return _ENTITY_ANSWER_TYPES.get(self._types[code], "other")
-        return _LITERAL_ANSWER_TYPES.get(self.world.node_at(code).kind, "other")
+            return answer_type(self._types[code], is_literal=False)
+        return answer_type(self.world.node_at(code).kind, is_literal=True)
 
     def _search(self) -> int:
         """The node a search from the current node jumps to (the current node if none)."""
         if self.search_mode == "none" or self._node < 0:
             return self._node
         if self._retriever is None:
-            from ..retrieval.bm25 import BM25Retriever
-
-            logger.info("KGNavigateEnv: building the BM25 index for the search action")
-            self._retriever = BM25Retriever.from_world(self.world)
+            self._retriever = resources.default_retriever(self.world)
         rel, _ = self._expected()
         query = self._title(self._node) + (" " + self._rel_labels[rel] if rel >= 0 else "")
         for hit in self._retriever.search(query, 3):

@@ -64,11 +64,11 @@ class ProposerValidation:
 
     def __call__(self, traj, answers, rng) -> dict:
         """Validate a finished proposer trajectory, then remember its materials as future noise."""
+        mats = document_materials(traj)
         result = validate_question(traj, answers, verifier=self.verifier, filter_config=self.filter_config,
-                                   noise_pool=self.noise_pool(), rng=rng)
+                                   noise_pool=self.noise_pool(), rng=rng, materials=mats)
         key = "valid" if result["valid"] else str(result["reason"])
         self.counts[key] = self.counts.get(key, 0) + 1
-        mats = document_materials(traj)
         if mats and self.recent.maxlen:
             self.recent.append(mats)
         return result

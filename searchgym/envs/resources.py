@@ -9,10 +9,11 @@ Heavy modules are imported inside the functions so ``import searchgym`` stays li
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import weakref
 from pathlib import Path
-from typing import Any, Sequence, Union
+from typing import Any, Callable, Sequence, Union
 
 from ..construction.record import Subgraph
 from ..retrieval.base import Retriever
@@ -30,7 +31,6 @@ DEFAULT_POOL_SEED = 0  # the default pool is the same in every process
 
 _lock = threading.RLock()
 _pools: "weakref.WeakKeyDictionary[World, list[Subgraph]]" = weakref.WeakKeyDictionary()
-_bm25: "weakref.WeakKeyDictionary[World, Retriever]" = weakref.WeakKeyDictionary()
 _kg: "weakref.WeakKeyDictionary[World, Any]" = weakref.WeakKeyDictionary()
 _readers: "weakref.WeakKeyDictionary[World, Any]" = weakref.WeakKeyDictionary()
 
@@ -43,31 +43,41 @@ def resolve_world(world: Union[World, str, Path, None]) -> World:
         from ..world.synthetic import default_world
 
         return default_world()
-    if isinstance(world, (str, Path)):
+    if isinstance(world, (str, os.PathLike)):
         from ..world import load_world
 
         return load_world(world)
     raise TypeError(f"world must be a World, a saved-world path or None (default world), got {type(world).__name__}")
 
 
+def _per_world(cache: "weakref.WeakKeyDictionary[World, Any]", world: World, build: Callable[[], Any]) -> Any:
+    """``cache[world]``, built with ``build()`` on first use (under the module lock)."""
+    with _lock:
+        value = cache.get(world)
+        if value is None:
+            value = build()
+            cache[world] = value
+        return value
+
+
 def default_pool(world: World) -> list[Subgraph]:
     """The heuristic subgraph pool of ``world`` (``DEFAULT_POOL_SIZE`` subgraphs, seed 0, curriculum
     order), built once per process and world."""
-    with _lock:
-        pool = _pools.get(world)
-        if pool is None:
-            from ..construction import build_pool, order_pool
 
-            result = build_pool(world, DEFAULT_POOL_SIZE, seed=DEFAULT_POOL_SEED, progress=False)
-            pool = order_pool(list(result.subgraphs), "curriculum", DEFAULT_POOL_SEED)
-            if not pool:
-                raise ValueError(
-                    f"no subgraph could be extracted from world {world.name!r} (rejections: {dict(result.rejections)}); "
-                    "pass pool=... or use a world with paths of 3+ hops"
-                )
-            logger.info("built default pool of %d subgraphs for world %r", len(pool), world.name)
-            _pools[world] = pool
+    def build() -> list[Subgraph]:
+        from ..construction import build_pool, order_pool
+
+        result = build_pool(world, DEFAULT_POOL_SIZE, seed=DEFAULT_POOL_SEED, progress=False)
+        pool = order_pool(list(result.subgraphs), "curriculum", DEFAULT_POOL_SEED)
+        if not pool:
+            raise ValueError(
+                f"no subgraph could be extracted from world {world.name!r} (rejections: {dict(result.rejections)}); "
+                "pass pool=... or use a world with paths of 3+ hops"
+            )
+        logger.info("built default pool of %d subgraphs for world %r", len(pool), world.name)
         return pool
+
+    return _per_world(_pools, world, build)
 
 
 def resolve_pool(world: World, pool: Union[Sequence[Subgraph], str, Path, None], order: str = "curriculum", seed: int = 0) -> list[Subgraph]:
@@ -100,15 +110,11 @@ def _order(subgraphs: Sequence[Subgraph], order: str, seed: int) -> list[Subgrap
 
 
 def default_retriever(world: World) -> Retriever:
-    """BM25 over the world's documents, built once per process and world."""
-    with _lock:
-        r = _bm25.get(world)
-        if r is None:
-            from ..retrieval.bm25 import BM25Retriever
+    """BM25 over the world's documents, built once per process and world (the retrieval
+    factory's cached ``make_retriever(world, "bm25")``)."""
+    from ..retrieval import make_retriever
 
-            r = BM25Retriever.from_world(world)
-            _bm25[world] = r
-        return r
+    return make_retriever(world, "bm25")
 
 
 def resolve_retriever(world: World, retriever: Union[Retriever, str, None]) -> Retriever:
@@ -135,14 +141,9 @@ def resolve_kg(world: World, kg: Any) -> Any:
     if kg is None or kg is False:
         return None
     if kg is True:
-        with _lock:
-            tool = _kg.get(world)
-            if tool is None:
-                from ..retrieval.kg import KGLookup
+        from ..retrieval.kg import KGLookup
 
-                tool = KGLookup(world)
-                _kg[world] = tool
-            return tool
+        return _per_world(_kg, world, lambda: KGLookup(world))
     if not callable(getattr(kg, "lookup", None)):
         raise TypeError("kg_tool must be True/False or an object with lookup(entities, relations, query)")
     return kg
@@ -163,11 +164,6 @@ def resolve_judge(judge: Any) -> Any:
 def default_reader(world: World) -> Any:
     """The offline ``ExtractiveReader(world)`` of RAG verification, built once per process and world
     (its name index is the expensive part; the reader is read-only once built)."""
-    with _lock:
-        reader = _readers.get(world)
-        if reader is None:
-            from .verifier import ExtractiveReader
+    from .verifier import ExtractiveReader
 
-            reader = ExtractiveReader(world)
-            _readers[world] = reader
-        return reader
+    return _per_world(_readers, world, lambda: ExtractiveReader(world))

@@ -85,13 +85,15 @@ def validate_question(
     filter_config: Any = None,
     noise_pool: Sequence[str] = (),
     rng: random.Random,
+    materials: Optional[Sequence[str]] = None,
 ) -> dict:
     """Filters then RAG verification of a finished Proposer rollout.
 
     Returns the ``info["validation"]`` dict: ``valid``, ``reason`` (a filter reason code, the
     verifier's reason, or ``None``), ``stage`` (``"filters"``/``"verifier"``/``None``), the filter
     ``details``, and the verifier's ``prediction`` and ``error``. ``verifier=None`` skips RAG
-    verification (filters only). Also sets ``traj.valid``.
+    verification (filters only). ``materials``: the rollout's :func:`document_materials`, if the
+    caller already has them. Also sets ``traj.valid``.
     """
     from .filters import check_question
 
@@ -108,7 +110,8 @@ def validate_question(
         elif verifier is None:
             result["valid"] = True
         else:
-            vr = verifier.verify(traj.question, list(answers), document_materials(traj), list(noise_pool), rng)
+            mats = list(materials) if materials is not None else document_materials(traj)
+            vr = verifier.verify(traj.question, list(answers), mats, list(noise_pool), rng)
             result.update(valid=bool(vr.valid) and not vr.error, reason=vr.reason, stage="verifier",
                           prediction=vr.prediction, error=vr.error)
             if vr.error:

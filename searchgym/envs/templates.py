@@ -123,8 +123,6 @@ def path_question(subgraph: Subgraph) -> str:
         phrase = relation_phrase(label, phrase, forward=fwd)
     answer = subgraph.answer_node
     word = noun_for(answer)
-    if word == "What":
-        return f"What is {phrase}?"
-    if word == "When":
+    if word in ("What", "When"):  # "When is the date on which …" reads badly
         return f"What is {phrase}?"
     return f"{word} is {phrase}?"
