@@ -39,12 +39,17 @@ class CheckpointManager:
         self.root = Path(root)
         self.keep = max(1, int(keep))
 
+    @staticmethod
+    def dir_name(step: int) -> str:
+        """Name of the checkpoint directory of ``step``."""
+        return f"step_{step:08d}"
+
     def save(self, step: int, *, model, tokenizer, trainer_state: dict, config: TrainConfig) -> Path:
         """Write checkpoint ``step`` atomically and return its directory."""
         import torch
 
         self.root.mkdir(parents=True, exist_ok=True)
-        name = f"step_{step:08d}"
+        name = self.dir_name(step)
         final = self.root / name
         tmp = Path(tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=self.root))
         try:

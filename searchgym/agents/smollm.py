@@ -17,11 +17,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from .config import DTYPES
+
 logger = logging.getLogger(__name__)
 
 BUNDLED_NAMES = ("smollm2", "smollm2-135m", "bundled")
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-DTYPES = ("float32", "bfloat16", "float16")
 _COMPLETE = ".searchgym-complete"
 
 

@@ -282,17 +282,20 @@ class SelfPlayTrainer:
         for i in solver:
             groups.setdefault(samples[i].group, []).append(i)
         use_sapo = self.config.reward == "gdcr"
+        plain: list[int] = []  # solver samples of groups without step rewards: GRPO
         for idx in groups.values():
-            rewards = [samples[i].reward for i in idx]
             if use_sapo and all(samples[i].step_rewards is not None for i in idx):
                 from ..wrappers.sapo import sapo_group_advantages
 
-                tables = sapo_group_advantages(rewards, [samples[i].step_rewards for i in idx], eps=eps)
+                tables = sapo_group_advantages([samples[i].reward for i in idx],
+                                               [samples[i].step_rewards for i in idx], eps=eps)
                 for i, t in zip(idx, tables):
                     out[i] = list(t) or [0.0]
             else:
-                for i, a in zip(idx, group_advantages(rewards, [0] * len(idx), eps)):
-                    out[i] = [a]
+                plain.extend(idx)
+        grpo = group_advantages([samples[i].reward for i in plain], [samples[i].group for i in plain], eps)
+        for i, a in zip(plain, grpo):
+            out[i] = [a]
         prop = [i for i, s in enumerate(samples) if s.role == "proposer"]
         for i, a in zip(prop, baseline_advantages([samples[i].reward for i in prop])):
             out[i] = [a]
@@ -454,9 +457,7 @@ class SelfPlayTrainer:
         CheckpointManager.check_config(path, self.config)
         state = CheckpointManager.load_state(path)
         _load_weights(self.policy, path / "policy", lora=self.config.lora)
-        sync = getattr(self.generator, "load_weights", None)
-        if callable(sync):
-            sync(self.policy.state_dict())
+        self._sync_generator()
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.rng.setstate(state["rng"])
@@ -470,6 +471,12 @@ class SelfPlayTrainer:
         self.games_played = int(state["games_played"])
         self.step = int(state["step"])
         logger.info("resumed from %s at step %d", path, self.step)
+
+    def _sync_generator(self) -> None:
+        """Out-of-model backends (vLLM) get the policy's current weights."""
+        sync = getattr(self.generator, "load_weights", None)
+        if callable(sync):
+            sync(self.policy.state_dict())
 
     def resume(self) -> bool:
         """Load the newest checkpoint under ``output_dir`` if there is one; True if it did."""
@@ -486,9 +493,7 @@ class SelfPlayTrainer:
         batch = self.collect()
         t1 = time.perf_counter()
         stats = self.update(batch.samples)
-        sync = getattr(self.generator, "load_weights", None)
-        if callable(sync):  # out-of-model backends (vLLM) get the new weights now
-            sync(self.policy.state_dict())
+        self._sync_generator()
         t2 = time.perf_counter()
         self.step += 1
         m = rollout_metrics(batch.samples)
@@ -532,8 +537,10 @@ class SelfPlayTrainer:
                                     proposer=f"{m.get('proposer/reward', float('nan')):.3f}")
                 if c.save_every and self.step % c.save_every == 0:
                     self.save_checkpoint()
-            if c.save_every and (self.checkpoints.latest() is None or self.checkpoints.latest().name != f"step_{self.step:08d}"):
-                self.save_checkpoint()
+            if c.save_every:
+                latest = self.checkpoints.latest()
+                if latest is None or latest.name != CheckpointManager.dir_name(self.step):
+                    self.save_checkpoint()
         finally:
             if bar is not None:
                 bar.close()
