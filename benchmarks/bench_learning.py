@@ -43,8 +43,8 @@ SIZES = {
                  eval_proposer=16, sft=dict(lora=True, lora_r=8, save_adapter=True, lr=4e-4, epochs=1.0, batch_size=8,
                                             micro_batch_size=4, eval_every=100, patience=0),
                  rl=dict(steps=4, batch=2, group=4, lr=2e-5, tasks={2: 100}), seeds=(0,), max_new_tokens=48),
-    "cpu": dict(demo_solver={1: 260, 2: 200, 3: 60}, demo_kg={2: 60, 3: 40}, demo_vanilla={2: 30},
-                eval_hops={1: 64, 2: 48, 3: 32}, eval_proposer=32,
+    "cpu": dict(demo_solver={1: 240, 2: 260, 3: 80}, demo_kg={2: 120, 3: 60}, demo_vanilla={2: 30},
+                eval_hops={1: 64, 2: 48, 3: 32}, eval_proposer=32, base_eval=dict(hops={1: 16, 2: 16, 3: 8}, proposer=8),
                 sft=dict(lora=True, lora_r=8, save_adapter=True, lr=3e-4, epochs=1.0, batch_size=8, micro_batch_size=4,
                          eval_every=16, patience=2),
                 rl=dict(steps=8, batch=4, group=4, lr=2e-5, tasks={2: 200, 3: 100}), seeds=(0, 1, 2),
@@ -96,11 +96,14 @@ def evaluate_stage(name: str, model_dir: str, world, size: dict, work: Path, dev
     meta = work / f"eval_{name}.json"
     if meta.is_file():
         return json.loads(meta.read_text())
+    hops, n_proposer = size["eval_hops"], size["eval_proposer"]
+    if name == "base" and "base_eval" in size:  # the leading subset of the same questions (the base model uses
+        hops, n_proposer = size["base_eval"]["hops"], size["base_eval"]["proposer"]  # every turn: costly on CPU)
     model, tok = open_model(model_dir)
     agent = llm_eval_agent(model, tok, name, max_new_tokens=size["max_new_tokens"],
                            device=None if device == "cpu" else device)
     t0 = time.perf_counter()
-    report = heldout_report(agent, world, per_hop=size["eval_hops"], proposer=size["eval_proposer"],
+    report = heldout_report(agent, world, per_hop=hops, proposer=n_proposer,
                             out_dir=work / f"eval_{name}", progress=True)
     out = {"stage": name, "model": model_dir, **report, "seconds": round(time.perf_counter() - t0, 1)}
     meta.write_text(json.dumps(out, indent=1))

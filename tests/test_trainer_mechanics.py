@@ -155,6 +155,19 @@ def test_one_update_raises_positive_and_lowers_negative_completions(tmp_path, to
     assert stats["sequences"] == 2
 
 
+def test_skip_zero_advantage_trains_only_on_informative_sequences(tmp_path, tok):
+    """skip_zero_advantage drops all-zero-advantage sequences: an all-zero batch leaves the weights as they
+    were (plain GRPO would still step through its KL term), a mixed one trains on the rest."""
+    tr = _trainer(tmp_path, tok, lr=1e-2, kl_coef=0.1, skip_zero_advantage=True)
+    t = [_traj(["<answer> Tarsk </answer>"]), _traj(["<answer> Ostrel </answer>"])]
+    before = [p.detach().clone() for p in tr.policy.parameters()]
+    assert tr.optimise(t, [[0.0], [0.0]]) == {"skipped_zero_advantage": 2}
+    assert all(torch.equal(a, b) for a, b in zip(before, tr.policy.parameters()))
+    stats = tr.optimise(t, [[1.0], [0.0]])
+    assert stats["sequences"] == 1 and stats["skipped_zero_advantage"] == 1
+    assert not all(torch.equal(a, b) for a, b in zip(before, tr.policy.parameters()))
+
+
 def test_kl_is_zero_at_step_zero_and_positive_after(tmp_path, tok):
     tr = _trainer(tmp_path, tok, lr=1e-2, kl_coef=0.1)
     t = [_traj(["<answer> Tarsk </answer>"]), _traj(["<answer> Ostrel </answer>"])]

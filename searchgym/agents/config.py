@@ -85,6 +85,10 @@ class TrainConfig(ModelOptions, ConfigIO):
     micro_batch_size: int = 4
     share_prompt: bool = True  # run each micro-batch's shared prompts once (agents/prefix.py); same maths
     kl_coef: float = 0.01
+    # leave sequences whose advantages are all 0 (a group whose rollouts all scored alike) out of the update:
+    # DAPO's dynamic-sampling filter without resampling. Saves their forward/backward (most of a CPU step
+    # early in RL); the remaining sequences carry the mean, and the dropped ones lose their KL term.
+    skip_zero_advantage: bool = False
     clip_low: float = 0.2
     clip_high: float = 0.28
     adv_eps: float = 1e-6

@@ -137,7 +137,8 @@ class SFTRun:
         self.report = report or DataReport()
         self.truncated = 0
         self.train = self._encode([d.trajectory for d in train], encode_trajectory)
-        self.val = self._encode([d.trajectory for d in val], encode_trajectory)
+        # validation in length order: micro-batches of similar lengths carry little padding
+        self.val = sorted(self._encode([d.trajectory for d in val], encode_trajectory), key=lambda e: len(e.input_ids))
         if not self.train:
             raise ValueError(f"no training example has an agent token left ({self.report.summary()}); "
                              f"check the data, the role filter and max_tokens={c.max_tokens}")
@@ -213,7 +214,8 @@ class SFTRun:
         import torch
 
         c = self.config
-        batch = self._batch(self.step)
+        # the step's examples in length order, so each micro-batch pads little (the loss is a sum: order-free)
+        batch = sorted(self._batch(self.step), key=lambda e: len(e.input_ids))
         n_agent = sum(e.num_agent_tokens for e in batch)
         t0 = time.perf_counter()
         self.optimizer.zero_grad(set_to_none=True)

@@ -424,8 +424,13 @@ class SelfPlayTrainer:
 
         c = self.config
         enc, adv = self.encode(trajectories, step_advantages)
+        skipped = 0
+        if c.skip_zero_advantage:
+            keep = [i for i, a in enumerate(adv) if any(x != 0.0 for x in a)]
+            skipped = len(enc) - len(keep)
+            enc, adv = [enc[i] for i in keep], [adv[i] for i in keep]
         if not enc:
-            return {}
+            return {"skipped_zero_advantage": skipped} if skipped else {}
         n = len(enc)
         pad = self.tokenizer.pad_token_id
         prompt_rank: dict = {}
@@ -475,6 +480,8 @@ class SelfPlayTrainer:
                 self.scheduler.step()
         out = agg.means()
         out["sequences"] = n
+        if c.skip_zero_advantage:
+            out["skipped_zero_advantage"] = skipped
         out["lr"] = self.scheduler.get_last_lr()[0]
         return out
 
