@@ -45,10 +45,10 @@ SIZES = {
                  rl=dict(steps=4, batch=2, group=4, lr=2e-5, tasks={2: 100}), seeds=(0,), max_new_tokens=48),
     "cpu": dict(demo_solver={1: 240, 2: 260, 3: 80}, demo_kg={2: 120, 3: 60}, demo_vanilla={2: 30},
                 eval_hops={1: 64, 2: 48, 3: 32}, eval_proposer=32, base_eval=dict(hops={1: 16, 2: 16, 3: 8}, proposer=8),
-                sft=dict(lora=True, lora_r=8, save_adapter=True, lr=3e-4, epochs=1.0, batch_size=8, micro_batch_size=4,
-                         eval_every=16, patience=2),
-                rl=dict(steps=8, batch=4, group=4, lr=2e-5, tasks={2: 200, 3: 100}), seeds=(0, 1, 2),
-                max_new_tokens=48),
+                sft=dict(lora=True, lora_r=8, lora_last_layers=12, save_adapter=True, lr=5e-4, epochs=1.0, batch_size=8,
+                         micro_batch_size=4, eval_every=16, patience=2),
+                rl=dict(steps=8, batch=4, group=4, lr=1e-4, lora=True, tasks={2: 200, 3: 100}, eval_hops={2: 48, 3: 32}),
+                seeds=(0, 1, 2), max_new_tokens=48),
     "gpu": dict(demo_solver={1: 1200, 2: 1000, 3: 400}, demo_kg={2: 300, 3: 200}, demo_vanilla={2: 150},
                 eval_hops={1: 100, 2: 100, 3: 100}, eval_proposer=128,
                 sft=dict(lora=False, lr=5e-5, epochs=2.0, batch_size=16, micro_batch_size=8, eval_every=20, patience=3),
@@ -97,6 +97,8 @@ def evaluate_stage(name: str, model_dir: str, world, size: dict, work: Path, dev
     if meta.is_file():
         return json.loads(meta.read_text())
     hops, n_proposer = size["eval_hops"], size["eval_proposer"]
+    if name.startswith("grpo") and "eval_hops" in size["rl"]:  # RL targets multi-hop questions: score those
+        hops, n_proposer = size["rl"]["eval_hops"], 0
     if name == "base" and "base_eval" in size:  # the leading subset of the same questions (the base model uses
         hops, n_proposer = size["base_eval"]["hops"], size["base_eval"]["proposer"]  # every turn: costly on CPU)
     model, tok = open_model(model_dir)
@@ -134,7 +136,11 @@ def stage_rl(name: str, reward: str, seed: int, init_dir: str, world, size: dict
         return WaypointCoverageReward(env) if reward == "wcr" else env
 
     envs = [make() for _ in range(rl["batch"])]
+    lora = dict(lora=True, lora_r=16, lora_alpha=32) if rl.get("lora") else {}
+    # kl_coef 0 + skip_zero_advantage: DAPO's settings; no reference forward and no update for groups that all
+    # scored alike, which keeps a CPU step affordable
     cfg = TrainConfig(model="smollm2", init=init_dir, device=device, batch_size=rl["batch"], group_size=rl["group"],
+                      kl_coef=0.0, skip_zero_advantage=True, **lora,
                       max_turns=kw["max_turns"], max_new_tokens=size["max_new_tokens"], lr=rl["lr"], warmup_steps=0,
                       total_steps=rl["steps"], mini_batch_size=rl["batch"] * rl["group"], micro_batch_size=4,
                       output_dir=str(out), tensorboard=False, progress=True, save_every=max(1, rl["steps"] // 2),
@@ -142,9 +148,23 @@ def stage_rl(name: str, reward: str, seed: int, init_dir: str, world, size: dict
     trainer = SelfPlayTrainer(cfg, envs=envs)
     trainer.train(resume=True)
     final.mkdir(parents=True, exist_ok=True)
-    trainer.policy.save_pretrained(final)
+    policy = trainer.policy.merge_and_unload() if rl.get("lora") else trainer.policy  # a whole model, like the init
+    policy.save_pretrained(final)
     trainer.tokenizer.save_pretrained(final)
     return str(final)
+
+
+def rl_gain(stages: dict) -> dict:
+    """Per RL stage and hop count: the seeds' mean held-out EM minus the cold start's, with the seeds' spread."""
+    base = stages.get("cold start", [{}])[0].get("solver", {}).get("by_hops", {})
+    out = {}
+    for st in ("GRPO", "GRPO + WCR"):
+        for h, cold in base.items():
+            vals = [r["solver"]["by_hops"][h]["mean"] for r in stages.get(st, []) if h in r["solver"]["by_hops"]]
+            if vals:
+                out.setdefault(st, {})[h] = {"gain": sum(vals) / len(vals) - cold["mean"], "seeds": len(vals),
+                                             "min": min(vals) - cold["mean"], "max": max(vals) - cold["mean"]}
+    return out
 
 
 def plot(results: dict, path: Path) -> None:
@@ -161,10 +181,10 @@ def plot(results: dict, path: Path) -> None:
     for i, st in enumerate(stages):
         runs = results["stages"][st]
         cells = [[r["solver"]["by_hops"].get(str(h), {}) for h in HOPS] for r in runs]
-        vals = np.array([[c.get("mean", 0.0) for c in row] for row in cells])
+        vals = np.array([[c.get("mean", np.nan) for c in row] for row in cells])  # nan: hop not scored, no bar
         mean = vals.mean(0)
         if len(runs) == 1:  # one run: its 95 % bootstrap interval; several seeds: their spread
-            lo, hi = (np.array([c.get(k, c.get("mean", 0.0)) for c in cells[0]]) for k in ("lo", "hi"))
+            lo, hi = (np.array([c.get(k, c.get("mean", np.nan)) for c in cells[0]]) for k in ("lo", "hi"))
         else:
             lo, hi = vals.min(0), vals.max(0)
         err = np.vstack([mean - lo, hi - mean])
@@ -225,6 +245,7 @@ def main() -> None:
                 final = stage_rl(stage, reward, seed, sft["final_dir"], world, size, work, args.device)
                 runs.append(evaluate_stage(f"{stage}_s{seed}", final, world, size, work, args.device))
             results["stages"]["GRPO" if reward == "binary" else "GRPO + WCR"] = runs
+    results["rl_gain"] = rl_gain(results["stages"])
     results["timing_s"]["total"] = round(time.perf_counter() - t0, 1)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -234,7 +255,7 @@ def main() -> None:
         for r in runs:
             hops = " ".join(f"{h}-hop {r['solver']['by_hops'].get(str(h), {}).get('mean', 0):.3f}" for h in HOPS)
             print(f"{st:12s} {hops}  searches {r['solver']['searches'] or 0:.2f}  "
-                  f"proposer valid {r['proposer']['valid_rate']:.3f}")
+                  f"proposer valid {r.get('proposer', {}).get('valid_rate', float('nan')):.3f}")
     print(f"wrote {out} and {out.with_suffix('.png')}")
 
 

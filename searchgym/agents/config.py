@@ -44,6 +44,9 @@ class ModelOptions:
     lora_alpha: int = 32
     lora_dropout: float = 0.05
     lora_target_modules: list = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    # LoRA on the last N decoder layers only (null: all). The backward pass then stops at layer L-N, so a CPU
+    # step costs about 60 % of all-layer LoRA (SmolLM2-135M, N=10 of 30)
+    lora_last_layers: int | None = None
     model_cache_dir: str | None = None
 
 

@@ -732,8 +732,15 @@ def _apply_lora(model, config: TrainConfig):
         from peft import LoraConfig, get_peft_model
     except ImportError:
         raise ImportError("lora=true needs the 'peft' package: pip install 'searchgym[llm]'") from None
+    layers = None
+    if config.lora_last_layers is not None:
+        total = model.config.num_hidden_layers
+        if not 1 <= config.lora_last_layers <= total:
+            raise ValueError(f"lora_last_layers={config.lora_last_layers}: {config.model} has {total} decoder layers; "
+                             f"use 1..{total}, or null for all of them")
+        layers = list(range(total - config.lora_last_layers, total))
     cfg = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
-                     target_modules=list(config.lora_target_modules), task_type="CAUSAL_LM")
+                     target_modules=list(config.lora_target_modules), layers_to_transform=layers, task_type="CAUSAL_LM")
     return get_peft_model(model, cfg)
 
 
