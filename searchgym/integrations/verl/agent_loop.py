@@ -31,8 +31,7 @@ from uuid import uuid4
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
-from searchgym.envs.types import Task
-
+from .data import task_options
 from .environments import EnvSpec, cached_env
 from .episode import GameEpisode, GenerationFailed, TokenStream, play_selfplay_game, play_solver_episode
 
@@ -81,14 +80,7 @@ class _SearchGymLoop(AgentLoopBase):
     @staticmethod
     def _options(row: dict) -> tuple[Optional[int], dict]:
         """``(seed, reset options)`` from the row's ``extra_info["searchgym"]``."""
-        sg = dict(((row.get("extra_info") or {}).get("searchgym")) or {})
-        options: dict = {}
-        if sg.get("task") is not None:
-            options["task"] = Task.from_dict(sg["task"])
-        elif sg.get("index") is not None:
-            options["index"] = int(sg["index"])
-        seed = sg.get("seed")
-        return (None if seed is None else int(seed)), options
+        return task_options(dict(((row.get("extra_info") or {}).get("searchgym")) or {}))
 
     def _output(self, stream: TokenStream, metrics: dict, extra: dict) -> AgentLoopOutput:
         n = self.response_length

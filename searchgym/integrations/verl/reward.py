@@ -22,6 +22,7 @@ from typing import Any, Optional
 
 from searchgym.envs.types import Task
 
+from .data import task_options
 from .environments import EnvSpec, cached_env
 
 __all__ = ["compute_score", "split_turns"]
@@ -49,8 +50,9 @@ def split_turns(solution_str: str) -> list[str]:
 
 
 def _task(ground_truth: Any, extra: dict) -> Task:
-    if extra.get("task") is not None:
-        return Task.from_dict(extra["task"])
+    _, options = task_options(extra)
+    if "task" in options:
+        return options["task"]
     if isinstance(ground_truth, dict):  # verl's reward_model.ground_truth may be {"target": [...]}
         ground_truth = ground_truth.get("target", ground_truth.get("answers"))
     answers = [ground_truth] if isinstance(ground_truth, str) else [str(a) for a in (ground_truth or [])]
