@@ -176,3 +176,18 @@ def test_selfplay_loop_one_game_per_group(tok):
     assert all(o.extra_fields["searchgym_proposer_reward"] == 0.0 for o in outs)
     assert all(len(o.response_ids) == len(o.response_mask) and sum(o.response_mask) > 0 for o in outs)
     assert "row-7" not in al.SearchGymSelfPlayLoop._games  # the game is released once every slot joined
+
+
+def test_example_yaml_instantiates_through_hydra_as_verl_does(tok):
+    import hydra
+    from pathlib import Path
+
+    entries = OmegaConf.load(Path(__file__).resolve().parents[1] / "examples/verl/agent_loops.yaml")
+    cfg = OmegaConf.create({"actor_rollout_ref": {"rollout": {"prompt_length": 1024, "response_length": 512, "n": 5}},
+                            "data": {}})
+    loops = {e.name: hydra.utils.instantiate(config=e, trainer_config=DictConfigWrap(cfg), server_manager=None,
+                                             tokenizer=tok, processor=None, hf_model_type=None, dataset_cls=None,
+                                             data_config=DictConfigWrap(cfg.data), tools=None)
+             for e in entries}
+    assert loops["searchgym_solver"].spec == EnvSpec("KGSolver-v0", ("wcr",), {"max_turns": 6})
+    assert loops["searchgym_selfplay"].spec.env_kwargs == {"group_size": 5, "max_turns": 6}

@@ -29,6 +29,7 @@ import logging
 from typing import Any, Optional
 from uuid import uuid4
 
+from omegaconf import DictConfig, ListConfig, OmegaConf
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
 from .data import task_options
@@ -55,6 +56,10 @@ class _SearchGymLoop(AgentLoopBase):
     def __init__(self, *args, env_id: str = "KGSolver-v0", rewards: Any = (), env_kwargs: Optional[dict] = None,
                  stop: Optional[list] = None, on_generate_error: str = "mark", **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        if isinstance(env_kwargs, DictConfig):  # from verl's agent-loop YAML, via hydra
+            env_kwargs = OmegaConf.to_container(env_kwargs, resolve=True)
+        if isinstance(rewards, ListConfig):
+            rewards = list(rewards)
         self.spec = EnvSpec.from_config({"env_id": env_id, "rewards": rewards, "env_kwargs": dict(env_kwargs or {})})
         if on_generate_error not in ("mark", "raise"):
             raise ValueError(f"on_generate_error must be 'mark' or 'raise', got {on_generate_error!r}")
@@ -174,6 +179,8 @@ class SearchGymSelfPlayLoop(_SearchGymLoop):
         game = self._games.setdefault(key, _Game())
         if game.task is None:
             seed, options = self._options(kwargs)
+            if "task" in options:  # a self-play game starts from the task's subgraph
+                options = {"subgraph": options["task"].subgraph}
             env = cached_env(self.spec)
             game.task = asyncio.ensure_future(play_selfplay_game(
                 env, self._generator(sampling_params, int(priority)), self.tokenizer,
