@@ -86,8 +86,3 @@ def test_eval_on_ray_equals_the_local_eval(default_world, tmp_path):
     assert remote.summary["overall"] == local.summary["overall"]
 
 
-def test_bad_ray_settings():
-    with pytest.raises(ValueError, match="workers >= 1"):
-        RayConfig(workers=0)
-    with pytest.raises(ValueError, match="empty Ray address"):
-        RayConfig(address=" ")

@@ -91,6 +91,7 @@ def masked_out_text(tok, out):
 def test_loops_register_with_verl():
     assert _agent_loop_registry["searchgym_solver"]["_target_"].endswith("agent_loop.SearchGymSolverLoop")
     assert _agent_loop_registry["searchgym_selfplay"]["_target_"].endswith("agent_loop.SearchGymSelfPlayLoop")
+    assert _agent_loop_registry["searchgym_proposer"]["_target_"].endswith("agent_loop.SearchGymProposerLoop")
 
 
 def test_solver_loop_reward_components_and_exact_env_mask(tok):
@@ -178,6 +179,16 @@ def test_selfplay_loop_one_game_per_group(tok):
     assert "row-7" not in al.SearchGymSelfPlayLoop._games  # the game is released once every slot joined
 
 
+def test_proposer_loop_returns_the_proposer_rollout(tok):
+    server = TinyModelServer(tok)
+    loop = make_loop(al.SearchGymProposerLoop, tok, server, n=2, env_kwargs={"group_size": 2, "max_turns": 2})
+    out = asyncio.run(loop.run({}, extra_info={"searchgym": {"index": 2}}))
+    assert out.extra_fields["searchgym_valid_question"] == 0.0 and out.reward_score == 0.0
+    assert out.extra_fields["reward_extra_info"] == {"valid": 0.0, "outcome": 0.0}
+    assert 0 < sum(out.response_mask) < len(out.response_mask)  # sampled turns and env observations
+    assert out.extra_fields["searchgym_replay"] in ("dummy", "True")
+
+
 def test_example_yaml_instantiates_through_hydra_as_verl_does(tok):
     import hydra
     from pathlib import Path
@@ -191,3 +202,4 @@ def test_example_yaml_instantiates_through_hydra_as_verl_does(tok):
              for e in entries}
     assert loops["searchgym_solver"].spec == EnvSpec("KGSolver-v0", ("wcr",), {"max_turns": 6})
     assert loops["searchgym_selfplay"].spec.env_kwargs == {"group_size": 5, "max_turns": 6}
+    assert isinstance(loops["searchgym_proposer"], al.SearchGymProposerLoop)

@@ -72,6 +72,8 @@ def test_dataset_rows_round_trip_through_parquet(rows, tmp_path):
     path = write_dataset(tmp_path / "train.parquet", rows)
     back = pq.read_table(path).to_pylist()
     assert [r["agent_name"] for r in back] == ["searchgym_solver"] * 3
+    both = dataset_rows(EnvSpec("KGSelfPlay-v0"), 2, agent_names=("searchgym_proposer", "searchgym_selfplay"))
+    assert [r["agent_name"] for r in both] == ["searchgym_proposer", "searchgym_selfplay"] * 2
     seed, options = task_options(back[1]["extra_info"]["searchgym"])
     assert seed == 1 and options["task"].answers == back[1]["reward_model"]["ground_truth"]
     assert back[1]["prompt"][0]["content"].count(options["task"].question) == 1

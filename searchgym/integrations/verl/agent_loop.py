@@ -8,6 +8,9 @@ Two loops, registered with verl under searchgym names (and listed in
 * ``searchgym_selfplay`` (:class:`SearchGymSelfPlayLoop`): one ``KGSelfPlay-v0`` game per row
   and rollout group; sample *i* of the group is Solver slot *i* (``rollout.n`` = the game's G).
   See the class docstring.
+* ``searchgym_proposer`` (:class:`SearchGymProposerLoop`): one whole game per sample, returned as
+  the Proposer's rollout and reward. A dataset mixing ``searchgym_proposer`` and
+  ``searchgym_selfplay`` rows trains both roles of SSP with verl's stock GRPO step.
 
 Both return ``AgentLoopOutput`` with ``response_mask`` 0 on every env-inserted token and
 ``reward_score`` set (so verl skips its own reward function), the reward components in
@@ -38,7 +41,7 @@ from .episode import GameEpisode, GenerationFailed, TokenStream, play_selfplay_g
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SearchGymSolverLoop", "SearchGymSelfPlayLoop", "FAILED_ROLLOUTS", "VERL_VERSION_READ"]
+__all__ = ["SearchGymSolverLoop", "SearchGymSelfPlayLoop", "SearchGymProposerLoop", "FAILED_ROLLOUTS", "VERL_VERSION_READ"]
 
 #: The verl release these loops were written and tested against.
 VERL_VERSION_READ = "0.9.1"
@@ -144,6 +147,46 @@ class _Game:
         self.claimed = 0
 
 
+@register("searchgym_proposer")
+class SearchGymProposerLoop(_SearchGymLoop):
+    """The Proposer's side of self-play: one whole ``KGSelfPlay-v0`` game per sample, returned as the
+    Proposer's rollout with its reward (``1 - solve rate`` of the game's G Solvers, 0 for a question
+    the filters or the verifier reject). verl's ``rollout.n`` samples of a row are ``n`` questions
+    proposed for the same subgraph, so GRPO's group baseline is the Proposer's baseline. The Solver
+    rollouts are generated (their mean reward is ``extra_fields["searchgym_solve_rate"]``) but not
+    returned: rows of ``searchgym_selfplay`` train the Solvers.
+    """
+
+    loop_name = "searchgym_proposer"
+
+    def __init__(self, *args, env_id: str = "KGSelfPlay-v0", **kwargs) -> None:
+        super().__init__(*args, env_id=env_id, **kwargs)
+        if self.spec.env_id != "KGSelfPlay-v0":
+            raise ValueError(f"searchgym_proposer plays KGSelfPlay-v0, not {self.spec.env_id}")
+
+    async def run(self, sampling_params: dict[str, Any], priority: int = 0, **kwargs) -> AgentLoopOutput:
+        """Play one game on the row's subgraph and return the Proposer's rollout."""
+        seed, options = _selfplay_options(self._options(kwargs))
+        try:
+            game = await play_selfplay_game(cached_env(self.spec), self._generator(sampling_params, int(priority)),
+                                            self.tokenizer, response_length=self.response_length, seed=seed,
+                                            options=options)
+        except GenerationFailed as exc:
+            return self._failed(exc)
+        solve = sum(s.reward for s in game.solvers) / max(len(game.solvers), 1)
+        return self._output(game.proposer, {}, {
+            "searchgym_valid_question": float(bool((game.validation or {}).get("valid"))),
+            "searchgym_solve_rate": float(solve), "searchgym_replay": str(game.replay)})
+
+
+def _selfplay_options(seed_options: tuple[Optional[int], dict]) -> tuple[Optional[int], dict]:
+    """Row options for a self-play game: a task stands for its subgraph."""
+    seed, options = seed_options
+    if "task" in options:
+        options = {"subgraph": options["task"].subgraph}
+    return seed, options
+
+
 @register("searchgym_selfplay")
 class SearchGymSelfPlayLoop(_SearchGymLoop):
     """Self-play at scale: one ``KGSelfPlay-v0`` game per row and rollout group.
@@ -178,9 +221,7 @@ class SearchGymSelfPlayLoop(_SearchGymLoop):
         key = str(kwargs.get("uid") or kwargs.get("index") or uuid4().hex)
         game = self._games.setdefault(key, _Game())
         if game.task is None:
-            seed, options = self._options(kwargs)
-            if "task" in options:  # a self-play game starts from the task's subgraph
-                options = {"subgraph": options["task"].subgraph}
+            seed, options = _selfplay_options(self._options(kwargs))
             env = cached_env(self.spec)
             game.task = asyncio.ensure_future(play_selfplay_game(
                 env, self._generator(sampling_params, int(priority)), self.tokenizer,

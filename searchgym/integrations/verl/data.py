@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 from .environments import EnvSpec, make_env
 
@@ -20,9 +20,11 @@ logger = logging.getLogger(__name__)
 __all__ = ["dataset_rows", "write_dataset", "task_options"]
 
 
-def dataset_rows(spec: EnvSpec, n: int, *, agent_name: str = "searchgym_solver", seed: int = 0,
+def dataset_rows(spec: EnvSpec, n: int, *, agent_names: Sequence[str] = ("searchgym_solver",), seed: int = 0,
                  rewards: Optional[str] = None) -> list[dict]:
-    """``n`` rows over the env's tasks in order (task ``i`` for a Solver env, subgraph ``i`` for self-play)."""
+    """Rows over the env's first ``n`` tasks in order (task ``i`` for a Solver env, subgraph ``i``
+    for self-play), one row per task and agent loop name (self-play: ``searchgym_proposer`` and
+    ``searchgym_selfplay`` rows train both roles)."""
     if n < 1:
         raise ValueError(f"need n >= 1 rows, got {n}")
     env = make_env(spec)
@@ -34,12 +36,12 @@ def dataset_rows(spec: EnvSpec, n: int, *, agent_name: str = "searchgym_solver",
         sg = {"task": json.dumps(task.to_dict()), "index": i, "seed": seed + i}
         if rewards:
             sg["rewards"] = rewards
-        rows.append({
-            "data_source": "searchgym", "agent_name": agent_name,
+        rows += [{
+            "data_source": "searchgym", "agent_name": name,
             "prompt": [{"role": "user", "content": prompt}],
             "reward_model": {"style": "rule", "ground_truth": list(task.answers)},
             "extra_info": {"searchgym": sg},
-        })
+        } for name in agent_names]
     return rows
 
 
