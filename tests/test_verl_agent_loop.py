@@ -189,6 +189,12 @@ def test_proposer_loop_returns_the_proposer_rollout(tok):
     assert out.extra_fields["searchgym_replay"] in ("dummy", "True")
 
 
+def test_selfplay_games_of_a_process_share_replay_and_noise():
+    spec = EnvSpec("KGSelfPlay-v0", (), {"group_size": 2})
+    a, b = cached_env(spec).unwrapped, cached_env(spec).unwrapped
+    assert a is not b and a.replay is b.replay and a.validation.recent is b.validation.recent
+
+
 def test_example_yaml_instantiates_through_hydra_as_verl_does(tok):
     import hydra
     from pathlib import Path

@@ -76,13 +76,22 @@ _CACHE_LOCK = threading.Lock()
 
 
 def cached_env(spec: EnvSpec, clone: bool = True):
-    """An env for ``spec`` sharing this process's world, index and judge: a clone of the cached
-    prototype (``clone=True``: safe to play concurrently) or the prototype itself."""
+    """An env for ``spec`` sharing this process's world, index and judge: a copy of the cached
+    prototype (``clone=True``: safe to play concurrently) or the prototype itself.
+
+    Self-play copies also share the prototype's replay buffer (cleared every ``replay_reset_every``
+    games of the process) and its noise window of recent Proposer rollouts: the games a worker plays
+    form one stream, as the env driven alone does (docs/envs.md, "Env alone vs. under the trainer")."""
     with _CACHE_LOCK:
         proto = _CACHE.get(spec.key())
         if proto is None:
             proto = _CACHE[spec.key()] = make_env(spec)
     if not clone:
         return proto
-    return copy.deepcopy(proto)  # shares world/index/judge (see docs/envs.md "Copies and snapshots")
+    env = copy.deepcopy(proto)  # shares world/index/judge (see docs/envs.md "Copies and snapshots")
+    base, proto_base = env.unwrapped, proto.unwrapped
+    if hasattr(proto_base, "replay") and hasattr(proto_base, "validation"):
+        base.replay = proto_base.replay
+        base.validation.recent = proto_base.validation.recent
+    return env
 
