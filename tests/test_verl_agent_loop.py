@@ -36,8 +36,8 @@ def make_loop(cls, tok, server, *, n=1, response_length=RESPONSE_LENGTH, **kw):
 class ScriptedServer:
     """Searches the question on the first turn, then answers ``answer``."""
 
-    def __init__(self, tok, answer, fail_on_call=None):
-        self.tok, self.answer, self.calls, self.fail_on_call = tok, answer, 0, fail_on_call
+    def __init__(self, tok, answer, fail_on_call=None, logprobs=False):
+        self.tok, self.answer, self.calls, self.fail_on_call, self.logprobs = tok, answer, 0, fail_on_call, logprobs
         self.params = []
 
     async def generate(self, request_id, prompt_ids, sampling_params, **kw):
@@ -48,7 +48,8 @@ class ScriptedServer:
         seen = self.tok.decode(prompt_ids)
         text = ("<think>find it</think><search>capital of the country</search>" if not seen.endswith("</information>\n")
                 else f"<think>so it is {self.answer}</think><answer>{self.answer}</answer>")
-        return TokenOutput(token_ids=self.tok.encode(text, add_special_tokens=False), log_probs=None)
+        ids = self.tok.encode(text, add_special_tokens=False)
+        return TokenOutput(token_ids=ids, log_probs=[-0.5] * len(ids) if self.logprobs else None)
 
 
 class TinyModelServer:
@@ -102,7 +103,8 @@ def test_solver_loop_reward_components_and_exact_env_mask(tok):
     assert out.reward_score == pytest.approx(1.0 + out.extra_fields["reward_extra_info"]["wcr_bonus"])
     assert out.extra_fields["reward_extra_info"]["outcome"] == 1.0
     assert out.extra_fields["searchgym_failed"] == 0 and server.calls == 2
-    assert len(out.response_ids) == len(out.response_mask) == len(out.response_logprobs)
+    assert len(out.response_ids) == len(out.response_mask)
+    assert out.response_logprobs is None  # the server sent no log-probs: none are made up
     env_runs = masked_out_text(tok, out)
     assert len(env_runs) == 1 and env_runs[0].startswith("\n<information>") and env_runs[0].endswith("</information>\n")
     sampled = tok.decode([t for t, m in zip(out.response_ids, out.response_mask) if m])
@@ -110,6 +112,14 @@ def test_solver_loop_reward_components_and_exact_env_mask(tok):
     assert server.params[0]["stop"] == al.TURN_STOPS and server.params[0]["max_tokens"] == RESPONSE_LENGTH
     d = out.as_dict()  # verl's own conversion to tensors accepts it
     assert d["rm_scores"][-1].item() == pytest.approx(out.reward_score)
+
+
+def test_log_probs_of_sampled_tokens_pass_through_env_tokens_get_zero(tok):
+    task = first_task()
+    loop = make_loop(al.SearchGymSolverLoop, tok, ScriptedServer(tok, task.answers[0], logprobs=True))
+    out = asyncio.run(loop.run({}, extra_info={"searchgym": {"task": task.to_dict()}}))
+    assert len(out.response_logprobs) == len(out.response_ids)
+    assert all((lp == -0.5) == bool(m) for lp, m in zip(out.response_logprobs, out.response_mask))
 
 
 def test_rollout_cut_by_response_length_is_flagged_not_scored(tok):

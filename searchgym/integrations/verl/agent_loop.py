@@ -95,7 +95,8 @@ class _SearchGymLoop(AgentLoopBase):
         info = {k: float(v) for k, v in stream.components.items() if isinstance(v, (int, float))}
         return AgentLoopOutput(
             prompt_ids=stream.prompt_ids, response_ids=stream.response_ids[:n], response_mask=stream.response_mask[:n],
-            response_logprobs=stream.response_logprobs[:n], reward_score=float(stream.reward),
+            response_logprobs=stream.response_logprobs[:n] if stream.logprobs_complete else None,
+            reward_score=float(stream.reward),
             num_turns=2 * stream.turns, metrics=AgentLoopMetrics(**metrics),
             extra_fields={"reward_extra_info": info, "searchgym_failed": 0, "searchgym_cut": int(stream.cut), **extra},
         )

@@ -51,6 +51,7 @@ class TokenStream:
     response_logprobs: list[float] = field(default_factory=list)
     turns: int = 0
     cut: bool = False  # the response budget ran out before the env ended the rollout
+    logprobs_complete: bool = True  # every sampled turn came with its log-probs
     reward: float = 0.0
     components: dict = field(default_factory=dict)
 
@@ -58,7 +59,10 @@ class TokenStream:
         """Append the ids the generator sampled for one turn (mask 1)."""
         self.response_ids += list(ids)
         self.response_mask += [1] * len(ids)
-        self.response_logprobs += list(logprobs) if logprobs is not None else [0.0] * len(ids)
+        if logprobs is None or len(logprobs) != len(ids):
+            self.logprobs_complete = False
+            logprobs = [0.0] * len(ids)
+        self.response_logprobs += list(logprobs)
         self.turns += 1
 
     def add_env(self, ids: Sequence[int], budget: int) -> None:
