@@ -199,6 +199,12 @@ def test_proposer_loop_returns_the_proposer_rollout(tok):
     assert out.extra_fields["searchgym_replay"] in ("dummy", "True")
 
 
+def test_selfplay_lone_sample_as_in_validation_releases_its_game(tok):
+    loop = make_loop(al.SearchGymSelfPlayLoop, tok, TinyModelServer(tok), n=2, env_kwargs={"group_size": 2, "max_turns": 2})
+    out = asyncio.run(loop.run({}, uid="val-row", extra_info={"searchgym": {"index": 0}}))
+    assert out.extra_fields["searchgym_slot"] == 0 and "val-row" not in al.SearchGymSelfPlayLoop._games
+
+
 def test_selfplay_games_of_a_process_share_replay_and_noise():
     spec = EnvSpec("KGSelfPlay-v0", (), {"group_size": 2})
     a, b = cached_env(spec).unwrapped, cached_env(spec).unwrapped

@@ -235,6 +235,9 @@ class SearchGymSelfPlayLoop(_SearchGymLoop):
             episode: GameEpisode = await asyncio.shield(game.task)
         except GenerationFailed as exc:
             return self._failed(exc)
+        finally:
+            if self._games.get(key) is game:  # fewer samples than slots (validation's val_kwargs.n): release it
+                del self._games[key]
         if slot >= len(episode.solvers):
             raise RuntimeError(f"game {key} has {len(episode.solvers)} Solver slots but sample {slot + 1} joined it")
         p = episode.proposer
