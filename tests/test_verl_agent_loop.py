@@ -5,6 +5,7 @@ local tiny Llama for real sampled token ids. Skipped when the ``verl`` extra is 
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -129,6 +130,27 @@ def test_rollout_cut_by_response_length_is_flagged_not_scored(tok):
     assert out.extra_fields["searchgym_cut"] == 1 and out.reward_score == 0.0
     assert out.extra_fields["reward_extra_info"] == {"cut_by_response_length": 1.0}
     assert len(out.response_ids) == 64
+
+
+class ToolCallServer(ScriptedServer):
+    """The same rollout in the function-call form (``<tool_call>`` JSON) instead of tags."""
+
+    async def generate(self, request_id, prompt_ids, sampling_params, **kw):
+        self.calls += 1
+        call = ({"name": "search", "arguments": {"query": "capital of the country"}}
+                if not self.tok.decode(prompt_ids).endswith("</information>\n")
+                else {"name": "answer", "arguments": {"answer": self.answer}})
+        text = f"<tool_call>{json.dumps(call)}</tool_call>"
+        return TokenOutput(token_ids=self.tok.encode(text, add_special_tokens=False), log_probs=None)
+
+
+def test_solver_loop_plays_the_tool_call_protocol(tok):
+    task = first_task()
+    server = ToolCallServer(tok, task.answers[0])
+    out = asyncio.run(make_loop(al.SearchGymSolverLoop, tok, server).run(
+        {}, extra_info={"searchgym": {"task": task.to_dict()}}))
+    assert server.calls == 2 and out.reward_score == 1.0
+    assert len(masked_out_text(tok, out)) == 1
 
 
 def test_wrong_answer_scores_zero(tok):
