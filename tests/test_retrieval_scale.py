@@ -51,6 +51,38 @@ def test_multiprocess_server_restarts_a_killed_worker(bm25):
             r.close()
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:  # a zombie (exited, not yet reaped) is gone too
+        return f.read().split(")")[-1].split()[0] != "Z"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc")
+def test_workers_exit_when_the_supervisor_is_killed():
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from searchgym.retrieval import BM25Retriever\n"
+            "from searchgym.retrieval.multiproc import MultiProcessRetrievalServer\n"
+            "from searchgym.world.synthetic import default_world\n"
+            "srv = MultiProcessRetrievalServer(BM25Retriever.from_world(default_world()), port=0, processes=2).start()\n"
+            "print(*srv.pids(), flush=True)\n"
+            "sys.stdin.read()\n")
+    sup = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    workers = [int(x) for x in sup.stdout.readline().split()]
+    assert len(workers) == 2
+    sup.kill()
+    sup.wait()
+    deadline = time.time() + 10
+    while any(_alive(w) for w in workers) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(w) for w in workers)
+
+
 def test_serve_rejects_zero_processes(capsys):
     assert cli_main(["serve", "--synthetic", "--processes", "0", "--port", "0"]) == 2
     assert "--processes must be >= 1" in capsys.readouterr().err

@@ -6,7 +6,8 @@ re-indexes or holds a private copy until it writes). Each worker is an ordinary
 :class:`~searchgym.retrieval.server.RetrievalServer` on the shared socket — its thread pool, and its
 coalescer batching the concurrent requests it accepted into one ``batch_search``. The kernel hands
 each new connection to one waiting worker. A worker that dies is restarted by :meth:`check`
-(called by ``serve_forever`` every second), so the port keeps answering.
+(called by ``serve_forever`` every second), so the port keeps answering. Ctrl-C or SIGTERM to the
+supervisor stops every worker; a worker whose supervisor was killed outright exits by itself.
 
 Linux/macOS only (``fork``). ``searchgym serve --processes N`` uses it.
 """
@@ -18,6 +19,7 @@ import multiprocessing as mp
 import os
 import signal
 import socket
+import threading
 import time
 from typing import Any, Optional
 
@@ -29,11 +31,24 @@ logger = logging.getLogger(__name__)
 __all__ = ["MultiProcessRetrievalServer"]
 
 
-def _worker(retriever: Retriever, sock: socket.socket, server_kwargs: dict) -> None:
-    """A worker process: serve on the inherited socket until SIGTERM."""
+def _worker(retriever: Retriever, sock: socket.socket, server_kwargs: dict, parent: int) -> None:
+    """A worker process: serve on the inherited socket until SIGTERM or until its parent is gone
+    (Ctrl-C reaches the whole process group: the parent alone handles it and stops the workers)."""
     srv = RetrievalServer(retriever, listen_socket=sock, **server_kwargs)
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def orphan_watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)  # the supervisor died without stopping us: free the port
+
+    threading.Thread(target=orphan_watch, name="searchgym-retrieval-orphan-watch", daemon=True).start()
     srv.serve_forever()
+
+
+def _raise_interrupt(*_) -> None:
+    raise KeyboardInterrupt
 
 
 class MultiProcessRetrievalServer:
@@ -86,7 +101,8 @@ class MultiProcessRetrievalServer:
         return self._sock
 
     def _spawn(self):
-        proc = mp.get_context("fork").Process(target=_worker, args=(self.retriever, self._sock, self.server_kwargs),
+        proc = mp.get_context("fork").Process(target=_worker,
+                                              args=(self.retriever, self._sock, self.server_kwargs, os.getpid()),
                                               name="searchgym-retrieval-proc", daemon=True)
         proc.start()
         return proc
@@ -116,13 +132,15 @@ class MultiProcessRetrievalServer:
         return [p.pid for p in self._procs if p.is_alive()]
 
     def serve_forever(self) -> None:
-        """Start and supervise the workers until Ctrl-C (then stop them)."""
+        """Start and supervise the workers until Ctrl-C or SIGTERM (then stop them)."""
         self.start()
+        previous = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
             while True:
                 time.sleep(1.0)
                 self.check()
         finally:
+            signal.signal(signal.SIGTERM, previous)
             self.stop()
 
     def stop(self) -> None:
