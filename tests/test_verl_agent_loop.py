@@ -39,11 +39,12 @@ class ScriptedServer:
 
     def __init__(self, tok, answer, fail_on_call=None, logprobs=False):
         self.tok, self.answer, self.calls, self.fail_on_call, self.logprobs = tok, answer, 0, fail_on_call, logprobs
-        self.params = []
+        self.params, self.request_ids = [], []
 
     async def generate(self, request_id, prompt_ids, sampling_params, **kw):
         self.calls += 1
         self.params.append(sampling_params)
+        self.request_ids.append(request_id)
         if self.fail_on_call == self.calls:
             raise ConnectionError("vLLM replica went away")
         seen = self.tok.decode(prompt_ids)
@@ -110,6 +111,7 @@ def test_solver_loop_reward_components_and_exact_env_mask(tok):
     assert len(env_runs) == 1 and env_runs[0].startswith("\n<information>") and env_runs[0].endswith("</information>\n")
     sampled = tok.decode([t for t, m in zip(out.response_ids, out.response_mask) if m])
     assert sampled.endswith(f"<answer>{task.answers[0]}</answer>")
+    assert server.request_ids[0] == server.request_ids[1]  # one sticky session per rollout
     assert server.params[0]["stop"] == al.TURN_STOPS and server.params[0]["max_tokens"] == RESPONSE_LENGTH
     d = out.as_dict()  # verl's own conversion to tensors accepts it
     assert d["rm_scores"][-1].item() == pytest.approx(out.reward_score)

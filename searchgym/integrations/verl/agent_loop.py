@@ -71,15 +71,16 @@ class _SearchGymLoop(AgentLoopBase):
         self.response_length = int(self.rollout_config.response_length)
 
     def _generator(self, sampling_params: dict, priority: int):
-        """Adapt ``server_manager.generate`` to the episode's ``async (ids, max_tokens) -> (ids, logprobs)``."""
+        """Adapt ``server_manager.generate`` to the episode's generator (one ``request_id`` per rollout:
+        verl's sticky sessions send every turn of it to the same server, whose prefix cache holds it)."""
         base = dict(sampling_params)
         if self.stop:
             base.setdefault("stop", self.stop)
             base.setdefault("include_stop_str_in_output", True)
 
-        async def generate(prompt_ids: list[int], max_tokens: int):
+        async def generate(prompt_ids: list[int], max_tokens: int, rollout_id: str):
             params = dict(base, max_tokens=min(int(base.get("max_tokens", max_tokens)), max_tokens))
-            out = await self.server_manager.generate(request_id=uuid4().hex, prompt_ids=prompt_ids,
+            out = await self.server_manager.generate(request_id=rollout_id, prompt_ids=prompt_ids,
                                                      sampling_params=params, priority=priority)
             return out.token_ids, out.log_probs
 

@@ -1,7 +1,7 @@
 """Play a searchgym env against an async token generator, keeping token ids and an exact loss mask.
 
 This is the engine-neutral half of the verl agent loops (:mod:`.agent_loop`): nothing here imports
-verl. A *generator* is ``async (prompt_ids, max_tokens) -> (token_ids, log_probs or None)``; the
+verl. A *generator* is ``async (prompt_ids, max_tokens, rollout_id) -> (token_ids, log_probs or None)``; the
 loops adapt verl's ``server_manager.generate`` to it, tests pass a local tiny model.
 
 Tokens follow searchgym's own encoding (:mod:`searchgym.agents.sequences`): the prompt is
@@ -21,6 +21,7 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Optional, Sequence
+from uuid import uuid4
 
 from searchgym.agents.sequences import render_prompt
 
@@ -29,8 +30,9 @@ logger = logging.getLogger(__name__)
 __all__ = ["Generator", "TokenStream", "GenerationFailed", "SolverEpisode", "GameEpisode",
            "play_solver_episode", "play_selfplay_game"]
 
-#: ``async (prompt_ids, max_tokens) -> (token_ids, log_probs or None)``
-Generator = Callable[[list[int], int], Awaitable[tuple[list[int], Optional[list[float]]]]]
+#: ``async (prompt_ids, max_tokens, rollout_id) -> (token_ids, log_probs or None)``; ``rollout_id`` is
+#: the same for every turn of one rollout (verl's sticky sessions keep its prefix cache on one server).
+Generator = Callable[[list[int], int, str], Awaitable[tuple[list[int], Optional[list[float]]]]]
 
 
 class GenerationFailed(RuntimeError):
@@ -52,6 +54,7 @@ class TokenStream:
     turns: int = 0
     cut: bool = False  # the response budget ran out before the env ended the rollout
     logprobs_complete: bool = True  # every sampled turn came with its log-probs
+    rollout_id: str = field(default_factory=lambda: uuid4().hex)  # a request id, not a random choice
     reward: float = 0.0
     components: dict = field(default_factory=dict)
 
@@ -108,7 +111,7 @@ async def _turn(stream: TokenStream, generate: Generator, tokenizer, budget: int
         stream.cut = True
         return None
     try:
-        ids, logprobs = await generate(stream.prompt_ids + stream.response_ids, room)
+        ids, logprobs = await generate(stream.prompt_ids + stream.response_ids, room, stream.rollout_id)
     except Exception as exc:  # noqa: BLE001 - re-raised as GenerationFailed with the cause
         raise GenerationFailed(f"the generator failed mid-rollout after {stream.turns} turns: "
                                f"{type(exc).__name__}: {exc}", stream) from exc
