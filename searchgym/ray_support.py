@@ -3,9 +3,10 @@
 :func:`ordered_map` runs ``actor.run(chunk)`` for a stream of chunks on ``workers`` Ray actors
 (each built once with the heavy shared inputs: world, index, selector, agent), keeps at most two
 chunks in flight per actor and hands the results to ``on_result`` strictly in chunk order, so the
-caller commits exactly what a sequential run would. Actors are created with unlimited restarts
-and task retries: a worker process killed mid-chunk is restarted by Ray and the chunk re-run
-(every searchgym chunk is a pure function of its inputs), so nothing is lost or committed twice.
+caller commits exactly what a sequential run would. An actor whose process dies is restarted and
+its chunk re-run, up to :data:`MAX_RESTARTS` times (every searchgym chunk is a pure function of its
+inputs), so nothing is lost or committed twice; a chunk that keeps killing its worker fails the run
+with Ray's error instead of looping. An exception raised by the work itself is not retried.
 ``should_stop()`` ends dispatching early; results of chunks past that point are discarded.
 
 ``RayConfig.address``: ``None`` starts a private local instance with ``workers`` CPUs;
@@ -20,7 +21,10 @@ from typing import Any, Callable, Iterable, Optional
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["RayConfig", "require_ray", "init_ray", "ordered_map", "add_ray_args", "ray_config_from_args"]
+#: Restarts of a dead actor (and retries of its chunk) before the run fails.
+MAX_RESTARTS = 3
+
+__all__ = ["MAX_RESTARTS", "RayConfig", "require_ray", "init_ray", "ordered_map", "add_ray_args", "ray_config_from_args"]
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,7 @@ def ordered_map(config: RayConfig, actor_cls: type, actor_args: tuple, chunks: I
     """Run ``actor_cls(*actor_args).run(chunk)`` for each chunk on ``config.workers`` actors and call
     ``on_result(chunk, result)`` in chunk order; returns the number of chunks committed."""
     ray = init_ray(config)
-    remote_cls = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=-1)(actor_cls)
+    remote_cls = ray.remote(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS)(actor_cls)
     shared = [ray.put(a) for a in actor_args]  # one copy in the object store for every actor
     actors = [remote_cls.remote(*shared) for _ in range(config.workers)]
     source = iter(chunks)
