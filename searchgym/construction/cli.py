@@ -7,6 +7,8 @@ import json
 import logging
 import sys
 
+from ..ray_support import add_ray_args, ray_config_from_args
+
 logger = logging.getLogger(__name__)
 
 
@@ -33,6 +35,7 @@ def register(subparsers) -> None:
     b.add_argument("--api-key", default=None, help="bearer token for the endpoint, if it needs one")
     b.add_argument("--timeout", type=float, default=20.0, help="total seconds per selector request (default 20)")
     b.add_argument("--temperature", type=float, default=0.6, help="LLM selector temperature (default 0.6)")
+    add_ray_args(b)
     b.add_argument("--workers", type=int, default=None, help="concurrent extractions (default 1; 10 with --selector llm)")
     b.add_argument("--min-hops", type=int, default=3)
     b.add_argument("--max-hops", type=int, default=7)
@@ -110,7 +113,7 @@ def _cmd_build(args) -> int:
     selector = _make_selector(args, workers)
     try:
         result = build_pool(world, args.n, seed=args.seed, selector=selector, config=config, out=args.out,
-                            workers=workers, progress=not args.no_progress)
+                            workers=workers, progress=not args.no_progress, ray=ray_config_from_args(args))
     finally:
         gen = getattr(selector, "generator", None)
         if gen is not None:

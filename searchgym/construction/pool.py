@@ -436,6 +436,7 @@ def build_pool(
     progress: bool = True,
     max_attempts: int | None = None,
     abort_after_selector_failures: int = 50,
+    ray=None,
 ) -> PoolResult:
     """Extract subgraphs until ``n`` are accepted (see module doc for determinism and resume).
 
@@ -447,7 +448,8 @@ def build_pool(
     ``stopped_early``: rerunning resumes and retries it. Bad replies (unparseable, out of range)
     are ``selector_failed`` rejections; if the first ``abort_after_selector_failures`` processed
     seeds are all such rejections the run stops early too. Raises ValueError when the world has
-    no eligible relation or no entity with an eligible edge.
+    no eligible relation or no entity with an eligible edge. ``ray``: a
+    :class:`~searchgym.ray_support.RayConfig` fans the extraction out over Ray actors (same pool).
     """
     config = config or ExtractionConfig()
     selector = selector if selector is not None else HeuristicSelector(seed)
@@ -468,7 +470,11 @@ def build_pool(
     journal = _Journal(out_path)
     run = _PoolRun(n, accepted, rejected, result, journal, fingerprint, abort_after_selector_failures, bar)
     try:
-        if workers == 1:
+        if ray is not None:
+            from .pool_ray import run_pool_on_ray
+
+            run_pool_on_ray(ray, world, selector, config, idx.eligible_seeds, seed, fingerprint, run, max_attempts)
+        elif workers == 1:
             _run_sequential(work, run, max_attempts)
         else:
             _run_concurrent(work, run, workers, max_attempts)

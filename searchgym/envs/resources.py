@@ -125,7 +125,8 @@ def default_retriever(world: World) -> Retriever:
 
 
 def resolve_retriever(world: World, retriever: Union[Retriever, str, None]) -> Retriever:
-    """A :class:`Retriever` as is; an ``http(s)://`` URL → ``RemoteRetriever``; a backend name
+    """A :class:`Retriever` as is; an ``http(s)://`` URL → ``RemoteRetriever`` (comma-separated
+    URLs → ``ReplicatedRetriever``); a backend name
     (``"bm25"``, ``"dense"``, ...) → ``make_retriever(world, name)``; ``None`` → cached BM25."""
     if isinstance(retriever, Retriever):
         return retriever
@@ -133,6 +134,10 @@ def resolve_retriever(world: World, retriever: Union[Retriever, str, None]) -> R
         return default_retriever(world)
     if isinstance(retriever, str):
         if retriever.startswith(("http://", "https://")):
+            if "," in retriever:  # several replicas: spread the load, fail over
+                from ..retrieval.replicas import ReplicatedRetriever
+
+                return ReplicatedRetriever(retriever)
             from ..retrieval.client import RemoteRetriever
 
             return RemoteRetriever(retriever)

@@ -15,6 +15,8 @@ import argparse
 import logging
 import sys
 
+from ..ray_support import add_ray_args, ray_config_from_args
+
 logger = logging.getLogger(__name__)
 
 
@@ -45,6 +47,7 @@ def register(subparsers) -> None:
     p.add_argument("--max-turns", type=int, default=None, help="turns per question (default 10)")
     p.add_argument("--top-k", type=int, default=3, help="documents per search (default 3)")
     p.add_argument("--concurrency", type=int, default=16, help="questions in flight / concurrent requests (default 16)")
+    add_ray_args(p)
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per endpoint request (default 60)")
     p.add_argument("--retries", type=int, default=2, help="retries per endpoint request (default 2)")
     p.add_argument("--max-new-tokens", type=int, default=512, help="tokens per agent turn (default 512)")
@@ -109,7 +112,7 @@ def _run(args: argparse.Namespace) -> int:
     agent = make_agent(spec, world=world or (tasksets[0].world if len(tasksets) == 1 else None))
     try:
         result = evaluate(agent, tasksets, retriever=args.retriever, world=world, config=config, out_dir=args.out,
-                          judge=judge, restart=args.restart)
+                          judge=judge, restart=args.restart, ray=ray_config_from_args(args))
     except EvalInterrupted as exc:
         print(f"searchgym eval: error: {exc}", file=sys.stderr)
         return 3

@@ -197,6 +197,7 @@ def evaluate(
     out_dir: str | Path | None = None,
     judge: Any = None,
     restart: bool = False,
+    ray: Any = None,
 ) -> EvalResult:
     """Evaluate ``agent`` (an :class:`~searchgym.evaluation.agents.EvalAgent`) on ``tasksets``.
 
@@ -204,7 +205,8 @@ def evaluate(
     (BM25 over each task set's world: the atlas world for ``atlas``, else ``world``, else the default
     world). ``judge``: an :class:`~searchgym.envs.judge.LLMJudge` for the ``llm_judge`` metric.
     ``out_dir``: write ``eval.jsonl`` (resumable), ``summary.json``, ``summary.md`` and
-    ``accuracy.png`` there. Raises :class:`EvalInterrupted` if the agent's backend fails.
+    ``accuracy.png`` there. Raises :class:`EvalInterrupted` if the agent's backend fails. ``ray``: a
+    :class:`~searchgym.ray_support.RayConfig` plays the questions on Ray actors (same records).
     """
     from ..envs.resources import resolve_world
 
@@ -248,9 +250,14 @@ def evaluate(
                 logger.warning("task set %s has no --retriever: searching the default world's corpus; pass the "
                                "Search-R1 retrieval server URL or an index folder for real QA data", ts.name)
             ts_world = resolve_world(ts_world)
-            envs = _envs_for(ts_world, retriever, config, todo[0], min(config.concurrency, len(todo)))
             try:
-                play_tasks(agent, envs, todo, finish)
+                if ray is not None:
+                    from .ray_eval import play_tasks_on_ray
+
+                    play_tasks_on_ray(ray, agent, ts_world, retriever, config, todo, finish)
+                else:
+                    envs = _envs_for(ts_world, retriever, config, todo[0], min(config.concurrency, len(todo)))
+                    play_tasks(agent, envs, todo, finish)
             except (GenerationError, RetrievalError) as exc:
                 n_done = sum(1 for t in (t for s in tasksets for t in s.tasks) if task_key(t) in done)
                 where = f"; the {n_done} finished questions are kept in {log.path} -- rerun the same command to resume" if log else ""

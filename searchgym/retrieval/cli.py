@@ -102,9 +102,18 @@ def _cmd_search(args) -> int:
 def _cmd_serve(args) -> int:
     from .server import RetrievalServer
 
-    server = RetrievalServer(_retriever(args), host=args.host, port=args.port, default_topk=args.topk)
+    if args.processes < 1:
+        raise ValueError(f"--processes must be >= 1, got {args.processes}")
+    if args.processes > 1:
+        from .multiproc import MultiProcessRetrievalServer
+
+        server = MultiProcessRetrievalServer(_retriever(args), host=args.host, port=args.port,
+                                             processes=args.processes, default_topk=args.topk)
+    else:
+        server = RetrievalServer(_retriever(args), host=args.host, port=args.port, default_topk=args.topk)
     server.bind()
-    print(f"serving {server.retriever!r} on {server.url} (POST /retrieve, GET /health); Ctrl-C to stop", flush=True)
+    print(f"serving {server.retriever!r} on {server.url} (POST /retrieve, GET /health) with {args.processes} "
+          "process(es); Ctrl-C to stop", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -139,5 +148,7 @@ def register(subparsers) -> None:
     v.add_argument("--host", default="127.0.0.1", help="interface to listen on (default loopback)")
     v.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any free port)")
     v.add_argument("--topk", type=int, default=3, help="top-k when a request gives none (default 3)")
+    v.add_argument("--processes", type=int, default=1,
+                   help="worker processes sharing the port and the index (default 1; search is CPU-bound)")
     _add_backend_args(v, ("bm25", "rank-bm25", "dense"))
     v.set_defaults(func=_cmd_serve)

@@ -18,11 +18,15 @@ from .corpus import check_queries
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["RemoteRetriever", "RetrievalError", "parse_contents"]
+__all__ = ["RemoteRetriever", "RetrievalError", "RequestRejected", "parse_contents"]
 
 
 class RetrievalError(RuntimeError):
     """The retrieval server could not be reached, failed, or rejected the request."""
+
+
+class RequestRejected(RetrievalError):
+    """The server answered 4xx: the request itself is wrong (another replica would reject it too)."""
 
 
 def parse_contents(contents: str) -> tuple[str, str]:
@@ -138,7 +142,7 @@ class RemoteRetriever(Retriever):
                 if status >= 400:
                     reason = _error_reason(raw)
                     if status < 500:
-                        raise RetrievalError(f"retrieval server at {self.url} rejected the request ({status}): {reason}")
+                        raise RequestRejected(f"retrieval server at {self.url} rejected the request ({status}): {reason}")
                     last = f"server error {status}: {reason}"
                 else:
                     try:

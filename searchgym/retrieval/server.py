@@ -113,6 +113,7 @@ class RetrievalServer:
         workers: int = 256,
         idle_timeout: float = 30.0,
         coalesce: bool = True,
+        listen_socket: socket.socket | None = None,
     ) -> None:
         if not isinstance(retriever, Retriever):
             raise TypeError(f"retriever must be a searchgym Retriever, got {type(retriever).__name__}")
@@ -132,6 +133,7 @@ class RetrievalServer:
         self.backlog = backlog
         self.workers = workers
         self.idle_timeout = idle_timeout
+        self._listen_socket = listen_socket  # a bound, listening socket shared with other worker processes
         self._httpd: _PooledHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._serving = False  # serve_forever runs (or is about to) in some thread
@@ -144,6 +146,9 @@ class RetrievalServer:
         if self._httpd is None:
             if self.host not in ("127.0.0.1", "localhost", "::1"):
                 logger.warning("retrieval server listens on %s, reachable from other machines", self.host)
+            if self._listen_socket is not None:
+                self._httpd = _PooledHTTPServer.on_socket(self._listen_socket, self._handler_class(), workers=self.workers)
+                return self._httpd
             try:
                 self._httpd = _PooledHTTPServer((self.host, self._port), self._handler_class(),
                                                 backlog=self.backlog, workers=self.workers)
@@ -372,12 +377,31 @@ class _PooledHTTPServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, address, handler, *, backlog: int, workers: int) -> None:
+    def __init__(self, address, handler, *, backlog: int, workers: int, bind_and_activate: bool = True) -> None:
         self.request_queue_size = backlog  # read by server_activate's listen()
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="searchgym-retrieval-worker")
         self._waiting = 0
         self._waiting_lock = threading.Lock()
-        super().__init__(address, handler)
+        super().__init__(address, handler, bind_and_activate=bind_and_activate)
+
+    @classmethod
+    def on_socket(cls, sock: socket.socket, handler, *, workers: int) -> "_PooledHTTPServer":
+        """A server accepting on an already bound and listening ``sock`` (shared by several
+        processes: it is made non-blocking, so a process that loses the race for a connection goes
+        back to waiting instead of blocking in ``accept``)."""
+        self = cls(sock.getsockname()[:2], handler, backlog=1, workers=workers, bind_and_activate=False)
+        self.socket.close()
+        self.socket = sock
+        sock.setblocking(False)
+        self.server_address = sock.getsockname()[:2]
+        self.server_name, self.server_port = socket.getfqdn(self.server_address[0]), self.server_address[1]
+        return self
+
+    def get_request(self):
+        """Accept a connection; the accepted socket is blocking whatever the listener is."""
+        conn, addr = self.socket.accept()
+        conn.setblocking(True)
+        return conn, addr
 
     @property
     def waiting(self) -> int:

@@ -1,0 +1,51 @@
+"""``searchgym eval --ray``: questions fanned out over Ray actors, records committed in order.
+
+Each actor builds the Solver envs once (world, retriever, :class:`EvalConfig`) and plays a chunk of
+questions with its copy of the agent (:func:`~searchgym.evaluation.runner.play_tasks`, the local
+engine); the finished trajectories come back and the driver records, judges and journals them
+exactly as a local run does, chunk by chunk in question order, so ``eval.jsonl`` resumes the same
+way. The agent must pickle (scripted agents, OpenAI-compatible endpoint agents; a local model is
+loaded by each actor from its pickled settings where the agent supports it).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from ..envs.types import Task, Trajectory
+from ..ray_support import RayConfig, ordered_map
+
+__all__ = ["play_tasks_on_ray", "EvalActor", "DEFAULT_CHUNK"]
+
+#: Questions per actor call.
+DEFAULT_CHUNK = 32
+
+
+class EvalActor:
+    """A Ray actor playing chunks of questions with its own envs and agent."""
+
+    def __init__(self, agent: Any, world: Any, retriever: Any, config: Any, first: Task) -> None:
+        from .runner import _envs_for
+
+        self.agent = agent
+        self.envs = _envs_for(world, retriever, config, first, config.concurrency)
+
+    def run(self, tasks: list[Task]) -> list[Trajectory]:
+        """Play every task of the chunk; the trajectories in the chunk's order."""
+        from .runner import play_tasks
+
+        done: list[Trajectory] = []
+        play_tasks(self.agent, self.envs[: len(tasks)], tasks, done.extend)
+        from .tasksets import task_key
+
+        order = {task_key(t): i for i, t in enumerate(tasks)}
+        return sorted(done, key=lambda tr: order[task_key(tr.task)])
+
+
+def play_tasks_on_ray(ray_config: RayConfig, agent: Any, world: Any, retriever: Any, config: Any,
+                      tasks: Sequence[Task], on_done: Callable[[list[Trajectory]], None]) -> None:
+    """Play ``tasks`` on Ray actors; ``on_done`` gets each chunk's trajectories, in question order."""
+    size = ray_config.chunk or DEFAULT_CHUNK
+    chunks = [list(tasks[i:i + size]) for i in range(0, len(tasks), size)]
+    ordered_map(ray_config, EvalActor, (agent, world, retriever, config, tasks[0]), chunks,
+                lambda _chunk, trajs: on_done(trajs))

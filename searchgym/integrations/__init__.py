@@ -1,0 +1,1 @@
+"""Adapters to training frameworks (verl, TRL): the top floor, above agents."""

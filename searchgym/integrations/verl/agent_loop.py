@@ -1,0 +1,251 @@
+"""verl agent loops that play searchgym envs (needs the ``verl`` extra; read against verl 0.9.1).
+
+Two loops, registered with verl under searchgym names (and listed in
+``examples/verl/agent_loops.yaml`` for ``actor_rollout_ref.rollout.agent.agent_loop_config_path``):
+
+* ``searchgym_solver`` (:class:`SearchGymSolverLoop`): one sample = one ``KGSolver-v0`` rollout
+  of the row's task (tag protocol), with the env's reward wrappers (``rewards: wcr``).
+* ``searchgym_selfplay`` (:class:`SearchGymSelfPlayLoop`): one ``KGSelfPlay-v0`` game per row
+  and rollout group; sample *i* of the group is Solver slot *i* (``rollout.n`` = the game's G).
+  See the class docstring.
+* ``searchgym_proposer`` (:class:`SearchGymProposerLoop`): one whole game per sample, returned as
+  the Proposer's rollout and reward. A dataset mixing ``searchgym_proposer`` and
+  ``searchgym_selfplay`` rows trains both roles of SSP with verl's stock GRPO step.
+
+Both return ``AgentLoopOutput`` with ``response_mask`` 0 on every env-inserted token and
+``reward_score`` set (so verl skips its own reward function), the reward components in
+``extra_fields["reward_extra_info"]``. They need ``actor_rollout_ref.rollout.mode=async`` and
+``data.return_raw_chat=True`` (verl's requirement for agent loops); the env settings come from the
+YAML entry (``env_id``, ``rewards``, ``env_kwargs``), the task from the row's
+``extra_info["searchgym"]`` (``task``: a ``Task.to_dict()``, or ``index`` / ``seed``).
+
+A ``server_manager`` that fails mid-rollout marks the sample failed: ``response_mask`` all 0 (no
+gradient), ``extra_fields["searchgym_failed"] = 1`` with the error, a warning logged and
+:data:`FAILED_ROLLOUTS` counted — never a silent reward of 0 on a real rollout
+(``on_generate_error: raise`` re-raises instead).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Optional
+from uuid import uuid4
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
+
+from .data import task_options
+from .environments import EnvSpec, cached_env
+from .episode import GameEpisode, GenerationFailed, TokenStream, play_selfplay_game, play_solver_episode
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["SearchGymSolverLoop", "SearchGymSelfPlayLoop", "SearchGymProposerLoop", "FAILED_ROLLOUTS", "VERL_VERSION_READ"]
+
+#: The verl release these loops were written and tested against.
+VERL_VERSION_READ = "0.9.1"
+#: Rollouts marked failed in this process, by loop name (a generator error mid-rollout).
+FAILED_ROLLOUTS: dict[str, int] = {}
+#: Stop strings that end an agent turn of the tag protocol (vLLM / SGLang sampling params).
+TURN_STOPS = ["</search>", "</answer>", "</question>", "</tool_call>"]
+
+
+class _SearchGymLoop(AgentLoopBase):
+    """Shared parts: env settings from the YAML entry, the generator adapter, output building."""
+
+    loop_name = "searchgym"
+
+    def __init__(self, *args, env_id: str = "KGSolver-v0", rewards: Any = (), env_kwargs: Optional[dict] = None,
+                 stop: Optional[list] = None, on_generate_error: str = "mark", **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if isinstance(env_kwargs, DictConfig):  # from verl's agent-loop YAML, via hydra
+            env_kwargs = OmegaConf.to_container(env_kwargs, resolve=True)
+        if isinstance(rewards, ListConfig):
+            rewards = list(rewards)
+        self.spec = EnvSpec.from_config({"env_id": env_id, "rewards": rewards, "env_kwargs": dict(env_kwargs or {})})
+        if on_generate_error not in ("mark", "raise"):
+            raise ValueError(f"on_generate_error must be 'mark' or 'raise', got {on_generate_error!r}")
+        self.on_generate_error = on_generate_error
+        self.stop = list(TURN_STOPS if stop is None else stop)
+        self.response_length = int(self.rollout_config.response_length)
+
+    def _generator(self, sampling_params: dict, priority: int):
+        """Adapt ``server_manager.generate`` to the episode's generator (one ``request_id`` per rollout:
+        verl's sticky sessions send every turn of it to the same server, whose prefix cache holds it)."""
+        base = dict(sampling_params)
+        if self.stop:
+            base.setdefault("stop", self.stop)
+            base.setdefault("include_stop_str_in_output", True)
+
+        async def generate(prompt_ids: list[int], max_tokens: int, rollout_id: str):
+            params = dict(base, max_tokens=min(int(base.get("max_tokens", max_tokens)), max_tokens))
+            out = await self.server_manager.generate(request_id=rollout_id, prompt_ids=prompt_ids,
+                                                     sampling_params=params, priority=priority)
+            return out.token_ids, out.log_probs
+
+        return generate
+
+    @staticmethod
+    def _options(row: dict) -> tuple[Optional[int], dict]:
+        """``(seed, reset options)`` from the row's ``extra_info["searchgym"]``."""
+        return task_options(dict(((row.get("extra_info") or {}).get("searchgym")) or {}))
+
+    def _output(self, stream: TokenStream, metrics: dict, extra: dict) -> AgentLoopOutput:
+        n = self.response_length
+        info = {k: float(v) for k, v in stream.components.items() if isinstance(v, (int, float))}
+        return AgentLoopOutput(
+            prompt_ids=stream.prompt_ids, response_ids=stream.response_ids[:n], response_mask=stream.response_mask[:n],
+            response_logprobs=stream.response_logprobs[:n] if stream.logprobs_complete else None,
+            reward_score=float(stream.reward),
+            num_turns=2 * stream.turns, metrics=AgentLoopMetrics(**metrics),
+            extra_fields={"reward_extra_info": info, "searchgym_failed": 0, "searchgym_cut": int(stream.cut), **extra},
+        )
+
+    def _failed(self, error: GenerationFailed) -> AgentLoopOutput:
+        """The output of a rollout whose generator failed: masked out, flagged and counted."""
+        if self.on_generate_error == "raise":
+            raise error
+        FAILED_ROLLOUTS[self.loop_name] = FAILED_ROLLOUTS.get(self.loop_name, 0) + 1
+        logger.warning("%s rollout failed and is masked out (%d so far in this process): %s",
+                       self.loop_name, FAILED_ROLLOUTS[self.loop_name], error)
+        stream = error.stream
+        ids = stream.response_ids[: self.response_length] or [self.tokenizer.pad_token_id or 0]  # verl needs >= 1
+        return AgentLoopOutput(
+            prompt_ids=stream.prompt_ids, response_ids=ids, response_mask=[0] * len(ids), reward_score=0.0,
+            num_turns=2 * stream.turns,
+            metrics=AgentLoopMetrics(),
+            extra_fields={"reward_extra_info": {}, "searchgym_failed": 1, "searchgym_cut": 0,
+                          "searchgym_error": str(error)},
+        )
+
+
+@register("searchgym_solver")
+class SearchGymSolverLoop(_SearchGymLoop):
+    """One ``KGSolver-v0`` rollout per sample (tag protocol), rewarded by the env's wrappers."""
+
+    loop_name = "searchgym_solver"
+
+    async def run(self, sampling_params: dict[str, Any], priority: int = 0, **kwargs) -> AgentLoopOutput:
+        """Play the row's task; see the module docstring."""
+        if self.spec.env_id != "KGSolver-v0":
+            raise ValueError(f"searchgym_solver plays KGSolver-v0, not {self.spec.env_id}; "
+                             "use searchgym_selfplay for KGSelfPlay-v0")
+        seed, options = self._options(kwargs)
+        env = cached_env(self.spec)
+        try:
+            episode = await play_solver_episode(env, self._generator(sampling_params, int(priority)), self.tokenizer,
+                                                response_length=self.response_length, seed=seed, options=options)
+        except GenerationFailed as exc:
+            return self._failed(exc)
+        return self._output(episode.stream, {}, {})
+
+
+class _Game:
+    """One self-play game shared by the samples of a rollout group (same ``uid``)."""
+
+    def __init__(self) -> None:
+        self.task: Optional[asyncio.Task] = None
+        self.claimed = 0
+
+
+@register("searchgym_proposer")
+class SearchGymProposerLoop(_SearchGymLoop):
+    """The Proposer's side of self-play: one whole ``KGSelfPlay-v0`` game per sample, returned as the
+    Proposer's rollout with its reward (``1 - solve rate`` of the game's G Solvers, 0 for a question
+    the filters or the verifier reject). verl's ``rollout.n`` samples of a row are ``n`` questions
+    proposed for the same subgraph, so GRPO's group baseline is the Proposer's baseline. The Solver
+    rollouts are generated (their mean reward is ``extra_fields["searchgym_solve_rate"]``) but not
+    returned: rows of ``searchgym_selfplay`` train the Solvers.
+    """
+
+    loop_name = "searchgym_proposer"
+
+    def __init__(self, *args, env_id: str = "KGSelfPlay-v0", **kwargs) -> None:
+        super().__init__(*args, env_id=env_id, **kwargs)
+        if self.spec.env_id != "KGSelfPlay-v0":
+            raise ValueError(f"searchgym_proposer plays KGSelfPlay-v0, not {self.spec.env_id}")
+
+    async def run(self, sampling_params: dict[str, Any], priority: int = 0, **kwargs) -> AgentLoopOutput:
+        """Play one game on the row's subgraph and return the Proposer's rollout."""
+        seed, options = _selfplay_options(self._options(kwargs))
+        try:
+            game = await play_selfplay_game(cached_env(self.spec), self._generator(sampling_params, int(priority)),
+                                            self.tokenizer, response_length=self.response_length, seed=seed,
+                                            options=options)
+        except GenerationFailed as exc:
+            return self._failed(exc)
+        solve = sum(s.reward for s in game.solvers) / max(len(game.solvers), 1)
+        return self._output(game.proposer, {}, {
+            "searchgym_valid_question": float(bool((game.validation or {}).get("valid"))),
+            "searchgym_solve_rate": float(solve), "searchgym_replay": str(game.replay)})
+
+
+def _selfplay_options(seed_options: tuple[Optional[int], dict]) -> tuple[Optional[int], dict]:
+    """Row options for a self-play game: a task stands for its subgraph."""
+    seed, options = seed_options
+    if "task" in options:
+        options = {"subgraph": options["task"].subgraph}
+    return seed, options
+
+
+@register("searchgym_selfplay")
+class SearchGymSelfPlayLoop(_SearchGymLoop):
+    """Self-play at scale: one ``KGSelfPlay-v0`` game per row and rollout group.
+
+    The first sample of a group (verl repeats each row ``rollout.n`` times under one ``uid``) starts
+    the game: the Proposer's turns through the ``server_manager``, the env's filters and RAG
+    verification, then the G Solver rollouts, their turns generated concurrently. Each sample of the
+    group returns one Solver slot (arrival order), rewarded by the env (+ wrappers: WCR, GDCR), so
+    verl's GRPO groups are exactly the game's Solver group. The Proposer's rollout (its ids, mask,
+    and reward ``1 - solve rate``, 0 for an invalid question) and the validation come back in every
+    sample's ``extra_fields`` (``searchgym_proposer_*``) for a Proposer update; verl's stock PPO
+    step trains the Solver samples only. Needs ``rollout.n`` == ``env_kwargs.group_size`` (default 5)
+    and each group inside one agent-loop worker (``train_batch_size`` divisible by the workers).
+    """
+
+    loop_name = "searchgym_selfplay"
+    _games: dict[str, _Game] = {}
+
+    def __init__(self, *args, env_id: str = "KGSelfPlay-v0", **kwargs) -> None:
+        super().__init__(*args, env_id=env_id, **kwargs)
+        if self.spec.env_id != "KGSelfPlay-v0":
+            raise ValueError(f"searchgym_selfplay plays KGSelfPlay-v0, not {self.spec.env_id}")
+        group = int(self.spec.env_kwargs.get("group_size", 5))
+        n = int(self.rollout_config.get("n", group))
+        if n != group:
+            raise ValueError(f"actor_rollout_ref.rollout.n={n} must equal the game's group_size={group}: "
+                             "each sample of a group plays one Solver slot")
+        self.group_size = group
+
+    async def run(self, sampling_params: dict[str, Any], priority: int = 0, **kwargs) -> AgentLoopOutput:
+        """Join (or start) the game of this row's ``uid`` and return this sample's Solver slot."""
+        key = str(kwargs.get("uid") or kwargs.get("index") or uuid4().hex)
+        game = self._games.setdefault(key, _Game())
+        if game.task is None:
+            seed, options = _selfplay_options(self._options(kwargs))
+            env = cached_env(self.spec)
+            game.task = asyncio.ensure_future(play_selfplay_game(
+                env, self._generator(sampling_params, int(priority)), self.tokenizer,
+                response_length=self.response_length, seed=seed, options=options))
+        slot = game.claimed
+        game.claimed += 1
+        if game.claimed >= self.group_size:
+            self._games.pop(key, None)  # every slot claimed: the next row with this uid starts a new game
+        try:
+            episode: GameEpisode = await asyncio.shield(game.task)
+        except GenerationFailed as exc:
+            return self._failed(exc)
+        finally:
+            if self._games.get(key) is game:  # fewer samples than slots (validation's val_kwargs.n): release it
+                del self._games[key]
+        if slot >= len(episode.solvers):
+            raise RuntimeError(f"game {key} has {len(episode.solvers)} Solver slots but sample {slot + 1} joined it")
+        p = episode.proposer
+        extra = {
+            "searchgym_slot": slot,
+            "searchgym_proposer_prompt_ids": p.prompt_ids, "searchgym_proposer_response_ids": p.response_ids,
+            "searchgym_proposer_response_mask": p.response_mask, "searchgym_proposer_reward": float(p.reward),
+            "searchgym_valid_question": float(bool((episode.validation or {}).get("valid"))),
+        }
+        return self._output(episode.solvers[slot], {}, extra)

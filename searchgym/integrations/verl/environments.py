@@ -1,0 +1,97 @@
+"""The searchgym env a verl agent loop or reward function plays: an env id, reward wrappers, kwargs.
+
+Envs are built once per (process, config) and reused: building the default world, pool and index
+takes seconds, and verl instantiates an agent loop per sample. Bad names fail with the valid ones.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+from searchgym.envs.registration import ENV_IDS, register_envs
+from searchgym.wrappers.stacking import STACKABLE_BY_NAME, stack_reward_wrappers
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["EnvSpec", "make_env", "cached_env", "TEXT_ENV_IDS"]
+
+#: The env ids an agent loop can play (text envs; KGNavigate-v0 is numeric).
+TEXT_ENV_IDS = ("KGSolver-v0", "KGSelfPlay-v0")
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """Which env to play: ``env_id``, reward wrapper names innermost first (``("wcr",)``), and
+    ``env_kwargs`` for ``gymnasium.make`` (``world``, ``retriever`` URL, ``group_size``, ``max_turns`` ...)."""
+
+    env_id: str = "KGSolver-v0"
+    rewards: tuple[str, ...] = ()
+    env_kwargs: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.env_id not in ENV_IDS:
+            raise ValueError(f"unknown env id {self.env_id!r}; searchgym registers {', '.join(ENV_IDS)}")
+        if self.env_id not in TEXT_ENV_IDS:
+            raise ValueError(f"env {self.env_id!r} cannot be played by a verl agent loop; use one of "
+                             f"{', '.join(TEXT_ENV_IDS)}")
+        object.__setattr__(self, "rewards", tuple(self.rewards))
+        for name in self.rewards:
+            if name not in STACKABLE_BY_NAME:
+                raise ValueError(f"unknown reward name {name!r}; choose from {', '.join(STACKABLE_BY_NAME)}")
+
+    @classmethod
+    def from_config(cls, cfg: Any) -> "EnvSpec":
+        """From a mapping (verl's agent-loop YAML or a row's ``extra_info["searchgym"]``); ``rewards``
+        may be a comma-separated string."""
+        cfg = dict(cfg or {})
+        unknown = set(cfg) - {"env_id", "rewards", "env_kwargs"}
+        if unknown:
+            raise ValueError(f"unknown searchgym env settings {sorted(unknown)}; use env_id, rewards, env_kwargs")
+        rewards = cfg.get("rewards") or ()
+        if isinstance(rewards, str):
+            rewards = tuple(r.strip() for r in rewards.split(",") if r.strip())
+        return cls(cfg.get("env_id", "KGSolver-v0"), tuple(rewards), dict(cfg.get("env_kwargs") or {}))
+
+    def key(self) -> str:
+        """A hashable identity of this spec (kwargs by value)."""
+        return json.dumps([self.env_id, list(self.rewards), self.env_kwargs], sort_keys=True, default=str)
+
+
+def make_env(spec: EnvSpec):
+    """A fresh env for ``spec`` with its reward wrappers."""
+    register_envs()
+    env = gym.make(spec.env_id, **spec.env_kwargs).unwrapped  # the text envs skip gym's checker wrappers
+    return stack_reward_wrappers(env, spec.rewards)
+
+
+_CACHE: dict[str, Any] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def cached_env(spec: EnvSpec, clone: bool = True):
+    """An env for ``spec`` sharing this process's world, index and judge: a copy of the cached
+    prototype (``clone=True``: safe to play concurrently) or the prototype itself.
+
+    Self-play copies also share the prototype's replay buffer (cleared every ``replay_reset_every``
+    games of the process) and its noise window of recent Proposer rollouts: the games a worker plays
+    form one stream, as the env driven alone does (docs/envs.md, "Env alone vs. under the trainer")."""
+    with _CACHE_LOCK:
+        proto = _CACHE.get(spec.key())
+        if proto is None:
+            proto = _CACHE[spec.key()] = make_env(spec)
+    if not clone:
+        return proto
+    env = copy.deepcopy(proto)  # shares world/index/judge (see docs/envs.md "Copies and snapshots")
+    base, proto_base = env.unwrapped, proto.unwrapped
+    if hasattr(proto_base, "replay") and hasattr(proto_base, "validation"):
+        base.replay = proto_base.replay
+        base.validation.recent = proto_base.validation.recent
+    return env
+
