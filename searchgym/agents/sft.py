@@ -186,7 +186,7 @@ class SFTRun:
 
     # ---------------------------------------------------------------- data order
     def _batch(self, step: int) -> list:
-        """Examples of optimizer step ``step`` (0-based): a pure function of (seed, step)."""
+        """Examples of optimizer step ``step`` (0-based), shortest first: a pure function of (seed, step)."""
         n, b = len(self.train), self.config.batch_size
         out = []
         for g in range(step * b, (step + 1) * b):
@@ -196,7 +196,8 @@ class SFTRun:
                 random.Random(f"sft-order:{self.config.seed}:{epoch}").shuffle(order)
                 self._orders = {epoch: order}  # one epoch at a time is enough
             out.append(self.train[self._orders[epoch][pos]])
-        return out
+        # in length order, so each micro-batch pads little (the step's loss is a sum: order-free)
+        return sorted(out, key=lambda e: len(e.input_ids))
 
     # ---------------------------------------------------------------- maths
     def _scores(self, batch):
@@ -214,8 +215,7 @@ class SFTRun:
         import torch
 
         c = self.config
-        # the step's examples in length order, so each micro-batch pads little (the loss is a sum: order-free)
-        batch = sorted(self._batch(self.step), key=lambda e: len(e.input_ids))
+        batch = self._batch(self.step)
         n_agent = sum(e.num_agent_tokens for e in batch)
         t0 = time.perf_counter()
         self.optimizer.zero_grad(set_to_none=True)
