@@ -38,7 +38,10 @@ class DecodingConfig:
     ``None`` = only on CUDA. ``check_every``: steps between host-side checks for stop strings and
     all-finished; ``None`` = 1 when not compiled (stop as soon as possible) and 8 when compiled (a host
     sync every step would stall the CUDA graphs). ``bucket``: round the static cache's batch and length
-    up to powers of two (``None`` = when compiled, so few shapes are compiled).
+    up to powers of two (``None`` = when compiled, so few shapes are compiled). ``prefix_cache_mb``:
+    memory for reusing earlier calls' keys/values when a prompt extends an earlier prompt + completion
+    (the next turn of a rollout, a shared system prompt: :mod:`searchgym.agents.kv_reuse`); used with
+    the dynamic cache, ``0`` turns it off.
     """
 
     cache: str = "auto"
@@ -46,8 +49,11 @@ class DecodingConfig:
     check_every: int | None = None
     compile_mode: str = "reduce-overhead"
     bucket: bool | None = None
+    prefix_cache_mb: int = 1024
 
     def __post_init__(self) -> None:
+        if self.prefix_cache_mb < 0:
+            raise ValueError(f"prefix_cache_mb={self.prefix_cache_mb} must be >= 0 (0 turns prefix reuse off)")
         if self.cache not in CACHES:
             raise ValueError(f"decoding cache={self.cache!r}: use one of {', '.join(CACHES)}")
         if self.check_every is not None and self.check_every < 1:

@@ -19,6 +19,7 @@ from typing import Sequence
 from .base import (GenerationConfig, GenerationError, GenerationResult, Prompt, TextGenerator, is_token_prompt,
                    truncate_at_stop)
 from .decoding import DecodingConfig, DynamicKV, StaticKV, decode_tokens
+from .kv_reuse import PrefixDynamicKV, PrefixKVStore, build_reuse_batch, warm_shared_prefix
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +74,8 @@ class TransformersGenerator(TextGenerator):
         self.decoding = decoding or DecodingConfig()
         self._cache_kind, self._compiled, self._check_every, self._bucket = self.decoding.resolve(self.device)
         self._static = None
+        reuse = self._cache_kind == "dynamic" and self.decoding.prefix_cache_mb > 0
+        self.prefix_cache = PrefixKVStore(model, max_bytes=self.decoding.prefix_cache_mb << 20) if reuse else None
         logger.debug("decoding on %s: %s cache, compiled=%s, host check every %d steps",
                      self.device, self._cache_kind, self._compiled, self._check_every)
 
@@ -131,20 +134,21 @@ class TransformersGenerator(TextGenerator):
         if any(len(row) == 0 for row in batch):
             raise GenerationError("an empty prompt cannot be continued; give at least one token of text")
         pad = self.tokenizer.pad_token_id
-        width = max(len(r) for r in batch)
         dev = self.device
-        input_ids = torch.tensor([[pad] * (width - len(r)) + r for r in batch], device=dev)
-        attn = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in batch], device=dev)
         gen = torch.Generator(device=dev).manual_seed(seed % (2**63))
         hit_stop = (lambda tokens: self._hit_stop(tokens, cfg.stop)) if cfg.stop else None
         was_training = self.model.training
         self.model.eval()
         try:
             with torch.inference_mode():
+                kv, input_ids, attn = self._prepare(batch, pad)
                 out_tokens = decode_tokens(
-                    self._kv(), input_ids, attn, max_new_tokens=cfg.max_new_tokens,
+                    kv, input_ids, attn, max_new_tokens=cfg.max_new_tokens,
                     sample=lambda logits: _sample(logits, cfg.temperature, cfg.top_p, gen),
                     eos_ids=self.eos_ids, pad=pad, check_every=self._check_every, hit_stop=hit_stop)
+                if self.prefix_cache is not None:  # the KV of prompt + every fed token (all sampled but the last)
+                    self.prefix_cache.store([row + toks[:-1] for row, toks in zip(batch, out_tokens)],
+                                            kv._cache, kv._attn)
         except RuntimeError as exc:
             hint = (" (in the torch.compile'd static-cache step; decode without compiling with "
                     "decoding=DecodingConfig(cache='dynamic'), or --set rollout_cache=dynamic in the trainer)"
@@ -153,6 +157,30 @@ class TransformersGenerator(TextGenerator):
         finally:
             self.model.train(was_training)
         return out_tokens
+
+    def _prepare(self, batch: list[list[int]], pad: int):
+        """The KV strategy, token ids and attention mask of a call: left-padded prompts, or, where
+        earlier calls' KV covers a prefix, the prefix-reuse layout of :mod:`~searchgym.agents.kv_reuse`."""
+        import torch
+
+        dev = self.device
+        matches = []
+        if self.prefix_cache is not None:
+            warm_shared_prefix(self.model, self.prefix_cache, batch, dev)
+            matches = self.prefix_cache.lookup(batch)
+        if any(n for _, n in matches):
+            input_ids, attn, cols, cache_data = build_reuse_batch(batch, matches, pad, dev)
+            return PrefixDynamicKV(self.model, cache_data, cols), input_ids, attn
+        width = max(len(r) for r in batch)
+        input_ids = torch.tensor([[pad] * (width - len(r)) + r for r in batch], device=dev)
+        attn = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in batch], device=dev)
+        return self._kv(), input_ids, attn
+
+    def clear_prefix_cache(self) -> None:
+        """Forget the reusable KV of earlier calls (needed only after changing the model without
+        touching its weights, e.g. toggling a PEFT adapter: weight updates are detected)."""
+        if self.prefix_cache is not None:
+            self.prefix_cache.clear()
 
     def _kv(self):
         """The KV cache strategy of this call (the static one is kept: its cache and compiled step are reused)."""
