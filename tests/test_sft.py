@@ -110,7 +110,8 @@ def test_malformed_lines_are_skipped_and_counted_or_stop_the_run(tmp_path):
 def test_only_agent_tokens_carry_gradient(tmp_path, tok):
     """The gradient w.r.t. the logits of an SFT step is exactly zero wherever the target is prompt or env text."""
     data = write_demos(tmp_path / "d.jsonl", n=4)
-    cfg = _cfg(tmp_path, data, val_fraction=0.0, micro_batch_size=4)
+    # the plain path's logits layout (the shared-prefix path gives the same loss: the test below)
+    cfg = _cfg(tmp_path, data, val_fraction=0.0, micro_batch_size=4, share_prefix=False)
     train, _ = load_demonstrations(data)
     run = SFTRun(cfg, train, [], model=build_model(tok), tokenizer=tok)
     captured = []
@@ -306,3 +307,30 @@ def test_rejection_sampling_plays_the_env_and_trains_on_kept_rollouts(tmp_path, 
     assert len(samples) == 4 and [s["task"]["id"] for s in samples][0] == samples[1]["task"]["id"]  # G per task
     assert [r["kept"] for r in res.rounds] == [4, 4] and Path(res.final_dir).name == "final"
     assert open_model(res.final_dir)[0] is not None
+
+
+def test_a_shared_system_prompt_runs_once_with_the_same_loss_and_update(tmp_path, tok):
+    """share_prefix runs the micro-batch's common prefix once; loss, entropy and the step's gradient match
+    the plain full-sequence path (same maths, float rounding apart)."""
+    system = "You are a careful search agent. Think, search one hop at a time, read, then answer. " * 3
+    with open(tmp_path / "d.jsonl", "w") as fh:
+        for i in range(4):
+            t = demo(i)
+            t.prompt = system + t.prompt
+            t.segments[0] = Segment(t.prompt, "prompt")
+            fh.write(json.dumps(t.to_dict()) + "\n")
+    train, _ = load_demonstrations(tmp_path / "d.jsonl")
+    results = {}
+    for share in (False, True):
+        cfg = _cfg(tmp_path / str(share), tmp_path / "d.jsonl", val_fraction=0.0, micro_batch_size=4, share_prefix=share)
+        run = SFTRun(cfg, train, [], model=build_model(tok), tokenizer=tok)
+        shared = run._shared_prefix(run._batch(0))
+        metrics = run.train_step()
+        grads = {n: p.grad.detach().clone() for n, p in run.policy.named_parameters() if p.grad is not None}
+        results[share] = (shared, metrics, grads)
+    assert results[False][0] == 0 and results[True][0] >= 40  # the system prompt is shared, and only with the option on
+    for key in ("sft/loss", "sft/train_entropy", "sft/grad_norm"):
+        assert results[True][1][key] == pytest.approx(results[False][1][key], rel=1e-4)
+    assert results[True][2].keys() == results[False][2].keys()
+    for name, g in results[False][2].items():  # the step's gradient (kept on the parameters after the step)
+        torch.testing.assert_close(results[True][2][name], g, rtol=1e-3, atol=1e-6 * float(g.abs().max()) + 1e-9)

@@ -31,6 +31,7 @@ from typing import Sequence
 import numpy as np
 
 from .decoding import DynamicKV
+from .prefix import common_prefix_len
 
 logger = logging.getLogger(__name__)
 
@@ -172,19 +173,6 @@ class PrefixKVStore:
         for key in [k for k, e in self._entries.items()
                     if len(e.ids) <= len(ids) and np.array_equal(e.ids, ids[: len(e.ids)])]:
             self._bytes -= self._entries.pop(key).nbytes
-
-
-def common_prefix_len(rows: Sequence[Sequence[int]]) -> int:
-    """Length of the token prefix every row shares (at most each row's length minus one)."""
-    first = np.asarray(rows[0], dtype=np.int64)
-    n = min(len(r) for r in rows) - 1
-    for row in rows[1:]:
-        m = min(n, len(row))
-        diff = np.flatnonzero(np.asarray(row[:m], dtype=np.int64) != first[:m])
-        n = int(diff[0]) if diff.size else m
-        if n <= 0:
-            return 0
-    return max(n, 0)
 
 
 def warm_shared_prefix(model, store: PrefixKVStore, rows: Sequence[Sequence[int]], device) -> int:

@@ -28,6 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
+
 
 @dataclass
 class SharedPrefixBatch:
@@ -49,6 +51,19 @@ class SharedPrefixBatch:
     def num_prefixes(self) -> int:
         """How many distinct prompts the batch holds (``U``)."""
         return int(self.prefix_ids.shape[0])
+
+
+def common_prefix_len(rows: Sequence[Sequence[int]]) -> int:
+    """Length of the token prefix every row shares (at most each row's length minus one)."""
+    first = np.asarray(rows[0], dtype=np.int64)
+    n = min(len(r) for r in rows) - 1
+    for row in rows[1:]:
+        m = min(n, len(row))
+        diff = np.flatnonzero(np.asarray(row[:m], dtype=np.int64) != first[:m])
+        n = int(diff[0]) if diff.size else m
+        if n <= 0:
+            return 0
+    return max(n, 0)
 
 
 def shared_prefix_lengths(sequences: Sequence[Sequence[int]], prompt_lens: Sequence[int]) -> list[int]:

@@ -39,10 +39,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Optional, Sequence
 
+from .prefix import common_prefix_len, pack_shared, shared_token_logprobs
 from .sft_config import SFTConfig, SFTResult
 from .sft_data import DataReport, Demonstration, load_demonstrations
 
 logger = logging.getLogger(__name__)
+
+_MIN_SHARED_PREFIX = 16  # shorter shared prefixes are not worth a second forward call
 
 __all__ = ["SFTConfig", "SFTResult", "run_sft", "load_demonstrations", "split_validation", "CHATML_TEMPLATE"]
 
@@ -206,9 +209,22 @@ class SFTRun:
         from .sequences import collate
 
         ids, attn, mask, _ = collate(batch, self.tokenizer.pad_token_id, [[0.0]] * len(batch), self.device)
-        start = min(e.first_agent_token for e in batch)
-        logp, ent = token_logprobs(self.policy, ids, attn, with_entropy=True, start=start)
+        shared = self._shared_prefix(batch)
+        if shared:  # the prefix every example shares runs once; its gradient sums over the examples
+            seqs = [e.input_ids for e in batch]
+            packed = pack_shared(seqs, [shared + 1] * len(batch), self.tokenizer.pad_token_id, self.device)
+            logp, ent = shared_token_logprobs(self.policy, packed, with_entropy=True)
+        else:
+            start = min(e.first_agent_token for e in batch)
+            logp, ent = token_logprobs(self.policy, ids, attn, with_entropy=True, start=start)
         return logp, ent, mask, ids
+
+    def _shared_prefix(self, batch) -> int:
+        """Tokens of the prefix all of ``batch`` shares, before its first agent token (0: not worth sharing)."""
+        if not self.config.share_prefix or len(batch) < 2 or self.config.gradient_checkpointing:
+            return 0
+        shared = min(common_prefix_len([e.input_ids for e in batch]), min(e.first_agent_token for e in batch) - 1)
+        return shared if shared >= _MIN_SHARED_PREFIX else 0
 
     def train_step(self) -> dict:
         """One optimizer step on batch ``self.step``; token-mean NLL over the batch's agent tokens."""

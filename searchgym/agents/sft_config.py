@@ -16,7 +16,7 @@ SOURCES = ("data", "self")
 class SFTConfig(ModelOptions, ConfigIO):
     """Every knob of :func:`searchgym.agents.sft.run_sft` (YAML via ``load/save``; ``searchgym sft --set key=value``)."""
 
-    RESUME_MUTABLE = frozenset({"max_steps", "output_dir", "save_every", "keep_checkpoints", "progress", "device",
+    RESUME_MUTABLE = frozenset({"share_prefix", "max_steps", "output_dir", "save_every", "keep_checkpoints", "progress", "device",
                                 "cpu_threads", "micro_batch_size", "log_every", "on_error"})
     DUMP_HINT = "searchgym sft --dump-config"
 
@@ -51,6 +51,7 @@ class SFTConfig(ModelOptions, ConfigIO):
     max_grad_norm: float = 1.0
     batch_size: int = 16
     micro_batch_size: int = 4
+    share_prefix: bool = True  # run the token prefix a micro-batch shares (its system prompt) once: same maths
     epochs: float = 1.0
     max_steps: int | None = None
     # held-out loss
