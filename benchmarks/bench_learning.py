@@ -45,7 +45,7 @@ SIZES = {
                  rl=dict(steps=4, batch=2, group=4, lr=2e-5, tasks={2: 100}), seeds=(0,), max_new_tokens=48),
     "cpu": dict(demo_solver={1: 240, 2: 260, 3: 80}, demo_kg={2: 120, 3: 60}, demo_vanilla={2: 30},
                 eval_hops={1: 64, 2: 48, 3: 32}, eval_proposer=32, base_eval=dict(hops={1: 16, 2: 16, 3: 8}, proposer=8),
-                sft=dict(lora=True, lora_r=8, lora_last_layers=12, save_adapter=True, lr=5e-4, epochs=1.0, batch_size=8,
+                sft=dict(lora=True, lora_r=8, save_adapter=True, lr=4e-4, epochs=1.0, batch_size=8,
                          micro_batch_size=4, eval_every=16, patience=2),
                 rl=dict(steps=8, batch=4, group=4, lr=1e-4, lora=True, tasks={2: 200, 3: 100}, eval_hops={2: 48, 3: 32}),
                 seeds=(0, 1, 2), max_new_tokens=48),
