@@ -10,6 +10,9 @@ import argparse
 import importlib
 import logging
 import sys
+import traceback
+
+from .errors import SearchGymError
 
 COMMAND_MODULES = [
     "searchgym.demo",
@@ -29,6 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The full argument parser with every sub-command registered."""
     parser = argparse.ArgumentParser(prog="searchgym", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the full traceback of searchgym's own errors too (others always show one)")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
@@ -47,9 +52,10 @@ def main(argv: list[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (FileNotFoundError, ValueError, KeyError, RuntimeError) as exc:
-        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"searchgym {args.command}: error: {msg}", file=sys.stderr)
+    except SearchGymError as exc:  # bad input or an unusable setup: one line naming the fix (anything else is a bug
+        if args.debug:  # and keeps its traceback)
+            traceback.print_exc()
+        print(f"searchgym {args.command}: error: {exc}", file=sys.stderr)
         return 2
 
 

@@ -18,13 +18,14 @@ import socket
 import threading
 import time
 import urllib.parse
+from .errors import InvalidArgumentError, SearchGymError
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["DeadlineExceeded", "exchange", "open_connection"]
 
 
-class DeadlineExceeded(TimeoutError):
+class DeadlineExceeded(SearchGymError, TimeoutError):
     """The whole HTTP exchange took longer than its deadline (the connection was closed)."""
 
 
@@ -32,7 +33,7 @@ def open_connection(url: str, timeout: float) -> http.client.HTTPConnection:
     """An unopened HTTP(S) connection to the host of ``url`` (``timeout`` bounds the connect)."""
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"expected an http:// or https:// URL with a host, got {url!r}")
+        raise InvalidArgumentError(f"expected an http:// or https:// URL with a host, got {url!r}")
     cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     return cls(parts.hostname, parts.port, timeout=timeout)
 
@@ -58,7 +59,7 @@ def exchange(conn: http.client.HTTPConnection, method: str, path: str, body: byt
     connection; it stays usable after a successful exchange unless ``will_close``.
     """
     if deadline_s <= 0:
-        raise ValueError(f"deadline_s must be > 0, got {deadline_s}")
+        raise InvalidArgumentError(f"deadline_s must be > 0, got {deadline_s}")
     end = time.monotonic() + deadline_s
     expired = threading.Event()
     timer = threading.Timer(deadline_s, _cut, args=(conn, expired))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
+from .errors import InvalidArgumentError, SearchGymRuntimeError
 
 logger = logging.getLogger(__name__)
 
@@ -38,9 +39,9 @@ class RayConfig:
 
     def __post_init__(self) -> None:
         if self.workers < 1 or self.chunk < 0:
-            raise ValueError(f"Ray needs workers >= 1 and chunk >= 0, got workers={self.workers}, chunk={self.chunk}")
+            raise InvalidArgumentError(f"Ray needs workers >= 1 and chunk >= 0, got workers={self.workers}, chunk={self.chunk}")
         if self.address is not None and not str(self.address).strip():
-            raise ValueError("empty Ray address; use 'auto', 'local', ray://HOST:PORT or HOST:PORT")
+            raise InvalidArgumentError("empty Ray address; use 'auto', 'local', ray://HOST:PORT or HOST:PORT")
 
 
 def require_ray():
@@ -48,7 +49,7 @@ def require_ray():
     try:
         import ray
     except ImportError:
-        raise RuntimeError("--ray needs Ray: pip install 'searchgym[ray]'") from None
+        raise SearchGymRuntimeError("--ray needs Ray: pip install 'searchgym[ray]'") from None
     return ray
 
 

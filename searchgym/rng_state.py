@@ -11,6 +11,7 @@ import random
 from typing import Any
 
 import numpy as np
+from .errors import InvalidArgumentError
 
 __all__ = ["random_state_from_data", "numpy_generator_from_state"]
 
@@ -21,10 +22,10 @@ def random_state_from_data(data: Any) -> tuple:
     Raises ValueError naming the problem when ``data`` is not such a state.
     """
     if not isinstance(data, (list, tuple)) or len(data) != 3 or not isinstance(data[1], (list, tuple)):
-        raise ValueError(f"not a random.Random state (expected [version, [ints], gauss]): {str(data)[:80]}")
+        raise InvalidArgumentError(f"not a random.Random state (expected [version, [ints], gauss]): {str(data)[:80]}")
     version, internal, gauss = data
     if not all(isinstance(x, int) and not isinstance(x, bool) for x in internal):
-        raise ValueError("a random.Random state must hold integers only")
+        raise InvalidArgumentError("a random.Random state must hold integers only")
     state = (int(version), tuple(internal), gauss)
     random.Random().setstate(state)  # validates length and version before the caller uses it
     return state
@@ -33,10 +34,10 @@ def random_state_from_data(data: Any) -> tuple:
 def numpy_generator_from_state(state: dict) -> np.random.Generator:
     """A NumPy ``Generator`` restored from its ``bit_generator.state`` dict (no pickle)."""
     if not isinstance(state, dict) or not isinstance(state.get("bit_generator"), str):
-        raise ValueError(f"not a numpy bit generator state: {str(state)[:80]}")
+        raise InvalidArgumentError(f"not a numpy bit generator state: {str(state)[:80]}")
     cls = getattr(np.random, state["bit_generator"], None)
     if not (isinstance(cls, type) and issubclass(cls, np.random.BitGenerator)):
-        raise ValueError(f"unknown numpy bit generator {state['bit_generator']!r}")
+        raise InvalidArgumentError(f"unknown numpy bit generator {state['bit_generator']!r}")
     gen = np.random.Generator(cls())
     gen.bit_generator.state = state
     return gen

@@ -14,6 +14,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from typing import Sequence, Union
+from ..errors import SearchGymError
 
 ChatMessages = list[dict]
 TokenIds = list[int]
@@ -25,7 +26,7 @@ def is_token_prompt(prompt) -> bool:
     return isinstance(prompt, list) and bool(prompt) and all(isinstance(x, int) for x in prompt)
 
 
-class GenerationError(RuntimeError):
+class GenerationError(SearchGymError, RuntimeError):
     """A backend could not produce text (server down, timeout, bad reply); the message says which."""
 
 

@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 from .config import TrainConfig
+from ..errors import MissingFileError, SearchGymError
 
 logger = logging.getLogger(__name__)
 
@@ -36,11 +37,11 @@ FORMAT = 2
 TENSOR_KEYS = ("optimizer", "scheduler")
 
 
-class CheckpointMismatchError(ValueError):
+class CheckpointMismatchError(SearchGymError, ValueError):
     """A checkpoint was written under a different config; the message lists the differing keys."""
 
 
-class CheckpointFormatError(ValueError):
+class CheckpointFormatError(SearchGymError, ValueError):
     """A checkpoint is not in the current safe format (or its files are damaged)."""
 
 
@@ -124,7 +125,7 @@ class CheckpointManager:
         """Raise :class:`CheckpointMismatchError` unless ``path`` was written under a compatible config."""
         path = Path(path)
         if not (path / _COMPLETE).is_file():
-            raise FileNotFoundError(f"{path} is not a complete searchgym checkpoint (no {_COMPLETE} marker)")
+            raise MissingFileError(f"{path} is not a complete searchgym checkpoint (no {_COMPLETE} marker)")
         meta = json.loads((path / "meta.json").read_text())
         if meta.get("digest") == config.digest():
             return meta

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Optional
+from ..errors import MissingFileError
 
 __all__ = ["SHIPPED_ADAPTER", "RECIPE", "shipped_adapter", "load_cold_start"]
 
@@ -37,5 +38,5 @@ def load_cold_start(adapter: str | Path | None = None, *, dtype: str = "float32"
 
     folder = Path(adapter) if adapter is not None else shipped_adapter()
     if folder is None:
-        raise FileNotFoundError(f"no cold-start adapter at {SHIPPED_ADAPTER}; make one with: {' && '.join(RECIPE)}")
+        raise MissingFileError(f"no cold-start adapter at {SHIPPED_ADAPTER}; make one with: {' && '.join(RECIPE)}")
     return open_model(str(folder), dtype=dtype)

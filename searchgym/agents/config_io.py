@@ -13,6 +13,7 @@ import json
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, ClassVar, Sequence, get_type_hints
+from ..errors import InvalidArgumentError, MissingFileError
 
 
 class ConfigIO:
@@ -31,7 +32,7 @@ class ConfigIO:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - known)
         if unknown:
-            raise ValueError(f"unknown config key(s) {unknown}; valid keys: {', '.join(sorted(known))}")
+            raise InvalidArgumentError(f"unknown config key(s) {unknown}; valid keys: {', '.join(sorted(known))}")
         hints = get_type_hints(cls)
         return cls(**{k: _coerce(k, v, hints[k]) for k, v in d.items()})
 
@@ -42,10 +43,10 @@ class ConfigIO:
 
         p = Path(path)
         if not p.is_file():
-            raise FileNotFoundError(f"config file {p} does not exist; write one with `{cls.DUMP_HINT} {p}`")
+            raise MissingFileError(f"config file {p} does not exist; write one with `{cls.DUMP_HINT} {p}`")
         data = yaml.safe_load(p.read_text()) or {}
         if not isinstance(data, dict):
-            raise ValueError(f"{p}: a config file must be a mapping of key: value")
+            raise InvalidArgumentError(f"{p}: a config file must be a mapping of key: value")
         return cls.from_dict(data)
 
     def save(self, path: str | Path) -> None:
@@ -62,11 +63,11 @@ class ConfigIO:
         hints = get_type_hints(type(self))
         for item in items:
             if "=" not in item:
-                raise ValueError(f"override {item!r} must look like key=value (e.g. batch_size=8)")
+                raise InvalidArgumentError(f"override {item!r} must look like key=value (e.g. batch_size=8)")
             key, raw = item.split("=", 1)
             key = key.strip()
             if key not in d:
-                raise ValueError(f"unknown config key {key!r}; valid keys: {', '.join(sorted(d))}")
+                raise InvalidArgumentError(f"unknown config key {key!r}; valid keys: {', '.join(sorted(d))}")
             value = yaml.safe_load(raw) if raw.strip() else ""
             d[key] = _coerce(key, value, hints[key])
         return type(self).from_dict(d)
@@ -85,28 +86,28 @@ def _coerce(key: str, value: Any, hint: Any) -> Any:
     if value is None:
         if "None" in text:
             return None
-        raise ValueError(f"{key} cannot be null")
+        raise InvalidArgumentError(f"{key} cannot be null")
     if hint is bool:
         if isinstance(value, bool):
             return value
-        raise ValueError(f"{key} expects true/false, got {value!r}")
+        raise InvalidArgumentError(f"{key} expects true/false, got {value!r}")
     if hint in (int, float) and isinstance(value, str):  # YAML 1.1 reads "1e-6" as a string
         try:
             value = float(value)
         except ValueError:
-            raise ValueError(f"{key} expects {'an integer' if hint is int else 'a number'}, got {value!r}") from None
+            raise InvalidArgumentError(f"{key} expects {'an integer' if hint is int else 'a number'}, got {value!r}") from None
     if hint is int:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value:
-            raise ValueError(f"{key} expects an integer, got {value!r}")
+            raise InvalidArgumentError(f"{key} expects an integer, got {value!r}")
         return int(value)
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f"{key} expects a number, got {value!r}")
+            raise InvalidArgumentError(f"{key} expects a number, got {value!r}")
         return float(value)
     if hint is dict and not isinstance(value, dict):
-        raise ValueError(f"{key} expects a mapping like {key}={{a: 1}}, got {value!r}")
+        raise InvalidArgumentError(f"{key} expects a mapping like {key}={{a: 1}}, got {value!r}")
     if hint is list and not isinstance(value, list):
-        raise ValueError(f"{key} expects a list like {key}=[a, b], got {value!r}")
+        raise InvalidArgumentError(f"{key} expects a list like {key}=[a, b], got {value!r}")
     if "str" in text and not isinstance(value, (str, dict, list)):
         return str(value)
     return value

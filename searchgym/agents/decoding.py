@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from typing import Callable, Sequence
+from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -53,13 +54,13 @@ class DecodingConfig:
 
     def __post_init__(self) -> None:
         if self.prefix_cache_mb < 0:
-            raise ValueError(f"prefix_cache_mb={self.prefix_cache_mb} must be >= 0 (0 turns prefix reuse off)")
+            raise InvalidArgumentError(f"prefix_cache_mb={self.prefix_cache_mb} must be >= 0 (0 turns prefix reuse off)")
         if self.cache not in CACHES:
-            raise ValueError(f"decoding cache={self.cache!r}: use one of {', '.join(CACHES)}")
+            raise InvalidArgumentError(f"decoding cache={self.cache!r}: use one of {', '.join(CACHES)}")
         if self.check_every is not None and self.check_every < 1:
-            raise ValueError(f"check_every={self.check_every} must be >= 1 (or None for the default)")
+            raise InvalidArgumentError(f"check_every={self.check_every} must be >= 1 (or None for the default)")
         if self.compile and self.cache == "dynamic":
-            raise ValueError("compile=True needs cache='static' (or 'auto'): a growing cache changes shape every step")
+            raise InvalidArgumentError("compile=True needs cache='static' (or 'auto'): a growing cache changes shape every step")
 
     def resolve(self, device) -> tuple[str, bool, int, bool]:
         """``(cache, compile, check_every, bucket)`` for ``device``."""

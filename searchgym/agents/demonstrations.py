@@ -36,6 +36,7 @@ from ..envs.scoring import information_materials
 from ..envs.templates import path_question, relation_phrase
 from ..envs.types import Trajectory
 from .scripted import RELATION_CUES, ScriptedAgent
+from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +134,7 @@ class SolverExpert(ScriptedAgent):
     def turn(self, traj: Trajectory, slot: int) -> str:
         sg = traj.task.subgraph
         if sg is None:
-            raise ValueError("SolverExpert needs tasks with a KG subgraph (e.g. from searchgym.envs.heldout.hop_tasks)")
+            raise InvalidArgumentError("SolverExpert needs tasks with a KG subgraph (e.g. from searchgym.envs.heldout.hop_tasks)")
         rng = _task_rng(self.seed, traj)
         # draw every choice for every turn up front, so a turn's choices do not depend on how many came before
         u_question, u_wrong, u_query = rng.random(), rng.random(), rng.random()
@@ -195,7 +196,7 @@ class ProposerExpert(SolverExpert):
     def __init__(self, seed: int = 0, *, mode: str = "kg") -> None:
         super().__init__(seed, p_question_query=0.0, p_wrong_guess=0.0)
         if mode not in ("kg", "vanilla"):
-            raise ValueError(f"mode must be 'kg' or 'vanilla', got {mode!r}")
+            raise InvalidArgumentError(f"mode must be 'kg' or 'vanilla', got {mode!r}")
         self.mode = mode
 
     def _final(self, sg) -> str:
@@ -206,7 +207,7 @@ class ProposerExpert(SolverExpert):
     def turn(self, traj: Trajectory, slot: int) -> str:
         sg = traj.task.subgraph
         if sg is None:
-            raise ValueError("ProposerExpert needs tasks with a KG subgraph")
+            raise InvalidArgumentError("ProposerExpert needs tasks with a KG subgraph")
         if self.mode == "vanilla":
             n = len(traj.turns)
             if n <= sg.hops and n < (traj.metadata.get("max_turns") or 10) - 1:

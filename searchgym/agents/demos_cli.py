@@ -9,6 +9,7 @@ Example::
 from __future__ import annotations
 
 import json
+from ..errors import InvalidArgumentError
 
 
 def parse_hop_counts(text: str) -> dict[int, int]:
@@ -17,7 +18,7 @@ def parse_hop_counts(text: str) -> dict[int, int]:
     for part in filter(None, (p.strip() for p in (text or "").split(","))):
         hops, sep, n = part.partition(":")
         if not sep or not hops.isdigit() or not n.isdigit() or int(hops) < 1:
-            raise ValueError(f"bad hop count {part!r}: write HOPS:N pairs separated by commas, e.g. 1:300,2:200")
+            raise InvalidArgumentError(f"bad hop count {part!r}: write HOPS:N pairs separated by commas, e.g. 1:300,2:200")
         out[int(hops)] = int(n)
     return out
 

@@ -32,6 +32,7 @@ import numpy as np
 
 from .decoding import DynamicKV
 from .prefix import common_prefix_len
+from ..errors import InvalidArgumentError, InvalidTypeError
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ class PrefixKVStore:
 
     def __init__(self, model, *, max_bytes: int, min_prefix: int = 16) -> None:
         if max_bytes < 0:
-            raise ValueError(f"max_bytes={max_bytes} must be >= 0 (0 turns prefix reuse off)")
+            raise InvalidArgumentError(f"max_bytes={max_bytes} must be >= 0 (0 turns prefix reuse off)")
         self.model = model
         self.max_bytes = max_bytes
         self.min_prefix = max(1, min_prefix)
@@ -199,7 +200,7 @@ def _cache_layers(cache) -> list[tuple[object, object]]:
     """``(keys, values)`` tensors ``[batch, heads, len, head_dim]`` of every layer of a ``DynamicCache``."""
     layers = getattr(cache, "layers", None)
     if layers is None:
-        raise TypeError(f"prefix KV reuse needs transformers' layered DynamicCache, got {type(cache).__name__}")
+        raise InvalidTypeError(f"prefix KV reuse needs transformers' layered DynamicCache, got {type(cache).__name__}")
     return [(layer.keys, layer.values) for layer in layers]
 
 

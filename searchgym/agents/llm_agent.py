@@ -22,6 +22,7 @@ from typing import Any, Sequence
 from ..rng_state import random_state_from_data
 from .base import GenerationConfig, Prompt, TextGenerator
 from .sequences import encode_trajectory, record_sampled
+from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -102,12 +103,12 @@ class LLMAgent:
         if isinstance(obs, dict) and "active" in obs:
             trajs = info.get("trajectories")
             if trajs is None:
-                raise ValueError("a group/self-play observation needs info['trajectories'] (pass the info from reset/step)")
+                raise InvalidArgumentError("a group/self-play observation needs info['trajectories'] (pass the info from reset/step)")
             active = [i for i, a in enumerate(obs["active"]) if int(a)]
             return active, [trajs[i] for i in active], len(obs["active"])
         traj = info.get("trajectory")
         if traj is None:
-            raise ValueError("LLMAgent needs info['trajectory'] from a searchgym single-role env (pass the info from reset/step)")
+            raise InvalidArgumentError("LLMAgent needs info['trajectory'] from a searchgym single-role env (pass the info from reset/step)")
         return [0], [traj], None
 
     # ------------------------------------------------------------------ acting

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Sequence
+from ..errors import InvalidArgumentError
 
 
 STD_DDOFS = (0, 1)
@@ -25,7 +26,7 @@ PROPOSER_BASELINES = ("verified", "all")
 def check_ddof(ddof: int) -> int:
     """``ddof`` of the group std, validated: 0 (population std) or 1 (sample std)."""
     if ddof not in STD_DDOFS:
-        raise ValueError(f"ddof={ddof!r}: the group std uses ddof 0 (population, default) or 1 (sample, as verl/TRL)")
+        raise InvalidArgumentError(f"ddof={ddof!r}: the group std uses ddof 0 (population, default) or 1 (sample, as verl/TRL)")
     return int(ddof)
 
 
@@ -40,7 +41,7 @@ def group_advantages(rewards: Sequence[float], groups: Sequence[object], eps: fl
 
     ddof = check_ddof(ddof)
     if len(rewards) != len(groups):
-        raise ValueError(f"{len(rewards)} rewards but {len(groups)} group keys")
+        raise InvalidArgumentError(f"{len(rewards)} rewards but {len(groups)} group keys")
     members: dict[object, list[int]] = {}
     for i, g in enumerate(groups):
         members.setdefault(g, []).append(i)
@@ -75,9 +76,9 @@ def proposer_advantages(rewards: Sequence[float], valid: Sequence[bool], baselin
     found destabilising (its −0.1 ablation); kept for comparison with earlier runs.
     """
     if baseline not in PROPOSER_BASELINES:
-        raise ValueError(f"baseline={baseline!r}: use one of {', '.join(PROPOSER_BASELINES)}")
+        raise InvalidArgumentError(f"baseline={baseline!r}: use one of {', '.join(PROPOSER_BASELINES)}")
     if len(rewards) != len(valid):
-        raise ValueError(f"{len(rewards)} proposer rewards but {len(valid)} validity flags")
+        raise InvalidArgumentError(f"{len(rewards)} proposer rewards but {len(valid)} validity flags")
     if baseline == "all":
         return baseline_advantages(rewards)
     kept = [i for i, ok in enumerate(valid) if ok]

@@ -13,6 +13,7 @@ import math
 import os
 from pathlib import Path
 from typing import Iterable, Sequence
+from ..errors import InvalidArgumentError, MissingFileError
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ def read_metrics(path: str | Path) -> list[dict]:
     """All records of a metrics JSONL file; a malformed line is an error naming it."""
     p = Path(path)
     if not p.is_file():
-        raise FileNotFoundError(f"metrics file {p} does not exist; `searchgym train` writes <output_dir>/metrics.jsonl")
+        raise MissingFileError(f"metrics file {p} does not exist; `searchgym train` writes <output_dir>/metrics.jsonl")
     out = []
     for n, line in enumerate(p.read_text().splitlines(), 1):
         if not line.strip():
@@ -93,9 +94,9 @@ def read_metrics(path: str | Path) -> list[dict]:
         try:
             rec = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{p}:{n}: not JSON ({exc.msg}); is this a searchgym metrics.jsonl?") from None
+            raise InvalidArgumentError(f"{p}:{n}: not JSON ({exc.msg}); is this a searchgym metrics.jsonl?") from None
         if not isinstance(rec, dict) or "step" not in rec:
-            raise ValueError(f"{p}:{n}: each line must be an object with a 'step' key")
+            raise InvalidArgumentError(f"{p}:{n}: each line must be an object with a 'step' key")
         out.append(rec)
     return out
 
@@ -108,12 +109,12 @@ def plot_metrics(records: Sequence[dict], out: str | Path, *, keys: Iterable[str
     import matplotlib.pyplot as plt
 
     if not records:
-        raise ValueError("no metrics to plot: the file has no records yet")
+        raise InvalidArgumentError("no metrics to plot: the file has no records yet")
     labels = dict(DEFAULT_CURVES)
     wanted = list(keys) if keys else [k for k, _ in DEFAULT_CURVES]
     present = [k for k in wanted if any(isinstance(r.get(k), (int, float)) for r in records)]
     if not present:
-        raise ValueError(f"none of the metrics {wanted} is in the file; available: {sorted({k for r in records for k in r})}")
+        raise InvalidArgumentError(f"none of the metrics {wanted} is in the file; available: {sorted({k for r in records for k in r})}")
     cols = min(3, len(present))
     rows = math.ceil(len(present) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)

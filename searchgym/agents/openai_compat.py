@@ -28,6 +28,7 @@ from typing import Sequence
 from searchgym.http_deadline import DeadlineExceeded, exchange, open_connection
 
 from .base import GenerationConfig, GenerationError, GenerationResult, Prompt, TextGenerator, truncate_at_stop
+from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ class OpenAICompatibleGenerator(TextGenerator):
         self._prefix = urllib.parse.urlsplit(self.base_url).path
         open_connection(self.base_url, 1.0)  # validates the URL now rather than at the first request
         if timeout <= 0 or max_retries < 0 or backoff < 0:
-            raise ValueError(f"need timeout > 0, max_retries >= 0 and backoff >= 0, got {timeout}, {max_retries}, {backoff}")
+            raise InvalidArgumentError(f"need timeout > 0, max_retries >= 0 and backoff >= 0, got {timeout}, {max_retries}, {backoff}")
         self.model = model
         self.api_key = api_key
         self.timeout = timeout

@@ -13,6 +13,7 @@ import json
 import logging
 from pathlib import Path
 from typing import Any, Optional
+from ..errors import InvalidArgumentError, SearchGymRuntimeError
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +26,7 @@ def play_games(env, agent, n_games: int, *, export_path: str | Path | None = Non
     against an env that never ends a game (raises RuntimeError naming the game).
     """
     if n_games < 1:
-        raise ValueError(f"n_games must be >= 1, got {n_games}")
+        raise InvalidArgumentError(f"n_games must be >= 1, got {n_games}")
     out = Path(export_path) if export_path is not None else None
     fh = None
     if out is not None:
@@ -43,7 +44,7 @@ def play_games(env, agent, n_games: int, *, export_path: str | Path | None = Non
                 done = bool(term or trunc)
                 steps += 1
                 if steps > max_steps:
-                    raise RuntimeError(f"game {game} did not end after {max_steps} steps; is the env's max_turns set?")
+                    raise SearchGymRuntimeError(f"game {game} did not end after {max_steps} steps; is the env's max_turns set?")
             summaries.append(summarise_game(game, events, info))
             if fh is not None:
                 for ev in events:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+from ..errors import InvalidArgumentError
 
 
 @dataclass
@@ -87,7 +88,7 @@ def pack_shared(sequences: Sequence[Sequence[int]], prompt_lens: Sequence[int], 
 
     lens = shared_prefix_lengths(sequences, prompt_lens)
     if min(lens, default=0) < 1:
-        raise ValueError("every sequence needs a prompt of at least 2 tokens to share it; use token_logprobs")
+        raise InvalidArgumentError("every sequence needs a prompt of at least 2 tokens to share it; use token_logprobs")
     rows: dict[tuple, int] = {}
     group = [rows.setdefault(tuple(s[:p]), len(rows)) for s, p in zip(sequences, lens)]
     prefixes = list(rows)

@@ -19,13 +19,14 @@ import hashlib
 import json
 import logging
 from pathlib import Path
+from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
 
 logger = logging.getLogger(__name__)
 
 MODEL_META = "searchgym_model.json"  # written next to every model / adapter searchgym sft saves
 
 
-class IncompatibleModelError(ValueError):
+class IncompatibleModelError(SearchGymError, ValueError):
     """A model (checkpoint, adapter, init) belongs to another model family or tokenizer than expected."""
 
 
@@ -49,7 +50,7 @@ def adapter_base(folder: Path) -> str:
         return str(base)
     cfg = json.loads((folder / "adapter_config.json").read_text())
     if not cfg.get("base_model_name_or_path"):
-        raise ValueError(f"{folder} is a LoRA adapter without a recorded base model; add base_model to {folder / MODEL_META}")
+        raise InvalidArgumentError(f"{folder} is a LoRA adapter without a recorded base model; add base_model to {folder / MODEL_META}")
     return str(cfg["base_model_name_or_path"])
 
 
@@ -131,7 +132,7 @@ def load_init(init: str, *, base: str, dtype: str = "float32", cache_dir=None, g
     """Open ``init`` (SFT output, adapter or checkpoint) after checking it is of the same family as ``base``."""
     p = Path(init).expanduser()
     if not p.exists():
-        raise FileNotFoundError(f"init={init!r} does not exist; give the `searchgym sft` output folder "
+        raise MissingFileError(f"init={init!r} does not exist; give the `searchgym sft` output folder "
                                 f"(<output_dir>/final) or a checkpoint folder")
     expected = base_fingerprint(base, dtype=dtype, cache_dir=cache_dir)
     model, tok = open_model(init, dtype=dtype, cache_dir=cache_dir, gradient_checkpointing=gradient_checkpointing)

@@ -9,6 +9,7 @@ calls, so a change here reaches envs, verifier, judge and selector alike.
 from __future__ import annotations
 
 from typing import Sequence
+from ..errors import InvalidArgumentError
 
 SOLVER_PROMPT = (
     "Answer the given question. You must conduct reasoning inside <think> and </think> first every time "
@@ -132,7 +133,7 @@ def render_judge(question: str, prediction: str, reference: str, *, criteria: st
     one-word verdict. ``criteria="ssp"`` (default) follows SSP's five criteria; ``"strict"`` also
     rejects hedged answers."""
     if criteria not in JUDGE_CRITERIA:
-        raise ValueError(f"judge criteria {criteria!r} unknown; use one of {', '.join(JUDGE_CRITERIA)}")
+        raise InvalidArgumentError(f"judge criteria {criteria!r} unknown; use one of {', '.join(JUDGE_CRITERIA)}")
     return JUDGE_PROMPT.format(question=question.strip(), prediction=prediction.strip(), reference=reference.strip(),
                                criteria=JUDGE_CRITERIA[criteria])
 

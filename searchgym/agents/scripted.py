@@ -25,6 +25,7 @@ from typing import Any, Optional
 from ..envs.scoring import information_materials
 from ..envs.templates import path_question
 from ..envs.types import Trajectory
+from ..errors import InvalidArgumentError
 
 __all__ = [
     "ScriptedAgent", "PathFollowingSolver", "ScriptedProposer", "LeakyProposer", "RandomAgent", "MalformedAgent",
@@ -201,7 +202,7 @@ class ScriptedProposer(ScriptedAgent):
     def turn(self, traj: Trajectory, slot: int) -> str:
         sg = traj.task.subgraph
         if sg is None:
-            raise ValueError("ScriptedProposer needs tasks with a subgraph (KG-grounded tasks)")
+            raise InvalidArgumentError("ScriptedProposer needs tasks with a subgraph (KG-grounded tasks)")
         n = len(traj.turns)
         if n < sg.hops:
             title, label = sg.nodes[sg.path[n]].title, sg.relations[n]

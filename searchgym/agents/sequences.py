@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from ..envs.types import Trajectory
+from ..errors import InvalidArgumentError
 
 SAMPLED_IDS_KEY = "sampled_token_ids"
 
@@ -102,7 +103,7 @@ def _agent_ids(tokenizer, text: str, sampled: Optional[list[int]]) -> list[int]:
         return _text_ids(tokenizer, text)
     decoded = tokenizer.decode(sampled, skip_special_tokens=True)
     if not decoded.startswith(text):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"the sampled token ids of an agent turn decode to {decoded[:60]!r}, which does not start with the "
             f"turn's text {text[:60]!r}: metadata[{SAMPLED_IDS_KEY!r}] does not belong to this trajectory "
             f"(record ids with record_sampled() before each env.step, or drop the key to re-tokenise)")

@@ -42,6 +42,7 @@ from typing import Optional, Sequence
 from .prefix import common_prefix_len, pack_shared, shared_token_logprobs
 from .sft_config import SFTConfig, SFTResult
 from .sft_data import DataReport, Demonstration, load_demonstrations
+from ..errors import InvalidArgumentError, MissingFileError
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +84,7 @@ def ensure_chat_template(tokenizer, option: Optional[str], model_name: str) -> N
     if getattr(tokenizer, "chat_template", None):
         return
     if not option:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"model {model_name!r} has no chat template, and searchgym's agent renders every prompt with one "
             f"(RL rollouts and evaluation would fail). Pass --chat-template chatml (or a Jinja template file) to "
             f"give it one; it is saved with the fine-tuned model so RL uses the same format")
@@ -92,7 +93,7 @@ def ensure_chat_template(tokenizer, option: Optional[str], model_name: str) -> N
     else:
         p = Path(option)
         if not p.is_file():
-            raise FileNotFoundError(f"chat_template={option!r}: use 'chatml' or the path of a Jinja template file")
+            raise MissingFileError(f"chat_template={option!r}: use 'chatml' or the path of a Jinja template file")
         tokenizer.chat_template = p.read_text()
 
 
@@ -126,7 +127,7 @@ class SFTRun:
             model, tokenizer = open_model(c.model, dtype=c.dtype, cache_dir=c.model_cache_dir,
                                           gradient_checkpointing=c.gradient_checkpointing)
         elif tokenizer is None:
-            raise ValueError("pass the tokenizer together with the model")
+            raise InvalidArgumentError("pass the tokenizer together with the model")
         ensure_chat_template(tokenizer, c.chat_template, c.model)
         self.tokenizer = tokenizer
         self.fingerprint = model_fingerprint(model.config, tokenizer)
@@ -143,7 +144,7 @@ class SFTRun:
         # validation in length order: micro-batches of similar lengths carry little padding
         self.val = sorted(self._encode([d.trajectory for d in val], encode_trajectory), key=lambda e: len(e.input_ids))
         if not self.train:
-            raise ValueError(f"no training example has an agent token left ({self.report.summary()}); "
+            raise InvalidArgumentError(f"no training example has an agent token left ({self.report.summary()}); "
                              f"check the data, the role filter and max_tokens={c.max_tokens}")
         self.data_digest = _encoded_digest(self.train, self.val)
         n = len(self.train)
@@ -338,7 +339,7 @@ class SFTRun:
         check_same_family(state["fingerprint"], self.fingerprint, what=f"the model of checkpoint {path}",
                           against=f"model={self.config.model!r}")
         if state["data_digest"] != self.data_digest:
-            raise ValueError(f"checkpoint {path} was trained on other data: the examples read from "
+            raise InvalidArgumentError(f"checkpoint {path} was trained on other data: the examples read from "
                              f"{self.config.data} (and the held-out split) changed since; restore the files or "
                              f"use a new output_dir")
         _load_weights(self.policy, path / "policy", lora=self.config.lora)
@@ -437,12 +438,12 @@ def _encoded_digest(train: Sequence, val: Sequence) -> str:
 def load_training_data(config: SFTConfig) -> tuple[list, list, DataReport]:
     """(train, val, report) for ``config``: its data files, filtered, split or with ``val_data``."""
     if not config.data:
-        raise ValueError("no training data: pass --data FILE (demonstration or trajectory JSONL), or --source self")
+        raise InvalidArgumentError("no training data: pass --data FILE (demonstration or trajectory JSONL), or --source self")
     demos, report = load_demonstrations(config.data, roles=config.roles or None, min_reward=config.min_reward,
                                         on_error=config.on_error)
     logger.info("training data: %s", report.summary())
     if not demos:
-        raise ValueError(f"no training trajectories left: {report.summary()}")
+        raise InvalidArgumentError(f"no training trajectories left: {report.summary()}")
     if config.val_data:
         val, vreport = load_demonstrations(config.val_data, roles=config.roles or None, min_reward=config.min_reward,
                                            on_error=config.on_error)

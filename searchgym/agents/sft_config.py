@@ -7,6 +7,7 @@ from typing import Optional
 
 from .config import DTYPES, ModelOptions
 from .config_io import ConfigIO
+from ..errors import InvalidArgumentError
 
 LR_SCHEDULES = ("constant", "cosine")
 SOURCES = ("data", "self")
@@ -74,25 +75,25 @@ class SFTConfig(ModelOptions, ConfigIO):
         choices = (("dtype", DTYPES), ("lr_schedule", LR_SCHEDULES), ("source", SOURCES), ("on_error", ("skip", "stop")))
         for name, allowed in choices:
             if getattr(self, name) not in allowed:
-                raise ValueError(f"{name}={getattr(self, name)!r}: use one of {', '.join(allowed)}")
+                raise InvalidArgumentError(f"{name}={getattr(self, name)!r}: use one of {', '.join(allowed)}")
         for name in ("batch_size", "micro_batch_size", "max_tokens", "max_turns", "num_tasks", "samples_per_task",
                      "rounds", "max_new_tokens", "eval_every", "keep_checkpoints", "log_every", "max_batch_generate"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)} must be >= 1")
+                raise InvalidArgumentError(f"{name}={getattr(self, name)} must be >= 1")
         for name in ("lr", "warmup_steps", "weight_decay", "max_grad_norm", "patience", "min_delta", "save_every",
                      "temperature"):
             if getattr(self, name) < 0:
-                raise ValueError(f"{name}={getattr(self, name)} must be >= 0")
+                raise InvalidArgumentError(f"{name}={getattr(self, name)} must be >= 0")
         if self.epochs <= 0:
-            raise ValueError(f"epochs={self.epochs} must be > 0")
+            raise InvalidArgumentError(f"epochs={self.epochs} must be > 0")
         if self.max_steps is not None and self.max_steps < 1:
-            raise ValueError(f"max_steps={self.max_steps} must be >= 1 (or null: epochs decide)")
+            raise InvalidArgumentError(f"max_steps={self.max_steps} must be >= 1 (or null: epochs decide)")
         if not 0 <= self.val_fraction < 1:
-            raise ValueError(f"val_fraction={self.val_fraction} must be in [0, 1)")
+            raise InvalidArgumentError(f"val_fraction={self.val_fraction} must be in [0, 1)")
         if self.save_adapter and not self.lora:
-            raise ValueError("save_adapter=true needs lora=true (a full fine-tune has no adapter to save)")
+            raise InvalidArgumentError("save_adapter=true needs lora=true (a full fine-tune has no adapter to save)")
         if self.patience and not (self.val_data or self.val_fraction > 0):
-            raise ValueError("patience > 0 needs held-out data: set val_fraction > 0 or val_data")
+            raise InvalidArgumentError("patience > 0 needs held-out data: set val_fraction > 0 or val_data")
 
 
 @dataclass

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 from ..envs.types import Trajectory
+from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +32,7 @@ _TRAJECTORY_KEYS = frozenset(f.name for f in fields(Trajectory))
 _MAX_REPORTED = 20  # malformed lines quoted in the summary (all are counted)
 
 
-class DataError(ValueError):
+class DataError(SearchGymError, ValueError):
     """A malformed data line under ``on_error="stop"``; the message names ``file:line``."""
 
 
@@ -95,23 +96,23 @@ def parse_line(line: str) -> list[Demonstration]:
     try:
         rec = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"not JSON ({exc.msg} at column {exc.colno})") from None
+        raise InvalidArgumentError(f"not JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(rec, dict):
-        raise ValueError(f"a line must be a JSON object, got {type(rec).__name__}")
+        raise InvalidArgumentError(f"a line must be a JSON object, got {type(rec).__name__}")
     try:
         if "segments" in rec and "role" in rec:
             demos = [_trajectory_from_line(rec)]
         elif "solvers" in rec or "proposer" in rec:
             demos = _export_line(rec)
         else:
-            raise ValueError("neither a trajectory (keys role, task, prompt, segments) nor an env export line "
+            raise InvalidArgumentError("neither a trajectory (keys role, task, prompt, segments) nor an env export line "
                              "(keys game, proposer, solvers, rewards)")
     except (KeyError, TypeError) as exc:
-        raise ValueError(f"incomplete record ({type(exc).__name__}: {exc})") from None
+        raise InvalidArgumentError(f"incomplete record ({type(exc).__name__}: {exc})") from None
     for d in demos:
         bad = sorted({s.source for s in d.trajectory.segments} - {"prompt", "agent", "env"})
         if bad:
-            raise ValueError(f"segment source(s) {bad}: each segment must be prompt, agent or env")
+            raise InvalidArgumentError(f"segment source(s) {bad}: each segment must be prompt, agent or env")
     return demos
 
 
@@ -143,14 +144,14 @@ def load_demonstrations(
     report) or ``"stop"`` at the first one (:class:`DataError`).
     """
     if on_error not in ON_ERROR:
-        raise ValueError(f"on_error={on_error!r}: use skip or stop")
+        raise InvalidArgumentError(f"on_error={on_error!r}: use skip or stop")
     if isinstance(paths, (str, Path)):
         paths = [paths]
     report = DataReport()
     out: list[Demonstration] = []
     for path in map(Path, paths):
         if not path.is_file():
-            raise FileNotFoundError(f"data file {path} does not exist; give demonstration or trajectory JSONL files")
+            raise MissingFileError(f"data file {path} does not exist; give demonstration or trajectory JSONL files")
         report.files.append(str(path))
         with path.open(encoding="utf-8") as fh:
             for n, line in enumerate(fh, 1):

@@ -19,6 +19,7 @@ from pathlib import Path
 import gymnasium as gym
 
 from .sft import SFTConfig, SFTResult, SFTRun, ensure_chat_template, load_training_data, round_config
+from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ class RepeatTask(gym.Wrapper):
     def __init__(self, env, times: int) -> None:
         super().__init__(env)
         if times < 1:
-            raise ValueError(f"times={times} must be >= 1")
+            raise InvalidArgumentError(f"times={times} must be >= 1")
         self.times = int(times)
         self._count = 0
         self._task = None
@@ -101,7 +102,7 @@ def run_rejection_sampling(config: SFTConfig, *, resume: bool = True) -> SFTResu
         try:
             train, val, report = load_training_data(sub)
         except ValueError as exc:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"round {r}: no rollout reached reward >= {config.reward_threshold:g} ({exc}); lower "
                 f"reward_threshold, raise samples_per_task, or cold-start with demonstrations first") from None
         result = SFTRun(sub, train, val, report=report).run(resume=resume)

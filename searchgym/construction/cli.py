@@ -8,6 +8,7 @@ import logging
 import sys
 
 from ..ray_support import add_ray_args, ray_config_from_args
+from ..errors import InvalidArgumentError, NotFoundError
 
 logger = logging.getLogger(__name__)
 
@@ -84,10 +85,10 @@ def _make_selector(args, workers: int):
 
     if args.selector == "heuristic":
         if args.endpoint:
-            raise ValueError("--endpoint is only used with --selector llm")
+            raise InvalidArgumentError("--endpoint is only used with --selector llm")
         return HeuristicSelector(args.seed)
     if not args.endpoint:
-        raise ValueError("--selector llm needs --endpoint URL (an OpenAI-compatible server, e.g. `vllm serve`)")
+        raise InvalidArgumentError("--selector llm needs --endpoint URL (an OpenAI-compatible server, e.g. `vllm serve`)")
     from searchgym.agents.openai_compat import OpenAICompatibleGenerator
 
     # the extractor retries failed calls itself (--max-retries), so the HTTP client does not
@@ -153,11 +154,11 @@ def _cmd_show(args) -> int:
     if args.id is not None:
         found = [s for s in subgraphs if s.id == args.id]
         if not found:
-            raise KeyError(f"no subgraph with id {args.id!r} in {args.pool}")
+            raise NotFoundError(f"no subgraph with id {args.id!r} in {args.pool}")
         sg = found[0]
     else:
         if not -len(subgraphs) <= args.index < len(subgraphs):
-            raise ValueError(f"--index {args.index} is out of range: {args.pool} has {len(subgraphs)} subgraphs")
+            raise InvalidArgumentError(f"--index {args.index} is out of range: {args.pool} has {len(subgraphs)} subgraphs")
         sg = subgraphs[args.index]
     if args.png:
         plot_subgraph(sg, args.png)

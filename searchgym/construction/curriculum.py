@@ -15,6 +15,7 @@ import random
 from typing import Iterator, Sequence
 
 from .record import Subgraph
+from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ def order_pool(subgraphs: Sequence[Subgraph], order: str = "curriculum", seed: i
         return out
     if order == "none":
         return list(subgraphs)
-    raise ValueError(f"unknown pool order {order!r}; choose one of {', '.join(ORDERS)}")
+    raise InvalidArgumentError(f"unknown pool order {order!r}; choose one of {', '.join(ORDERS)}")
 
 
 def _ids_digest(subgraphs: Sequence[Subgraph]) -> str:
@@ -59,11 +60,11 @@ class SubgraphPool:
 
     def __init__(self, subgraphs: Sequence[Subgraph], order: str = "curriculum", seed: int = 0) -> None:
         if not subgraphs:
-            raise ValueError("a SubgraphPool needs at least one subgraph; build a pool with `searchgym subgraphs build`")
+            raise InvalidArgumentError("a SubgraphPool needs at least one subgraph; build a pool with `searchgym subgraphs build`")
         ids = [s.id for s in subgraphs]
         if len(set(ids)) != len(ids):
             dup = next(i for i in ids if ids.count(i) > 1)
-            raise ValueError(f"duplicate subgraph id {dup!r} in pool")
+            raise InvalidArgumentError(f"duplicate subgraph id {dup!r} in pool")
         self._items = list(subgraphs)
         self.order = order
         self.seed = int(seed)
@@ -136,15 +137,15 @@ class SubgraphPool:
             epoch, position = int(state["epoch"]), int(state["position"])
             order, seed, digest = state["order"], int(state["seed"]), state["digest"]
         except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"not a SubgraphPool state dict ({exc!r}); expected keys epoch, position, order, seed, "
+            raise InvalidArgumentError(f"not a SubgraphPool state dict ({exc!r}); expected keys epoch, position, order, seed, "
                              "digest") from None
         if digest != self._digest or order != self.order or seed != self.seed:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"state dict is for a different pool (order={order!r}, seed={seed}, digest={digest}) than this one "
                 f"(order={self.order!r}, seed={self.seed}, digest={self._digest}); load the same pool file and order"
             )
         if not 0 <= position <= len(self._items) or epoch < 0:
-            raise ValueError(f"state dict position {position} / epoch {epoch} is out of range for {len(self)} subgraphs")
+            raise InvalidArgumentError(f"state dict position {position} / epoch {epoch} is out of range for {len(self)} subgraphs")
         self._epoch, self._position = epoch, position
         self._ordered = self._order_for(epoch)
 
@@ -153,9 +154,9 @@ class SubgraphPool:
         """Deterministic (train, holdout) pools; the holdout has ``round(fraction * len)`` subgraphs
         (at least one when the fraction is positive), drawn by a seeded shuffle of the ids."""
         if not 0.0 < holdout_fraction < 1.0:
-            raise ValueError(f"holdout_fraction must be in (0, 1), got {holdout_fraction}")
+            raise InvalidArgumentError(f"holdout_fraction must be in (0, 1), got {holdout_fraction}")
         if len(self._items) < 2:
-            raise ValueError("cannot split a pool of fewer than 2 subgraphs")
+            raise InvalidArgumentError("cannot split a pool of fewer than 2 subgraphs")
         ids = sorted(s.id for s in self._items)
         random.Random(seed).shuffle(ids)
         k = min(len(ids) - 1, max(1, round(holdout_fraction * len(ids))))

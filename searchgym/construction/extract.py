@@ -46,6 +46,7 @@ import numpy as np
 from ..world.world import _csr
 from .record import Branch, Subgraph, SubgraphNode, literal_node_id
 from .selectors import Candidate, SelectionContext, SelectorError
+from ..errors import InvalidArgumentError, SearchGymError
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +87,7 @@ def answer_type_of(node: SubgraphNode) -> str:
     return answer_type(node.type, node.is_literal)
 
 
-class Rejected(Exception):
+class Rejected(SearchGymError):
     """A seed yielded no acceptable subgraph; ``reason`` is one of :data:`REJECTION_REASONS`.
 
     Rejections are expected outcomes (a dead-end seed, a short path, a selector outage) and are
@@ -103,7 +104,7 @@ class Rejected(Exception):
         return (Rejected, (self.reason, self.detail, self.seed_id))
 
 
-class SelectorUnavailable(Exception):
+class SelectorUnavailable(SearchGymError):
     """Every attempt of a selector call failed because the endpoint is down (timeout, unreachable,
     HTTP 5xx/429). Not a property of the seed: the pool builder stops and does not journal it, so a
     resumed run retries that seed once the endpoint is back."""
@@ -121,9 +122,9 @@ def _range_pair(name: str, value, lo_min: int) -> tuple[int, int]:
     try:
         lo, hi = (int(v) for v in value)
     except (TypeError, ValueError):
-        raise ValueError(f"ExtractionConfig.{name} must be a (low, high) pair of ints, got {value!r}") from None
+        raise InvalidArgumentError(f"ExtractionConfig.{name} must be a (low, high) pair of ints, got {value!r}") from None
     if lo < lo_min or hi < lo:
-        raise ValueError(f"ExtractionConfig.{name} must satisfy {lo_min} <= low <= high, got {value!r}")
+        raise InvalidArgumentError(f"ExtractionConfig.{name} must satisfy {lo_min} <= low <= high, got {value!r}")
     return lo, hi
 
 
@@ -162,25 +163,25 @@ class ExtractionConfig:
             object.__setattr__(self, "num_distractors", self.distractors)
             object.__setattr__(self, "distractors", None)
         if not isinstance(self.min_hops, int) or self.min_hops < 1:
-            raise ValueError(f"ExtractionConfig.min_hops must be an int >= 1, got {self.min_hops!r}")
+            raise InvalidArgumentError(f"ExtractionConfig.min_hops must be an int >= 1, got {self.min_hops!r}")
         if not isinstance(self.max_hops, int) or self.max_hops < self.min_hops:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"ExtractionConfig.max_hops ({self.max_hops!r}) must be an int >= min_hops ({self.min_hops})"
             )
         if self.max_candidates < 1:
-            raise ValueError(f"ExtractionConfig.max_candidates must be >= 1, got {self.max_candidates}")
+            raise InvalidArgumentError(f"ExtractionConfig.max_candidates must be >= 1, got {self.max_candidates}")
         if self.max_retries < 0:
-            raise ValueError(f"ExtractionConfig.max_retries must be >= 0, got {self.max_retries}")
+            raise InvalidArgumentError(f"ExtractionConfig.max_retries must be >= 0, got {self.max_retries}")
         if self.retry_backoff < 0:
-            raise ValueError(f"ExtractionConfig.retry_backoff must be >= 0, got {self.retry_backoff}")
+            raise InvalidArgumentError(f"ExtractionConfig.retry_backoff must be >= 0, got {self.retry_backoff}")
         if not isinstance(self.plan_retries, int) or self.plan_retries < 0:
-            raise ValueError(f"ExtractionConfig.plan_retries must be an int >= 0, got {self.plan_retries!r}")
+            raise InvalidArgumentError(f"ExtractionConfig.plan_retries must be an int >= 0, got {self.plan_retries!r}")
         object.__setattr__(self, "num_distractors", _range_pair("num_distractors", self.num_distractors, 0))
         object.__setattr__(self, "distractor_hops", _range_pair("distractor_hops", self.distractor_hops, 1))
         for name in ("relation_blocklist", "relation_allowlist"):
             value = getattr(self, name)
             if isinstance(value, str):
-                raise ValueError(f"ExtractionConfig.{name} must be a collection of relation ids/labels, not a string")
+                raise InvalidArgumentError(f"ExtractionConfig.{name} must be a collection of relation ids/labels, not a string")
             object.__setattr__(self, name, frozenset(value or ()))
 
     def as_dict(self) -> dict:

@@ -42,13 +42,14 @@ import numpy as np
 from .extract import ExtractionConfig, Rejected, SelectorUnavailable, _index, extract_subgraph
 from .record import Subgraph
 from .selectors import HeuristicSelector
+from ..errors import InvalidArgumentError, InvalidTypeError, MissingFileError, SearchGymError
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["PoolResult", "PoolFormatError", "build_pool", "load_pool", "rejections_path", "pool_fingerprint"]
 
 
-class PoolFormatError(ValueError):
+class PoolFormatError(SearchGymError, ValueError):
     """A pool file (or its rejection sidecar) is malformed; the message names file and line."""
 
 
@@ -173,7 +174,7 @@ def load_pool(path: str | os.PathLike, *, sort: bool = True) -> list[Subgraph]:
     """
     p = Path(path)
     if not p.exists():
-        raise FileNotFoundError(f"pool file {p} does not exist; build one with `searchgym subgraphs build`")
+        raise MissingFileError(f"pool file {p} does not exist; build one with `searchgym subgraphs build`")
     out: list[tuple[tuple, Subgraph]] = []
     seen: dict[str, int] = {}
     for lineno, obj in _scan_jsonl(p, repair=False):
@@ -372,20 +373,20 @@ def _run_concurrent(work, run: _PoolRun, workers: int, max_attempts: int) -> Non
 def _eligible_index(world, n, workers: int, selector, config: ExtractionConfig):
     """Validate the arguments of :func:`build_pool`; return the world's extraction index."""
     if not isinstance(n, int) or n < 0:
-        raise ValueError(f"n must be a non-negative int, got {n!r}")
+        raise InvalidArgumentError(f"n must be a non-negative int, got {n!r}")
     if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
+        raise InvalidArgumentError(f"workers must be >= 1, got {workers}")
     if not callable(getattr(selector, "select", None)):
-        raise TypeError(f"selector must have a select(context) -> int method, got {type(selector).__name__}")
+        raise InvalidTypeError(f"selector must have a select(context) -> int method, got {type(selector).__name__}")
     idx = _index(world, config)
     if idx.num_eligible_relations == 0:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"world {world.name!r} has no eligible relation (relations: {world.num_relations}, blocklist: "
             f"{len(config.relation_blocklist)}, allowlist: {len(config.relation_allowlist) or 'all'}); "
             "relax --relation-blocklist/--relation-allowlist or use another world"
         )
     if len(idx.eligible_seeds) == 0:
-        raise ValueError(f"world {world.name!r} has no entity with an eligible edge to start a path from")
+        raise InvalidArgumentError(f"world {world.name!r} has no entity with an eligible edge to start a path from")
     limit = getattr(getattr(selector, "generator", None), "max_concurrency", None)
     if isinstance(limit, int) and limit < workers:
         logger.warning("the selector's generator allows %d concurrent requests but workers=%d: requests will queue; "

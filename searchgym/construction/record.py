@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from ..errors import InvalidArgumentError
 
 ANSWER_TYPES = ("person", "location", "organisation", "date", "number", "other")
 
@@ -78,12 +79,12 @@ class Subgraph:
 
     def __post_init__(self) -> None:
         if len(self.path) != len(self.relations) + 1:
-            raise ValueError("a path of K hops needs K+1 nodes and K relations")
+            raise InvalidArgumentError("a path of K hops needs K+1 nodes and K relations")
         if not self.forward:
             self.forward = [True] * len(self.relations)
         missing = [n for n in self.path if n not in self.nodes]
         if missing:
-            raise ValueError(f"path nodes missing from node table: {missing}")
+            raise InvalidArgumentError(f"path nodes missing from node table: {missing}")
 
     # -------------------------------------------------------------- derived
     @property
@@ -188,4 +189,4 @@ class Subgraph:
                 answer_type=d.get("answer_type", "other"), metadata=dict(d.get("metadata", {})),
             )
         except (KeyError, TypeError) as exc:
-            raise ValueError(f"malformed subgraph record: {exc}") from None
+            raise InvalidArgumentError(f"malformed subgraph record: {exc}") from None

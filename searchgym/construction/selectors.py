@@ -27,6 +27,7 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, Sequence, runtime_checkable
+from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymError
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ __all__ = [
 ]
 
 
-class SelectorError(RuntimeError):
+class SelectorError(SearchGymError, RuntimeError):
     """A selector call failed (backend down, timeout, unparseable or out-of-range reply).
 
     ``kind`` is a short code (``timeout``, ``unreachable``, ``http_error``, ``bad_request``,
@@ -167,7 +168,7 @@ class HeuristicSelector:
 
     def __init__(self, seed: int = 0, *, document_bonus: float = 2.0, quantity_weight: float = 0.2) -> None:
         if document_bonus <= 0 or quantity_weight < 0:
-            raise ValueError("document_bonus must be > 0 and quantity_weight >= 0")
+            raise InvalidArgumentError("document_bonus must be > 0 and quantity_weight >= 0")
         self.seed = int(seed)
         self.document_bonus = float(document_bonus)
         self.quantity_weight = float(quantity_weight)
@@ -307,7 +308,7 @@ class LLMSelector:
 
     def __init__(self, generator, config: LLMSelectorConfig | None = None) -> None:
         if not hasattr(generator, "generate"):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"LLMSelector needs a TextGenerator (an object with generate(prompts, config)), got {type(generator).__name__}"
             )
         self.generator = generator

@@ -25,6 +25,7 @@ from .export import TrajectoryWriter
 from .rollout import DEFAULT_DOC_MAX_CHARS, DEFAULT_MAX_ACTION_CHARS, DEFAULT_MAX_TURNS, Rollout, SearchEngine
 from .tasks import JsonlTaskSource, ListTaskSource, SubgraphTaskSource, TaskSource
 from .types import Task, Trajectory
+from ..errors import InvalidArgumentError, InvalidTypeError
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ def resolve_tasks(world: World, tasks: Any, pool: Any = None, order: str = "curr
         return ListTaskSource(tasks)
     if isinstance(tasks, TaskSource):
         return tasks
-    raise TypeError(f"tasks must be a TaskSource, a JSONL path, a list of Task or None, got {type(tasks).__name__}")
+    raise InvalidTypeError(f"tasks must be a TaskSource, a JSONL path, a list of Task or None, got {type(tasks).__name__}")
 
 
 class TextEnvBase(gym.Env):
@@ -78,9 +79,9 @@ class TextEnvBase(gym.Env):
         observation_layout: str = "searchgym",
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+            raise InvalidArgumentError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
         if max_turns < 1:
-            raise ValueError(f"max_turns must be >= 1, got {max_turns}")
+            raise InvalidArgumentError(f"max_turns must be >= 1, got {max_turns}")
         self.render_mode = render_mode
         self.world = resources.resolve_world(world)
         self.retriever = resources.resolve_retriever(self.world, retriever)
@@ -149,7 +150,7 @@ class TextEnvBase(gym.Env):
         n = task.hops or DEFAULT_PROPOSER_SEARCHES
         subgraph_text = task.subgraph.describe() if (mode == "kg" and task.subgraph is not None) else None
         if mode == "kg" and subgraph_text is None:
-            raise ValueError(f"task {task.id!r} has no subgraph; the KG-grounded proposer needs one (or use mode='vanilla')")
+            raise InvalidArgumentError(f"task {task.id!r} has no subgraph; the KG-grounded proposer needs one (or use mode='vanilla')")
         return Rollout("proposer", task, render_proposer(task.answer, n, subgraph_text=subgraph_text),
                        max_turns=self.max_turns, max_action_chars=self.max_action_chars)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import time
+from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -20,7 +21,7 @@ def _agent(name: str, env_id: str, seed: int):
     if name == "malformed":
         return s.MalformedAgent()
     if name == "leaky" and env_id not in ("KGSelfPlay-v0", "KGProposer-v0"):
-        raise ValueError("--agent leaky is a proposer; use it with KGSelfPlay-v0 or KGProposer-v0")
+        raise InvalidArgumentError("--agent leaky is a proposer; use it with KGSelfPlay-v0 or KGProposer-v0")
     if env_id == "KGSelfPlay-v0":
         return s.ScriptedSelfPlayAgent(seed, proposer=s.LeakyProposer() if name == "leaky" else None)
     if env_id == "KGProposer-v0":
@@ -35,7 +36,7 @@ def run_play(args: argparse.Namespace) -> int:
     from .. import envs  # noqa: F401  (registers the ids)
 
     if args.games < 1:
-        raise ValueError("--games must be >= 1")
+        raise InvalidArgumentError("--games must be >= 1")
     kwargs = {}
     if args.export:
         kwargs["export_path"] = args.export

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence, Union
 
 from .types import Trajectory
+from ..errors import InvalidArgumentError, MissingFileError
 
 __all__ = ["TrajectoryWriter", "GameRecord", "read_trajectories", "iter_trajectories", "json_line"]
 
@@ -65,7 +66,7 @@ class TrajectoryWriter:
 
     def __init__(self, path: Union[str, Path], *, mode: str = "a") -> None:
         if mode not in ("a", "w"):
-            raise ValueError(f"mode must be 'a' (append) or 'w' (truncate), got {mode!r}")
+            raise InvalidArgumentError(f"mode must be 'a' (append) or 'w' (truncate), got {mode!r}")
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._f = self.path.open(mode, encoding="utf-8")
@@ -86,7 +87,7 @@ class TrajectoryWriter:
         line = json_line(rec)
         with self._lock:
             if self._f.closed:
-                raise ValueError(f"trajectory writer for {self.path} is closed")
+                raise InvalidArgumentError(f"trajectory writer for {self.path} is closed")
             self._f.write(line + "\n")
             self._f.flush()
             self.count += 1
@@ -121,7 +122,7 @@ def iter_trajectories(path: Union[str, Path]) -> Iterator[GameRecord]:
     """Stream the games of an export file; raises ValueError naming the line of a bad record."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"trajectory file {path} does not exist")
+        raise MissingFileError(f"trajectory file {path} does not exist")
     with path.open(encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
@@ -137,7 +138,7 @@ def iter_trajectories(path: Union[str, Path]) -> Iterator[GameRecord]:
                     replay=rec.get("replay", False),
                 )
             except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                raise ValueError(f"{path}:{n}: not a searchgym game record ({exc})") from None
+                raise InvalidArgumentError(f"{path}:{n}: not a searchgym game record ({exc})") from None
 
 
 def read_trajectories(path: Union[str, Path]) -> list[GameRecord]:

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..world.shared import LockFreePickling
+from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +103,7 @@ class ExtractiveReader(LockFreePickling):
 
     def __init__(self, world, *, max_hops: int = 6, beam: int = 256, min_name_chars: int = 3) -> None:
         if max_hops < 1 or beam < 1:
-            raise ValueError("max_hops and beam must be >= 1")
+            raise InvalidArgumentError("max_hops and beam must be >= 1")
         self.world = world
         self.max_hops = max_hops
         self.beam = beam

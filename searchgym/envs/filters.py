@@ -27,6 +27,7 @@ from typing import Optional, Sequence, Union
 
 from ..core.answers import gold_list
 from .types import Trajectory
+from ..errors import InvalidArgumentError
 
 REASONS = (
     "no_question", "too_short", "too_long", "too_few_words", "answer_leak", "no_information",
@@ -50,9 +51,9 @@ class FilterConfig:
     def __post_init__(self) -> None:
         for name in ("min_chars", "max_chars", "min_words", "min_searches"):
             if getattr(self, name) < 0:
-                raise ValueError(f"FilterConfig.{name} must be >= 0, got {getattr(self, name)}")
+                raise InvalidArgumentError(f"FilterConfig.{name} must be >= 0, got {getattr(self, name)}")
         if self.max_chars and self.max_chars < self.min_chars:
-            raise ValueError(f"FilterConfig.max_chars ({self.max_chars}) is below min_chars ({self.min_chars})")
+            raise InvalidArgumentError(f"FilterConfig.max_chars ({self.max_chars}) is below min_chars ({self.min_chars})")
 
 
 @dataclass(frozen=True)

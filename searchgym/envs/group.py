@@ -23,6 +23,7 @@ from .scoring import reward_event, score_solver
 from .solver import KGSolverEnv
 from .spaces import text_space
 from .types import Task, Trajectory
+from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymRuntimeError
 
 __all__ = ["KGSolverGroupEnv", "SolverGroup", "group_observation_space", "group_action_space", "check_group_action"]
 
@@ -51,13 +52,13 @@ def group_obs(role: int, active: Sequence[bool], texts: Sequence[str]) -> dict:
 def check_group_action(action: Any, group_size: int) -> list:
     """The action as a list of G texts; raises a clear error for a wrong container or length."""
     if isinstance(action, (str, bytes)):
-        raise TypeError(f"this env takes one text per slot: a tuple of {group_size} strings (inactive slots are ignored), not a single string")
+        raise InvalidTypeError(f"this env takes one text per slot: a tuple of {group_size} strings (inactive slots are ignored), not a single string")
     try:
         texts = list(action)
     except TypeError:
-        raise TypeError(f"action must be a tuple of {group_size} strings, got {type(action).__name__}") from None
+        raise InvalidTypeError(f"action must be a tuple of {group_size} strings, got {type(action).__name__}") from None
     if len(texts) != group_size:
-        raise ValueError(f"action has {len(texts)} texts; this env has {group_size} slots (give one text per slot, '' for inactive ones)")
+        raise InvalidArgumentError(f"action has {len(texts)} texts; this env has {group_size} slots (give one text per slot, '' for inactive ones)")
     return texts
 
 
@@ -126,7 +127,7 @@ class KGSolverGroupEnv(KGSolverEnv):
 
     def __init__(self, world=None, tasks: Any = None, *, group_size: int = 5, **kwargs: Any) -> None:
         if group_size < 1:
-            raise ValueError(f"group_size must be >= 1, got {group_size}")
+            raise InvalidArgumentError(f"group_size must be >= 1, got {group_size}")
         super().__init__(world, tasks, **kwargs)
         self.group_size = group_size
         self.observation_space = group_observation_space(group_size)
@@ -143,9 +144,9 @@ class KGSolverGroupEnv(KGSolverEnv):
     def step(self, action: Any):
         """One turn for every active slot; all G rewards arrive when the last rollout ends."""
         if self.group is None:
-            raise RuntimeError("call reset() before step()")
+            raise SearchGymRuntimeError("call reset() before step()")
         if self.group.done:
-            raise RuntimeError("the episode has ended; call reset() to start a new one")
+            raise SearchGymRuntimeError("the episode has ended; call reset() to start a new one")
         inserted = self.group.step(check_group_action(action, self.group_size))
         events: list[dict] = []
         terminated, truncated = self.group.end_flags()

@@ -35,6 +35,7 @@ from ..world import World
 from ..world.world import normalize_name
 from .tasks import task_from_subgraph
 from .types import Task
+from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -105,9 +106,9 @@ def training_subgraphs(world: World, n: int, *, seed: int = 0, hops: Optional[in
     from ..construction import build_pool
 
     if n < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
+        raise InvalidArgumentError(f"n must be >= 0, got {n}")
     if split not in ("train", "heldout", "any"):
-        raise ValueError(f"split must be 'train', 'heldout' or 'any', got {split!r}")
+        raise InvalidArgumentError(f"split must be 'train', 'heldout' or 'any', got {split!r}")
     config = _extraction_config(hops, config)
     share = {"heldout": HELDOUT_FRACTION, "train": 1 - HELDOUT_FRACTION, "any": 1.0}[split]
     want = int(n / share * 1.2) + 8
@@ -145,7 +146,7 @@ def hop_tasks(world: World, hops: int, n: int, *, seed: int = 0, split: Split = 
     """``n`` template-question tasks of exactly ``hops`` hops whose answers lie on ``split``'s side
     (distinct questions; fewer if the world runs out). ``metadata`` has ``hops`` and ``family``."""
     if not isinstance(hops, int) or hops < 1:
-        raise ValueError(f"hops must be an int >= 1, got {hops!r}")
+        raise InvalidArgumentError(f"hops must be an int >= 1, got {hops!r}")
     subgraphs = training_subgraphs(world, n + n // 4 + 4, seed=seed, hops=hops, split=split)
     tasks = _dedupe(_with_family(task_from_subgraph(sg, world, source=f"{source}{hops}"), f"{source}{hops}")
                     for sg in subgraphs)
@@ -161,7 +162,7 @@ def builtin_benchmark(world: Optional[World] = None, *, version: str = BENCHMARK
     ``bench-<version>-h<k>:<subgraph id>``.
     """
     if version not in BENCHMARK_SIZES:
-        raise ValueError(f"unknown benchmark version {version!r}; known: {', '.join(BENCHMARK_SIZES)}")
+        raise InvalidArgumentError(f"unknown benchmark version {version!r}; known: {', '.join(BENCHMARK_SIZES)}")
     if world is None:
         from ..world.synthetic import default_world
 
@@ -170,7 +171,7 @@ def builtin_benchmark(world: Optional[World] = None, *, version: str = BENCHMARK
     chosen = sorted(sizes) if hops is None else list(hops)
     unknown = [h for h in chosen if h not in sizes]
     if unknown:
-        raise ValueError(f"benchmark {version} has hop counts {sorted(sizes)}; not {unknown}")
+        raise InvalidArgumentError(f"benchmark {version} has hop counts {sorted(sizes)}; not {unknown}")
     out: list[Task] = []
     for h in chosen:
         out.extend(hop_tasks(world, h, sizes[h], seed=_BENCHMARK_SEEDS[version] + h, split="heldout",

@@ -23,6 +23,7 @@ from typing import Iterable, Optional
 from ..core.answers import Golds, cover_exact_match, exact_match, gold_list, normalize_answer, token_f1
 
 from ..world.shared import LockFreePickling
+from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +108,7 @@ class F1Judge(Judge):
     def __init__(self, threshold: float = 0.5) -> None:
         super().__init__()
         if not 0.0 < threshold <= 1.0:
-            raise ValueError(f"F1Judge threshold must be in (0, 1], got {threshold}")
+            raise InvalidArgumentError(f"F1Judge threshold must be in (0, 1], got {threshold}")
         self.threshold = threshold
 
     def _judge_one(self, question, prediction, golds):
@@ -183,12 +184,12 @@ class LLMJudge(Judge):
         from ..agents.prompts import JUDGE_CRITERIA
 
         if criteria not in JUDGE_CRITERIA:
-            raise ValueError(f"criteria={criteria!r}: use one of {', '.join(JUDGE_CRITERIA)}")
+            raise InvalidArgumentError(f"criteria={criteria!r}: use one of {', '.join(JUDGE_CRITERIA)}")
         self.criteria = criteria
         if fallback_first not in ("em", None):
-            raise ValueError(f"fallback_first must be 'em' or None, got {fallback_first!r}")
+            raise InvalidArgumentError(f"fallback_first must be 'em' or None, got {fallback_first!r}")
         if references not in ("canonical", "each"):
-            raise ValueError(f"references must be 'canonical' or 'each', got {references!r}")
+            raise InvalidArgumentError(f"references must be 'canonical' or 'each', got {references!r}")
         self.generator = generator
         self.fallback_first = fallback_first
         self.references = references

@@ -51,6 +51,7 @@ from gymnasium import spaces
 
 from ..construction.extract import answer_type
 from . import resources
+from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymRuntimeError
 
 logger = logging.getLogger(__name__)
 
@@ -87,12 +88,12 @@ def resolve_subgraph(world, subgraph, rel_index: dict[str, int]) -> NavTask:
     try:
         cur = world.entity_index(subgraph.path[0])
     except KeyError:
-        raise ValueError(f"subgraph {subgraph.id}: seed {subgraph.path[0]!r} is not in world {world.name!r}") from None
+        raise InvalidArgumentError(f"subgraph {subgraph.id}: seed {subgraph.path[0]!r} is not in world {world.name!r}") from None
     codes, rels = [cur], []
     for i, rid in enumerate(subgraph.relation_ids):
         nxt_id, fwd = subgraph.path[i + 1], subgraph.forward[i]
         if rid not in rel_index:
-            raise ValueError(f"subgraph {subgraph.id}: relation {rid!r} (hop {i + 1}) is not in world {world.name!r}")
+            raise InvalidArgumentError(f"subgraph {subgraph.id}: relation {rid!r} (hop {i + 1}) is not in world {world.name!r}")
         r = rel_index[rid]
         node = subgraph.nodes[nxt_id]
         found = None
@@ -114,7 +115,7 @@ def resolve_subgraph(world, subgraph, rel_index: dict[str, int]) -> NavTask:
                     found = int(T[row, 0])
                     break
         if found is None:
-            raise ValueError(f"subgraph {subgraph.id}: hop {i + 1} ({subgraph.relations[i]!r} to {node.title!r}) "
+            raise InvalidArgumentError(f"subgraph {subgraph.id}: hop {i + 1} ({subgraph.relations[i]!r} to {node.title!r}) "
                              f"is not an edge of world {world.name!r}; was the pool built on another world?")
         codes.append(found)
         rels.append(r)
@@ -160,15 +161,15 @@ class KGNavigateEnv(gym.Env):
         render_mode: Optional[str] = None,
     ) -> None:
         if max_candidates < 1:
-            raise ValueError(f"max_candidates must be >= 1, got {max_candidates}")
+            raise InvalidArgumentError(f"max_candidates must be >= 1, got {max_candidates}")
         if search not in ("bm25", "none"):
-            raise ValueError(f"search must be 'bm25' or 'none', got {search!r}")
+            raise InvalidArgumentError(f"search must be 'bm25' or 'none', got {search!r}")
         if candidate_order not in ("relevance", "stable"):
-            raise ValueError(f"candidate_order must be 'relevance' or 'stable', got {candidate_order!r}")
+            raise InvalidArgumentError(f"candidate_order must be 'relevance' or 'stable', got {candidate_order!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+            raise InvalidArgumentError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
         if step_cost < 0 or progress_reward < 0:
-            raise ValueError(f"step_cost and progress_reward must be >= 0, got {step_cost}, {progress_reward}")
+            raise InvalidArgumentError(f"step_cost and progress_reward must be >= 0, got {step_cost}, {progress_reward}")
         self.world = world = resources.resolve_world(world)
         self.render_mode = render_mode
         self.N = max_candidates
@@ -189,14 +190,14 @@ class KGNavigateEnv(gym.Env):
         resolved = []
         for sg in tasks:
             if not inverse_edges and not all(sg.forward):
-                raise ValueError(f"subgraph {sg.id} walks an edge backwards; pass inverse_edges=True to navigate it")
+                raise InvalidArgumentError(f"subgraph {sg.id} walks an edge backwards; pass inverse_edges=True to navigate it")
             resolved.append(resolve_subgraph(world, sg, self._rel_index))
         if not resolved:
-            raise ValueError("KGNavigateEnv needs at least one task (the subgraph pool is empty)")
+            raise InvalidArgumentError("KGNavigateEnv needs at least one task (the subgraph pool is empty)")
         self.tasks = resolved
         self.max_hops = max_hops or max(t.hops for t in resolved)
         if any(t.hops > self.max_hops for t in resolved):
-            raise ValueError(f"a task has more than max_hops={self.max_hops} hops")
+            raise InvalidArgumentError(f"a task has more than max_hops={self.max_hops} hops")
         self.max_steps = max_steps or self.max_hops + 3
         T = world.triple_array
         n = world.num_entities
@@ -349,7 +350,7 @@ class KGNavigateEnv(gym.Env):
         if "task_index" in options:
             i = int(options["task_index"])
             if not 0 <= i < len(self.tasks):
-                raise ValueError(f"task_index {i} is outside 0..{len(self.tasks) - 1}")
+                raise InvalidArgumentError(f"task_index {i} is outside 0..{len(self.tasks) - 1}")
         else:
             i = int(self.np_random.integers(len(self.tasks)))
         self.task = self.tasks[i]
@@ -365,9 +366,9 @@ class KGNavigateEnv(gym.Env):
     def step(self, action):
         """Apply one discrete action; see the module docstring for the dynamics and reward."""
         if self.task is None:
-            raise RuntimeError("call reset() before step()")
+            raise SearchGymRuntimeError("call reset() before step()")
         if self._ended:
-            raise RuntimeError("the episode has ended; call reset() to start a new one")
+            raise SearchGymRuntimeError("the episode has ended; call reset() to start a new one")
         a = self._check_action(action)
         self._steps += 1
         self._last_search = False
@@ -398,10 +399,10 @@ class KGNavigateEnv(gym.Env):
         if isinstance(action, (bool, np.bool_)) or not (
                 isinstance(action, (int, np.integer)) or (isinstance(action, np.ndarray) and action.shape == ()
                                                           and action.dtype.kind in "iu")):
-            raise TypeError(f"an action must be an integer in 0..{self.N + 1} (Discrete({self.N + 2})), "
+            raise InvalidTypeError(f"an action must be an integer in 0..{self.N + 1} (Discrete({self.N + 2})), "
                             f"got {type(action).__name__} {action!r}")
         if not self.action_space.contains(action):
-            raise ValueError(f"action {action!r} is outside Discrete({self.N + 2})")
+            raise InvalidArgumentError(f"action {action!r} is outside Discrete({self.N + 2})")
         return int(action)
 
     def _observe(self) -> np.ndarray:

@@ -27,6 +27,7 @@ from .single import SingleRolloutEnv
 from .scoring import document_materials, reward_event, validate_question
 from .spaces import text_space
 from .types import Task
+from ..errors import InvalidArgumentError, InvalidTypeError
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ class ProposerValidation:
 
     def __init__(self, world, *, verifier: Any = None, filter_config: Any = None, n_noise: int = 4, noise_window: int = 4) -> None:
         if noise_window < 0:
-            raise ValueError(f"noise_window must be >= 0, got {noise_window}")
+            raise InvalidArgumentError(f"noise_window must be >= 0, got {noise_window}")
         if verifier is None:
             from .judge import ExactMatchJudge
             from .resources import default_reader
@@ -85,7 +86,7 @@ class ProposerValidation:
 
             verifier = RAGVerifier(default_reader(world), ExactMatchJudge(), n_noise=n_noise)
         elif verifier is not False and not callable(getattr(verifier, "verify", None)):
-            raise TypeError("verifier must have verify(question, answers, materials, noise_pool, rng), or be False")
+            raise InvalidTypeError("verifier must have verify(question, answers, materials, noise_pool, rng), or be False")
         self.verifier = verifier if verifier is not False else None
         self.filter_config = filter_config
         self.recent: deque[list[str]] = deque(maxlen=noise_window)
@@ -142,7 +143,7 @@ class KGProposerEnv(SingleRolloutEnv):
     def __init__(self, world=None, tasks: Any = None, *, pool: Any = None, mode: str = "kg", verifier: Any = None,
                  filter_config: Any = None, n_noise: int = 4, noise_window: int = 4, **kwargs: Any) -> None:
         if mode not in PROPOSER_MODES:
-            raise ValueError(f"mode must be one of {PROPOSER_MODES}, got {mode!r}")
+            raise InvalidArgumentError(f"mode must be one of {PROPOSER_MODES}, got {mode!r}")
         super().__init__(world, **kwargs)
         self.mode = mode
         self.tasks = resolve_tasks(self.world, tasks, pool)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from .types import THINK_SEPARATOR
+from ..errors import InvalidArgumentError
 
 # --------------------------------------------------------------------------- error codes
 ERR_NO_ACTION = "no_action"  #: no search, answer or question found in the turn
@@ -230,7 +231,7 @@ def _str_list(value, what: str) -> list[str]:
         return [value.strip()] if value.strip() else []
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return [v.strip() for v in value if v.strip()]
-    raise ValueError(f"{what} must be a string or a list of strings")
+    raise InvalidArgumentError(f"{what} must be a string or a list of strings")
 
 
 def _clean_query(q: str, max_query_chars: int, warnings: list[str]) -> str:
@@ -248,10 +249,10 @@ def _search_payload(payload: str, max_query_chars: int, errors: list[str], warni
         try:
             obj = json.loads(body)
             if not isinstance(obj, dict):
-                raise ValueError("not an object")
+                raise InvalidArgumentError("not an object")
             query = obj.get("query", "")
             if not isinstance(query, str):
-                raise ValueError("query must be a string")
+                raise InvalidArgumentError("query must be a string")
             entities = _str_list(obj.get("entity", obj.get("entities")), "entity")
             relations = _str_list(obj.get("relation", obj.get("relations")), "relation")
         except ValueError:  # json.JSONDecodeError is a ValueError
@@ -274,20 +275,20 @@ def _tool_call(payload: str, max_query_chars: int, errors: list[str], warnings: 
     try:
         obj = json.loads(payload.strip())
         if not isinstance(obj, dict):
-            raise ValueError("not an object")
+            raise InvalidArgumentError("not an object")
         name = str(obj.get("name", "")).strip().lower()
         args = obj.get("arguments", obj.get("parameters", {}))
         if isinstance(args, str):
             args = json.loads(args)
         if not isinstance(args, dict):
-            raise ValueError("arguments must be an object")
+            raise InvalidArgumentError("arguments must be an object")
         if name in ("answer", "final_answer"):
             ans = args.get("answer", "")
             if not isinstance(ans, str):
-                raise ValueError("answer must be a string")
+                raise InvalidArgumentError("answer must be a string")
             return [], ans
         if name not in ("search", "web_search", "retrieve"):
-            raise ValueError(f"unknown tool {name!r}")
+            raise InvalidArgumentError(f"unknown tool {name!r}")
         queries = _str_list(args.get("query_list", args.get("query")), "query")
         entities = _str_list(args.get("entity", args.get("entities")), "entity")
         relations = _str_list(args.get("relation", args.get("relations")), "relation")

@@ -20,6 +20,7 @@ from collections import deque
 from typing import Optional
 
 from .types import Task
+from ..errors import InvalidArgumentError
 
 __all__ = ["ReplayBuffer"]
 
@@ -34,9 +35,9 @@ class ReplayBuffer:
 
     def __init__(self, capacity: int = 256, reset_every: Optional[int] = 10) -> None:
         if capacity < 1:
-            raise ValueError(f"replay capacity must be >= 1, got {capacity}")
+            raise InvalidArgumentError(f"replay capacity must be >= 1, got {capacity}")
         if reset_every is not None and reset_every < 0:
-            raise ValueError(f"reset_every must be >= 0 or None, got {reset_every}")
+            raise InvalidArgumentError(f"reset_every must be >= 0 or None, got {reset_every}")
         self.capacity = capacity
         self.reset_every = reset_every or None
         self._items: deque[Task] = deque(maxlen=capacity)

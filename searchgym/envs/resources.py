@@ -19,6 +19,7 @@ from ..construction.record import Subgraph
 from ..retrieval.base import Retriever
 from ..world import World
 from ..world.shared import share
+from ..errors import InvalidArgumentError, InvalidTypeError
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ def resolve_world(world: Union[World, str, Path, None]) -> World:
         from ..world import load_world
 
         return load_world(world)
-    raise TypeError(f"world must be a World, a saved-world path or None (default world), got {type(world).__name__}")
+    raise InvalidTypeError(f"world must be a World, a saved-world path or None (default world), got {type(world).__name__}")
 
 
 def _per_world(cache: "weakref.WeakKeyDictionary[World, Any]", world: World, build: Callable[[], Any]) -> Any:
@@ -77,7 +78,7 @@ def default_pool(world: World) -> list[Subgraph]:
             subgraphs = training_subgraphs(world, DEFAULT_POOL_SIZE, seed=DEFAULT_POOL_SEED, split="any")
         pool = order_pool(subgraphs, "curriculum", DEFAULT_POOL_SEED)
         if not pool:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"no training-side subgraph could be extracted from world {world.name!r}; "
                 "pass pool=... or use a world with paths of 3+ hops"
             )
@@ -101,16 +102,16 @@ def resolve_pool(world: World, pool: Union[Sequence[Subgraph], str, Path, None],
         pool = load_pool(pool)
     subgraphs = list(pool)
     if not subgraphs:
-        raise ValueError("the subgraph pool is empty; build one with `searchgym subgraphs build` or pass pool=None")
+        raise InvalidArgumentError("the subgraph pool is empty; build one with `searchgym subgraphs build` or pass pool=None")
     bad = [type(s).__name__ for s in subgraphs if not isinstance(s, Subgraph)]
     if bad:
-        raise TypeError(f"pool must hold Subgraph records, found {bad[0]}")
+        raise InvalidTypeError(f"pool must hold Subgraph records, found {bad[0]}")
     return subgraphs if order == "given" else _order(subgraphs, order, seed)
 
 
 def _order(subgraphs: Sequence[Subgraph], order: str, seed: int) -> list[Subgraph]:
     if order not in ("curriculum", "shuffle"):
-        raise ValueError(f"order must be 'curriculum', 'shuffle' or 'given', got {order!r}")
+        raise InvalidArgumentError(f"order must be 'curriculum', 'shuffle' or 'given', got {order!r}")
     from ..construction import order_pool
 
     return list(order_pool(list(subgraphs), order, seed))
@@ -144,7 +145,7 @@ def resolve_retriever(world: World, retriever: Union[Retriever, str, None]) -> R
         from ..retrieval import make_retriever
 
         return make_retriever(world, retriever)
-    raise TypeError(f"retriever must be a Retriever, a URL, a backend name or None, got {type(retriever).__name__}")
+    raise InvalidTypeError(f"retriever must be a Retriever, a URL, a backend name or None, got {type(retriever).__name__}")
 
 
 def resolve_kg(world: World, kg: Any) -> Any:
@@ -157,7 +158,7 @@ def resolve_kg(world: World, kg: Any) -> Any:
 
         return _per_world(_kg, world, lambda: share(KGLookup(world), shared_kg, world))
     if not callable(getattr(kg, "lookup", None)):
-        raise TypeError("kg_tool must be True/False or an object with lookup(entities, relations, query)")
+        raise InvalidTypeError("kg_tool must be True/False or an object with lookup(entities, relations, query)")
     return kg
 
 
@@ -169,7 +170,7 @@ def resolve_judge(judge: Any) -> Any:
     if judge is None:
         return ExactMatchJudge()
     if not callable(getattr(judge, "judge", None)):
-        raise TypeError("judge must have judge(question, prediction, golds) -> Verdict (see searchgym.envs.judge)")
+        raise InvalidTypeError("judge must have judge(question, prediction, golds) -> Verdict (see searchgym.envs.judge)")
     return judge
 
 

@@ -23,6 +23,7 @@ from typing import Any, Optional, Sequence
 from ..retrieval.base import DEFAULT_TOP_K, Retriever, check_layout, format_hits
 from . import protocol
 from .types import Role, SearchCall, Segment, Task, Trajectory, Turn
+from ..errors import InvalidArgumentError, InvalidTypeError
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +44,7 @@ def coerce_action(action: Any) -> str:
         return str(action)
     if isinstance(action, (bytes, bytearray)):
         return bytes(action).decode("utf-8", errors="replace")
-    raise TypeError(f"an action must be a str (the agent's text for this turn), got {type(action).__name__}")
+    raise InvalidTypeError(f"an action must be a str (the agent's text for this turn), got {type(action).__name__}")
 
 
 class SearchEngine:
@@ -59,7 +60,7 @@ class SearchEngine:
     def __init__(self, retriever: Retriever, kg: Any = None, *, top_k: int = DEFAULT_TOP_K,
                  doc_max_chars: Optional[int] = DEFAULT_DOC_MAX_CHARS, layout: str = "searchgym") -> None:
         if top_k < 1:
-            raise ValueError(f"top_k must be >= 1, got {top_k}")
+            raise InvalidArgumentError(f"top_k must be >= 1, got {top_k}")
         self.layout = check_layout(layout)
         self.retriever = retriever
         self.kg = kg
@@ -111,7 +112,7 @@ class Rollout:
         max_searches: int = protocol.DEFAULT_MAX_SEARCHES,
     ) -> None:
         if max_turns < 1:
-            raise ValueError(f"max_turns must be >= 1, got {max_turns}")
+            raise InvalidArgumentError(f"max_turns must be >= 1, got {max_turns}")
         self.max_turns = max_turns
         self.max_action_chars = max_action_chars
         self.max_answers = max_answers
@@ -186,7 +187,7 @@ def advance(rollouts: Sequence[Rollout], actions: Sequence[Any], engine: SearchE
     the env inserted for each rollout (``""`` once a rollout has finished).
     """
     if len(rollouts) != len(actions):
-        raise ValueError(f"got {len(actions)} actions for {len(rollouts)} rollouts")
+        raise InvalidArgumentError(f"got {len(actions)} actions for {len(rollouts)} rollouts")
     pending: list[Optional[_Pending]] = [None if r.done else r._prepare(a) for r, a in zip(rollouts, actions)]
     requests = [req for p in pending if p is not None and p.run_searches for req in p.parsed.searches]
     results = engine.run(requests)

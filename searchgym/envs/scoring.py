@@ -15,6 +15,7 @@ import re
 from typing import Any, Optional, Sequence
 
 from .types import Trajectory
+from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -96,7 +97,7 @@ def validate_question(
 
     result: dict = {"valid": False, "reason": None, "stage": None, "details": {}, "prediction": None, "error": None}
     if traj.role != "proposer":
-        raise ValueError("validate_question needs a proposer trajectory")
+        raise InvalidArgumentError("validate_question needs a proposer trajectory")
     if not traj.valid:
         result.update(reason=traj.metadata.get("invalid_reason", "invalid_rollout"), stage="rollout")
     else:

@@ -43,6 +43,7 @@ from .rollout import Rollout, advance
 from .scoring import reward_event
 from .tasks import task_from_subgraph
 from .types import Task
+from ..errors import InvalidArgumentError, SearchGymRuntimeError
 
 logger = logging.getLogger(__name__)
 
@@ -66,9 +67,9 @@ class KGSelfPlayEnv(TextEnvBase):
                  noise_window: int = 4, replay_capacity: int = 256, replay_reset_every: Optional[int] = 10,
                  pool_seed: int = 0, **kwargs: Any) -> None:
         if group_size < 1:
-            raise ValueError(f"group_size must be >= 1, got {group_size}")
+            raise InvalidArgumentError(f"group_size must be >= 1, got {group_size}")
         if proposer_mode not in PROPOSER_MODES:
-            raise ValueError(f"proposer_mode must be one of {PROPOSER_MODES}, got {proposer_mode!r}")
+            raise InvalidArgumentError(f"proposer_mode must be one of {PROPOSER_MODES}, got {proposer_mode!r}")
         super().__init__(world, **kwargs)
         self.pool = resolve_pool(self.world, pool, order, pool_seed)
         self.group_size = group_size
@@ -136,9 +137,9 @@ class KGSelfPlayEnv(TextEnvBase):
     def step(self, action: Any):
         """Advance the current phase by one turn; see the module docstring."""
         if self.proposer is None:
-            raise RuntimeError("call reset() before step()")
+            raise SearchGymRuntimeError("call reset() before step()")
         if self.group is not None and self.group.done:
-            raise RuntimeError("the game has ended; call reset() to start a new one")
+            raise SearchGymRuntimeError("the game has ended; call reset() to start a new one")
         texts = check_group_action(action, self.group_size)
         events: list[dict] = []
         if self.group is None:

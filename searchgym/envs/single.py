@@ -12,6 +12,7 @@ from typing import Any, Optional
 from .base import TextEnvBase
 from .rollout import Rollout, advance
 from .types import Task, Trajectory
+from ..errors import InvalidTypeError, SearchGymRuntimeError
 
 __all__ = ["SingleRolloutEnv"]
 
@@ -28,7 +29,7 @@ class SingleRolloutEnv(TextEnvBase):
         if options.get("task") is not None:
             task = options["task"]
             if not isinstance(task, Task):
-                raise TypeError(f"options['task'] must be a searchgym Task, got {type(task).__name__}")
+                raise InvalidTypeError(f"options['task'] must be a searchgym Task, got {type(task).__name__}")
             return task
         if options.get("index") is not None:
             return self.tasks[int(options["index"]) % len(self.tasks)]
@@ -56,9 +57,9 @@ class SingleRolloutEnv(TextEnvBase):
     def step(self, action: Any):
         """Apply one agent turn; the finished rollout is scored on the step it ends."""
         if self.rollout is None:
-            raise RuntimeError("call reset() before step()")
+            raise SearchGymRuntimeError("call reset() before step()")
         if self.rollout.done:
-            raise RuntimeError("the episode has ended; call reset() to start a new one")
+            raise SearchGymRuntimeError("the episode has ended; call reset() to start a new one")
         (inserted,) = advance([self.rollout], [action], self.engine)
         traj = self.rollout.trajectory
         events: list[dict] = []

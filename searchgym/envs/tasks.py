@@ -19,12 +19,13 @@ from typing import Iterable, Iterator, Optional, Protocol, Sequence, runtime_che
 from ..construction.record import Subgraph
 from .templates import path_question
 from .types import Task
+from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
 
 __all__ = ["TaskSource", "SubgraphTaskSource", "JsonlTaskSource", "ListTaskSource", "task_from_subgraph", "TaskFormatError",
            "qa_lines"]
 
 
-class TaskFormatError(ValueError):
+class TaskFormatError(SearchGymError, ValueError):
     """A task file or record is malformed; the message names the file, line and the fix."""
 
 
@@ -83,7 +84,7 @@ class _IndexedSource:
     def sample(self, rng: random.Random) -> Task:
         """A uniformly drawn task."""
         if not self._tasks:
-            raise ValueError(f"{type(self).__name__} is empty: give it at least one task")
+            raise InvalidArgumentError(f"{type(self).__name__} is empty: give it at least one task")
         return self._tasks[rng.randrange(len(self._tasks))]
 
 
@@ -93,7 +94,7 @@ class ListTaskSource(_IndexedSource):
     def __init__(self, tasks: Iterable[Task]) -> None:
         self._tasks = list(tasks)
         if not self._tasks:
-            raise ValueError("ListTaskSource needs at least one Task")
+            raise InvalidArgumentError("ListTaskSource needs at least one Task")
 
 
 class SubgraphTaskSource(_IndexedSource):
@@ -104,7 +105,7 @@ class SubgraphTaskSource(_IndexedSource):
     def __init__(self, pool: Sequence[Subgraph], world=None) -> None:
         self.subgraphs = list(pool)
         if not self.subgraphs:
-            raise ValueError("SubgraphTaskSource needs a non-empty subgraph pool (build one with searchgym.construction.build_pool)")
+            raise InvalidArgumentError("SubgraphTaskSource needs a non-empty subgraph pool (build one with searchgym.construction.build_pool)")
         self._tasks = [task_from_subgraph(sg, world) for sg in self.subgraphs]
 
 
@@ -150,7 +151,7 @@ class JsonlTaskSource(_IndexedSource):
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         if not self.path.is_file():
-            raise FileNotFoundError(f"task file {self.path} does not exist; pass a JSONL file of QA pairs")
+            raise MissingFileError(f"task file {self.path} does not exist; pass a JSONL file of QA pairs")
         self._tasks = []
         for n, where, rec, problem in qa_lines(self.path):
             if problem is not None:

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal as _Lit, Optional
 
 from ..construction.record import Subgraph
+from ..errors import InvalidArgumentError
 
 Role = _Lit["solver", "proposer"]
 SegmentSource = _Lit["prompt", "agent", "env"]
@@ -41,7 +42,7 @@ class Task:
 
     def __post_init__(self) -> None:
         if not self.answers:
-            raise ValueError(f"task {self.id!r} has no gold answer")
+            raise InvalidArgumentError(f"task {self.id!r} has no gold answer")
         if not self.waypoints and self.subgraph is not None:
             self.waypoints = self.subgraph.waypoints
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Protocol, Sequence, Union, runtime_checkable
 
 from .types import Trajectory
+from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymError
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ _THINK_RE = re.compile(r"<think>.*?(</think>|$)", re.IGNORECASE | re.DOTALL)
 _ANSWER_RE = re.compile(r"answer\s*:", re.IGNORECASE)
 
 
-class ReaderError(RuntimeError):
+class ReaderError(SearchGymError, RuntimeError):
     """A reader could not produce an answer (model failure, unparseable reply); says which."""
 
 
@@ -117,7 +118,7 @@ def _as_rng(rng: Union[random.Random, int]) -> random.Random:
         return rng
     if isinstance(rng, int) and not isinstance(rng, bool):
         return random.Random(rng)
-    raise TypeError(f"rng must be a random.Random or an int seed, got {type(rng).__name__}")
+    raise InvalidTypeError(f"rng must be a random.Random or an int seed, got {type(rng).__name__}")
 
 
 class RAGVerifier:
@@ -130,9 +131,9 @@ class RAGVerifier:
 
     def __init__(self, reader: Reader, judge, n_noise: int = 4) -> None:
         if n_noise < 0:
-            raise ValueError(f"n_noise must be >= 0, got {n_noise}")
+            raise InvalidArgumentError(f"n_noise must be >= 0, got {n_noise}")
         if not callable(getattr(reader, "answer", None)):
-            raise TypeError("reader must have an answer(question, materials) method")
+            raise InvalidTypeError("reader must have an answer(question, materials) method")
         self.reader = reader
         self.judge = judge
         self.n_noise = n_noise

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from ..agents.base import GenerationConfig
+from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -50,13 +51,13 @@ class AgentSpec:
 
     def __post_init__(self) -> None:
         if self.kind not in AGENTS:
-            raise ValueError(f"unknown agent {self.kind!r}; choose one of {', '.join(AGENTS)}")
+            raise InvalidArgumentError(f"unknown agent {self.kind!r}; choose one of {', '.join(AGENTS)}")
         if self.kind == "openai" and not self.endpoint:
-            raise ValueError("agent 'openai' needs --endpoint URL (e.g. http://127.0.0.1:8000/v1)")
+            raise InvalidArgumentError("agent 'openai' needs --endpoint URL (e.g. http://127.0.0.1:8000/v1)")
         if self.kind in ("transformers", "vllm") and not self.model:
-            raise ValueError(f"agent {self.kind!r} needs --model (a model folder, a checkpoint folder or 'smollm2')")
+            raise InvalidArgumentError(f"agent {self.kind!r} needs --model (a model folder, a checkpoint folder or 'smollm2')")
         if self.concurrency < 1 or self.timeout <= 0 or self.retries < 0 or self.max_new_tokens < 1:
-            raise ValueError("need concurrency >= 1, timeout > 0, retries >= 0 and max_new_tokens >= 1")
+            raise InvalidArgumentError("need concurrency >= 1, timeout > 0, retries >= 0 and max_new_tokens >= 1")
 
 
 class EvalAgent:
@@ -120,7 +121,7 @@ def resolve_checkpoint(model: str) -> str:
     if p.is_dir() and not (p / "config.json").is_file() and (p / "policy" / "config.json").is_file():
         return str(p / "policy")
     if p.is_dir() and (p / "policy" / "adapter_config.json").is_file():
-        raise ValueError(f"{p} holds a LoRA adapter; merge it into its base model (peft merge_and_unload) and "
+        raise InvalidArgumentError(f"{p} holds a LoRA adapter; merge it into its base model (peft merge_and_unload) and "
                          f"save_pretrained the result, then evaluate that folder")
     return model
 

@@ -16,6 +16,7 @@ import logging
 import sys
 
 from ..ray_support import add_ray_args, ray_config_from_args
+from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +95,7 @@ def _run(args: argparse.Namespace) -> int:
     judge = None
     if "llm_judge" in config.metrics:
         if not args.judge_endpoint:
-            raise ValueError("metric llm_judge needs --judge-endpoint URL (an OpenAI-compatible judge model)")
+            raise InvalidArgumentError("metric llm_judge needs --judge-endpoint URL (an OpenAI-compatible judge model)")
         from ..agents.openai_compat import OpenAICompatibleGenerator
         from ..envs.judge import LLMJudge
 

@@ -13,6 +13,7 @@ from typing import Iterable, Optional, Sequence
 import numpy as np
 
 from ..core.answers import cover_exact_match, exact_match, token_f1
+from ..errors import InvalidArgumentError
 
 __all__ = [
     "METRICS", "DEFAULT_METRICS", "STATS", "check_metrics", "answer_scores", "bootstrap_ci", "paired_diff_ci",
@@ -30,7 +31,7 @@ def check_metrics(names: str | Sequence[str]) -> tuple[str, ...]:
     items = [n.strip() for n in (names.split(",") if isinstance(names, str) else names) if n.strip()]
     bad = [n for n in items if n not in METRICS]
     if bad or not items:
-        raise ValueError(f"unknown metric(s) {bad or items}; choose from {', '.join(METRICS)}")
+        raise InvalidArgumentError(f"unknown metric(s) {bad or items}; choose from {', '.join(METRICS)}")
     return tuple(dict.fromkeys(items))
 
 
@@ -65,7 +66,7 @@ def paired_diff_ci(a: Sequence[float], b: Sequence[float], *, n_boot: int = N_BO
                    level: float = 0.95) -> dict:
     """Mean of ``b - a`` over paired questions with its bootstrap interval (questions resampled jointly)."""
     if len(a) != len(b):
-        raise ValueError("paired values need the same length")
+        raise InvalidArgumentError("paired values need the same length")
     return bootstrap_ci(np.asarray(b, dtype=float) - np.asarray(a, dtype=float), n_boot=n_boot, seed=seed, level=level)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from .metrics import N_BOOT, group_records, paired_diff_ci
+from ..errors import InvalidArgumentError, MissingFileError
 
 __all__ = ["markdown_table", "write_reports", "plot_summary", "load_summary", "compare_runs", "LABELS"]
 
@@ -111,13 +112,13 @@ def load_summary(path: str | Path) -> tuple[dict, list[dict]]:
     """A summary JSON and the per-question records it points to."""
     p = Path(path)
     if not p.is_file():
-        raise FileNotFoundError(f"{p} does not exist; pass the summary.json written by `searchgym eval --out DIR`")
+        raise MissingFileError(f"{p} does not exist; pass the summary.json written by `searchgym eval --out DIR`")
     summary = json.loads(p.read_text())
     if summary.get("searchgym_eval") != 1:
-        raise ValueError(f"{p} is not a searchgym eval summary (no 'searchgym_eval' field)")
+        raise InvalidArgumentError(f"{p} is not a searchgym eval summary (no 'searchgym_eval' field)")
     rec_path = p.parent / summary["records"]
     if not rec_path.is_file():
-        raise FileNotFoundError(f"{rec_path} (the per-question records of {p}) is missing; --compare needs it")
+        raise MissingFileError(f"{rec_path} (the per-question records of {p}) is missing; --compare needs it")
     wanted = set(summary["datasets"])
     records = [r for r in (json.loads(line) for line in rec_path.open(encoding="utf-8") if line.strip())
                if r["dataset"] in wanted]
@@ -132,7 +133,7 @@ def compare_runs(a_path: str | Path, b_path: str | Path, *, n_boot: int = N_BOOT
     a_by, b_by = {r["key"]: r for r in ra}, {r["key"]: r for r in rb}
     shared = [k for k in a_by if k in b_by]
     if not shared:
-        raise ValueError(f"{a_path} and {b_path} share no questions; compare runs on the same task sets")
+        raise InvalidArgumentError(f"{a_path} and {b_path} share no questions; compare runs on the same task sets")
     pairs = [(a_by[k], b_by[k]) for k in shared]
     result: dict = {}
     per_dataset = _bucket(pairs, "dataset")

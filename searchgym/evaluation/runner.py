@@ -27,6 +27,7 @@ from ..retrieval.client import RetrievalError
 from ..retrieval.base import DEFAULT_TOP_K, check_layout
 from .metrics import DEFAULT_METRICS, N_BOOT, answer_scores, check_metrics, group_records, summarize
 from .tasksets import TaskSet, task_key, with_search_r1_prompts
+from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ __all__ = ["EvalConfig", "EvalResult", "EvalInterrupted", "RecordLog", "play_tas
 RECORDS_NAME, SUMMARY_NAME, RUN_NAME = "eval.jsonl", "summary.json", "run.json"
 
 
-class EvalInterrupted(RuntimeError):
+class EvalInterrupted(SearchGymError, RuntimeError):
     """The agent's backend failed mid-run (e.g. the endpoint went down); finished questions are kept."""
 
 
@@ -62,7 +63,7 @@ class EvalConfig:
         if self.doc_max_chars == "auto":
             self.doc_max_chars = None if self.layout == "search-r1" else DEFAULT_DOC_MAX_CHARS
         if self.concurrency < 1 or self.max_turns < 1 or self.top_k < 1 or self.n_boot < 1:
-            raise ValueError("need concurrency, max_turns, top_k and n_boot >= 1")
+            raise InvalidArgumentError("need concurrency, max_turns, top_k and n_boot >= 1")
 
     def fingerprint(self) -> dict:
         """The settings a resumed run must share with the run it continues."""
@@ -181,7 +182,7 @@ def _check_resume(out: Path, fingerprint: dict, restart: bool) -> None:
         old = json.loads(run.read_text())
         if old != fingerprint:
             diff = sorted(k for k in set(old) | set(fingerprint) if old.get(k) != fingerprint.get(k))
-            raise ValueError(f"{out} holds an evaluation run with other settings ({', '.join(diff)}); "
+            raise InvalidArgumentError(f"{out} holds an evaluation run with other settings ({', '.join(diff)}); "
                              f"use another --out, or --restart to discard it")
     out.mkdir(parents=True, exist_ok=True)
     run.write_text(json.dumps(fingerprint, indent=1, sort_keys=True))
@@ -214,7 +215,7 @@ def evaluate(
     if config.layout == "search-r1":
         tasksets = with_search_r1_prompts(tasksets)
     if "llm_judge" in config.metrics and judge is None:
-        raise ValueError("metric llm_judge needs a judge model: pass --judge-endpoint URL (or judge=LLMJudge(...))")
+        raise InvalidArgumentError("metric llm_judge needs a judge model: pass --judge-endpoint URL (or judge=LLMJudge(...))")
     retriever = _resolve_retriever(retriever)
     out = Path(out_dir) if out_dir is not None else None
     log = None
@@ -292,7 +293,7 @@ def _resolve_retriever(retriever: Any) -> Any:
             from ..retrieval.factory import load_index
 
             return load_index(text)
-        raise FileNotFoundError(f"retriever {text!r} is neither an http(s) URL nor an index folder "
+        raise MissingFileError(f"retriever {text!r} is neither an http(s) URL nor an index folder "
                                 f"(build one with `searchgym index build`)")
     return retriever
 

@@ -24,6 +24,7 @@ from typing import Any, Optional, Sequence
 
 from ..envs.tasks import qa_lines
 from ..envs.types import Task
+from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ ATLAS_TASKS, ATLAS_SEED = 200, 11  # the atlas task list: 200 subgraphs of pool 
 ON_ERROR = ("stop", "skip")
 
 
-class DatasetFormatError(ValueError):
+class DatasetFormatError(SearchGymError, ValueError):
     """A dataset file or line is malformed; the message names ``file:line`` and the fix."""
 
 
@@ -89,10 +90,10 @@ def load_flashrag_jsonl(path: str | Path, *, name: Optional[str] = None, on_erro
     accepted fields.
     """
     if on_error not in ON_ERROR:
-        raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+        raise InvalidArgumentError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
     p = Path(path)
     if not p.is_file():
-        raise FileNotFoundError(f"dataset file {p} does not exist; pass a FlashRAG JSONL file (id, question, golden_answers)")
+        raise MissingFileError(f"dataset file {p} does not exist; pass a FlashRAG JSONL file (id, question, golden_answers)")
     name = name or p.stem
     tasks: list[Task] = []
     errors: list[str] = []
@@ -179,10 +180,10 @@ def load_searchr1_parquet(path: str | Path, *, name: Optional[str] = None, on_er
     ``extra_info.index`` (else their row number); malformed rows name ``file:row``.
     """
     if on_error not in ON_ERROR:
-        raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+        raise InvalidArgumentError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
     p = Path(path)
     if not p.is_file():
-        raise FileNotFoundError(f"dataset file {p} does not exist; pass Search-R1's test.parquet")
+        raise MissingFileError(f"dataset file {p} does not exist; pass Search-R1's test.parquet")
     try:
         import pyarrow.parquet as pq
     except ImportError:
@@ -262,7 +263,7 @@ def parse_spec(spec: str | Sequence[str]) -> list[tuple[Optional[str], str]]:
         name, eq, src = item.partition("=")
         out.append((name.strip(), src.strip()) if eq else (None, item))
     if not out:
-        raise ValueError("no task set given; use builtin, atlas, a FlashRAG .jsonl or a Search-R1 .parquet")
+        raise InvalidArgumentError("no task set given; use builtin, atlas, a FlashRAG .jsonl or a Search-R1 .parquet")
     return out
 
 
@@ -271,7 +272,7 @@ def sample_tasks(tasks: list[Task], limit: Optional[int], seed: int) -> list[Tas
     if limit is None or limit >= len(tasks):
         return list(tasks)
     if limit < 1:
-        raise ValueError(f"--limit must be >= 1, got {limit}")
+        raise InvalidArgumentError(f"--limit must be >= 1, got {limit}")
     keep = sorted(random.Random(seed).sample(range(len(tasks)), limit))
     return [tasks[i] for i in keep]
 
@@ -291,7 +292,7 @@ def load_tasksets(spec: str | Sequence[str], *, limit: Optional[int] = None, see
         elif src.endswith((".jsonl", ".json")):
             loaded = [load_flashrag_jsonl(src, name=name, on_error=on_error)]
         else:
-            raise ValueError(f"unknown task set {src!r}; use builtin, atlas, name=path.jsonl (FlashRAG) "
+            raise InvalidArgumentError(f"unknown task set {src!r}; use builtin, atlas, name=path.jsonl (FlashRAG) "
                              f"or path.parquet (Search-R1)")
         for ts in loaded:
             if name and ts.name != name:
@@ -302,5 +303,5 @@ def load_tasksets(spec: str | Sequence[str], *, limit: Optional[int] = None, see
     names = [s.name for s in sets]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        raise ValueError(f"two task sets are named {dup}; name them apart, e.g. --tasks a=x.jsonl,b=y.jsonl")
+        raise InvalidArgumentError(f"two task sets are named {dup}; name them apart, e.g. --tasks a=x.jsonl,b=y.jsonl")
     return sets

@@ -17,6 +17,7 @@ from typing import Iterable, Sequence
 from tqdm.auto import tqdm
 
 from .bm25s_import import import_bm25s
+from ..errors import InvalidArgumentError
 
 TOKEN_PATTERN = r"(?u)\b\w\w+\b"
 
@@ -50,7 +51,7 @@ class Analyzer:
     def from_config(cls, cfg: dict) -> "Analyzer":
         """Rebuild the analyzer recorded by :meth:`config`."""
         if cfg.get("pattern") != TOKEN_PATTERN:
-            raise ValueError(f"index was built with token pattern {cfg.get('pattern')!r}, this version uses {TOKEN_PATTERN!r}")
+            raise InvalidArgumentError(f"index was built with token pattern {cfg.get('pattern')!r}, this version uses {TOKEN_PATTERN!r}")
         return cls(stopwords=cfg.get("stopwords"), stemmer=cfg.get("stemmer"))
 
     def _new_stemmer(self):
@@ -59,7 +60,7 @@ class Analyzer:
         try:
             return Stemmer.Stemmer(self.stemmer_name)
         except KeyError:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"unknown stemmer language {self.stemmer_name!r}; choose one of {sorted(Stemmer.algorithms())} or None"
             ) from None
 

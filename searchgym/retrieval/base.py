@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Sequence
+from ..errors import InvalidArgumentError
 
 DEFAULT_TOP_K = 3  # SSP and the WCR paper retrieve the top 3 documents
 
@@ -44,7 +45,7 @@ LAYOUTS = ("searchgym", "search-r1")  # observation layouts: ours, and Search-R1
 def check_layout(layout: str) -> str:
     """``layout`` if it is one of :data:`LAYOUTS`, else a ValueError listing them."""
     if layout not in LAYOUTS:
-        raise ValueError(f"unknown observation layout {layout!r}; choose one of {', '.join(LAYOUTS)}")
+        raise InvalidArgumentError(f"unknown observation layout {layout!r}; choose one of {', '.join(LAYOUTS)}")
     return layout
 
 

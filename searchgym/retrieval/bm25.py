@@ -36,6 +36,7 @@ from .bm25_checks import bm25_array_problems
 from .bm25s_import import import_bm25s
 from .corpus import CorpusRetriever, check_queries, top_k_rows
 from .storage import IndexFormatError, index_error, read_docs, read_manifest, verify_files
+from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -86,15 +87,15 @@ class BM25Retriever(CorpusRetriever):
     ) -> None:
         super().__init__(doc_ids, titles, texts, index_titles=index_titles)
         if method not in BM25_METHODS:
-            raise ValueError(f"unsupported BM25 method {method!r}; choose one of {BM25_METHODS}")
+            raise InvalidArgumentError(f"unsupported BM25 method {method!r}; choose one of {BM25_METHODS}")
         if k1 < 0 or not 0 <= b <= 1:
-            raise ValueError(f"need k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
+            raise InvalidArgumentError(f"need k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
         bm25s = _bm25s()
 
         analyzer = Analyzer(stopwords=stopwords, stemmer=stemmer)
         ids, vocab = analyzer.corpus_ids(self.indexed_texts(), total=self.num_docs, progress=progress)
         if not vocab:
-            raise ValueError("the corpus has no indexable words (every document is empty or stopwords only)")
+            raise InvalidArgumentError("the corpus has no indexable words (every document is empty or stopwords only)")
         model = bm25s.BM25(k1=k1, b=b, method=method, backend="numpy", csc_backend="scipy")
         model.index((ids, vocab), create_empty_token=False, show_progress=progress)
         del ids
@@ -105,7 +106,7 @@ class BM25Retriever(CorpusRetriever):
         import scipy.sparse as sp
 
         if n_threads < 0:
-            raise ValueError(f"n_threads must be >= 0, got {n_threads}")
+            raise InvalidArgumentError(f"n_threads must be >= 0, got {n_threads}")
         self._model = model
         self._analyzer = analyzer
         self._vocab: dict[str, int] = model.vocab_dict
@@ -312,7 +313,7 @@ class RankBM25Retriever(CorpusRetriever):
         self.k1, self.b = k1, b
         ids, vocab = self._analyzer.corpus_ids(self.indexed_texts(), total=self.num_docs, progress=progress)
         if not vocab:
-            raise ValueError("the corpus has no indexable words (every document is empty or stopwords only)")
+            raise InvalidArgumentError("the corpus has no indexable words (every document is empty or stopwords only)")
         terms = list(vocab)
         # rank_bm25 divides by zero on an empty document: give empty ones a placeholder token
         # that no query can produce (the analyzer never emits whitespace).

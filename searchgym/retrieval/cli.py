@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 import time
+from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ def _retriever(args):
         logger.info("loaded %s index (%d docs) in %.2f s", r.backend, r.num_docs, time.perf_counter() - t0)
         return r
     if not (args.world or args.synthetic):
-        raise ValueError("say what to search: --world DIR, --synthetic, --index DIR or --url URL")
+        raise InvalidArgumentError("say what to search: --world DIR, --synthetic, --index DIR or --url URL")
     from .factory import make_retriever
 
     world = _load_world(args)
@@ -103,7 +104,7 @@ def _cmd_serve(args) -> int:
     from .server import RetrievalServer
 
     if args.processes < 1:
-        raise ValueError(f"--processes must be >= 1, got {args.processes}")
+        raise InvalidArgumentError(f"--processes must be >= 1, got {args.processes}")
     if args.processes > 1:
         from .multiproc import MultiProcessRetrievalServer
 

@@ -15,13 +15,14 @@ from searchgym.http_deadline import DeadlineExceeded, exchange, open_connection
 
 from .base import DEFAULT_TOP_K, Hit, Retriever
 from .corpus import check_queries
+from ..errors import InvalidArgumentError, SearchGymError
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["RemoteRetriever", "RetrievalError", "RequestRejected", "parse_contents"]
 
 
-class RetrievalError(RuntimeError):
+class RetrievalError(SearchGymError, RuntimeError):
     """The retrieval server could not be reached, failed, or rejected the request."""
 
 
@@ -72,13 +73,13 @@ class RemoteRetriever(Retriever):
 
     def __init__(self, url: str, timeout: float = 10.0, retries: int = 1, backoff: float = 0.5, *, batch_size: int = 256) -> None:
         if not url.startswith(("http://", "https://")):
-            raise ValueError(f"retrieval server URL must start with http:// or https://, got {url!r}")
+            raise InvalidArgumentError(f"retrieval server URL must start with http:// or https://, got {url!r}")
         if timeout <= 0 or retries < 0 or backoff < 0 or batch_size < 1:
-            raise ValueError("need timeout > 0, retries >= 0, backoff >= 0 and batch_size >= 1")
+            raise InvalidArgumentError("need timeout > 0, retries >= 0, backoff >= 0 and batch_size >= 1")
         self.url = url.rstrip("/")
         self._parts = urllib.parse.urlsplit(self.url)
         if not self._parts.hostname:
-            raise ValueError(f"retrieval server URL {url!r} has no host")
+            raise InvalidArgumentError(f"retrieval server URL {url!r} has no host")
         self._prefix = self._parts.path
         self._local = threading.local()  # one keep-alive connection per calling thread
         self.timeout = timeout

@@ -6,6 +6,7 @@ from typing import Sequence
 
 from .base import DEFAULT_TOP_K, Hit, Retriever
 from .storage import begin_save, hash_files, write_docs, write_manifest
+from ..errors import InvalidArgumentError, InvalidTypeError
 
 __all__ = ["CorpusRetriever", "check_queries", "top_k_rows"]
 
@@ -17,13 +18,13 @@ def check_queries(queries: Sequence[str], k: int) -> list[str]:
     queries and ``k < 1``.
     """
     if isinstance(queries, (str, bytes)):
-        raise TypeError("batch_search takes a list of queries, not one string; use search(query) for a single query")
+        raise InvalidTypeError("batch_search takes a list of queries, not one string; use search(query) for a single query")
     qs = list(queries)
     for i, q in enumerate(qs):
         if not isinstance(q, str):
-            raise TypeError(f"query {i} is {type(q).__name__}, expected str")
+            raise InvalidTypeError(f"query {i} is {type(q).__name__}, expected str")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
+        raise InvalidArgumentError(f"k must be a positive integer, got {k!r}")
     return qs
 
 
@@ -38,11 +39,11 @@ class CorpusRetriever(Retriever):
 
     def __init__(self, doc_ids: Sequence[str], titles: Sequence[str], texts: Sequence[str], *, index_titles: bool = True) -> None:
         if not (len(doc_ids) == len(titles) == len(texts)):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"doc_ids, titles and texts must have the same length (got {len(doc_ids)}, {len(titles)}, {len(texts)})"
             )
         if len(doc_ids) == 0:
-            raise ValueError("cannot index an empty corpus: pass at least one document")
+            raise InvalidArgumentError("cannot index an empty corpus: pass at least one document")
         self.doc_ids = list(doc_ids)
         self.titles = list(titles)
         self.texts = list(texts)
@@ -91,7 +92,7 @@ class CorpusRetriever(Retriever):
     def search(self, query: str, k: int = DEFAULT_TOP_K) -> list[Hit]:
         """Top-``k`` hits for one query, best first."""
         if not isinstance(query, str):
-            raise TypeError(f"query is {type(query).__name__}, expected str")
+            raise InvalidTypeError(f"query is {type(query).__name__}, expected str")
         return self.batch_search([query], k)[0]
 
 

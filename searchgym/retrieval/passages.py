@@ -14,6 +14,7 @@ import re
 from typing import Sequence
 
 from .base import Retriever
+from ..errors import InvalidArgumentError
 
 __all__ = ["split_passages", "passage_retriever"]
 
@@ -28,7 +29,7 @@ def split_passages(doc_ids: Sequence[str], titles: Sequence[str], texts: Sequenc
     boundary is one passage.
     """
     if sentences < 1:
-        raise ValueError(f"sentences must be >= 1, got {sentences}")
+        raise InvalidArgumentError(f"sentences must be >= 1, got {sentences}")
     ids, out_titles, out_texts = [], [], []
     for doc_id, title, text in zip(doc_ids, titles, texts):
         parts = [p for p in _SENTENCE_END.split(text.strip()) if p]
@@ -49,5 +50,5 @@ def passage_retriever(world, *, sentences: int = 2, backend: str = "bm25", **kwa
     from .factory import make_retriever
 
     if backend not in ("bm25", "rank-bm25", "dense"):
-        raise ValueError(f"unknown passage retrieval backend {backend!r}; choose bm25, rank-bm25 or dense")
+        raise InvalidArgumentError(f"unknown passage retrieval backend {backend!r}; choose bm25, rank-bm25 or dense")
     return make_retriever(world, backend, passage_sentences=sentences, **kwargs)

@@ -18,6 +18,7 @@ from typing import Sequence
 
 from .base import DEFAULT_TOP_K, Hit, Retriever
 from .client import RemoteRetriever, RequestRejected, RetrievalError
+from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -29,9 +30,9 @@ def split_urls(urls: str | Sequence[str]) -> list[str]:
     items = urls.split(",") if isinstance(urls, str) else list(urls)
     out = [u.strip() for u in items if u and u.strip()]
     if not out:
-        raise ValueError("no retrieval server URL given; pass one or more http:// URLs, comma-separated")
+        raise InvalidArgumentError("no retrieval server URL given; pass one or more http:// URLs, comma-separated")
     if len(set(out)) != len(out):
-        raise ValueError(f"a retrieval server URL is listed twice in {out}")
+        raise InvalidArgumentError(f"a retrieval server URL is listed twice in {out}")
     return out
 
 

@@ -40,13 +40,14 @@ from typing import Any
 
 from .base import DEFAULT_TOP_K, Hit, Retriever
 from .coalesce import SearchCoalescer
+from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymError, SearchGymRuntimeError
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["RetrievalServer", "hit_to_document", "RequestError"]
 
 
-class RequestError(ValueError):
+class RequestError(SearchGymError, ValueError):
     """A client error: carries the HTTP status to answer with."""
 
     def __init__(self, status: int, message: str) -> None:
@@ -116,11 +117,11 @@ class RetrievalServer:
         listen_socket: socket.socket | None = None,
     ) -> None:
         if not isinstance(retriever, Retriever):
-            raise TypeError(f"retriever must be a searchgym Retriever, got {type(retriever).__name__}")
+            raise InvalidTypeError(f"retriever must be a searchgym Retriever, got {type(retriever).__name__}")
         if not 1 <= default_topk <= max_topk:
-            raise ValueError(f"default_topk must be between 1 and max_topk={max_topk}, got {default_topk}")
+            raise InvalidArgumentError(f"default_topk must be between 1 and max_topk={max_topk}, got {default_topk}")
         if backlog < 1 or workers < 1 or idle_timeout <= 0 or max_discard_bytes < 0:
-            raise ValueError(f"need backlog >= 1, workers >= 1, idle_timeout > 0 and max_discard_bytes >= 0, "
+            raise InvalidArgumentError(f"need backlog >= 1, workers >= 1, idle_timeout > 0 and max_discard_bytes >= 0, "
                              f"got {backlog}, {workers}, {idle_timeout}, {max_discard_bytes}")
         self.retriever = retriever
         self._search = SearchCoalescer(retriever) if coalesce else retriever
@@ -153,7 +154,7 @@ class RetrievalServer:
                 self._httpd = _PooledHTTPServer((self.host, self._port), self._handler_class(),
                                                 backlog=self.backlog, workers=self.workers)
             except OSError as exc:
-                raise RuntimeError(
+                raise SearchGymRuntimeError(
                     f"cannot listen on {self.host}:{self._port} ({exc.strerror or exc}); pick another --port"
                 ) from None
         return self._httpd
@@ -172,7 +173,7 @@ class RetrievalServer:
     def start(self) -> "RetrievalServer":
         """Bind and serve on a background daemon thread; returns self."""
         if self._thread is not None:
-            raise RuntimeError("server already started")
+            raise SearchGymRuntimeError("server already started")
         httpd = self.bind()
         self._serving = True
         self._thread = threading.Thread(

@@ -24,6 +24,7 @@ import logging
 import os
 from pathlib import Path
 from typing import Iterable, Sequence
+from ..errors import SearchGymError
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 
-class IndexFormatError(ValueError):
+class IndexFormatError(SearchGymError, ValueError):
     """A saved index directory is missing, partial, corrupt or of another kind; the message says how to fix it."""
 
 

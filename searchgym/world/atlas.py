@@ -47,6 +47,7 @@ from .atlas_sources import (
 )
 from .model import Literal
 from .world import World, WorldBuilder, normalize_name
+from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -442,7 +443,7 @@ def build_atlas(
     'searchgym[atlas]'`` when a data package is missing.
     """
     if not isinstance(max_cities, int) or max_cities < 0:
-        raise ValueError(f"max_cities must be a non-negative integer, got {max_cities!r}")
+        raise InvalidArgumentError(f"max_cities must be a non-negative integer, got {max_cities!r}")
     t0 = time.perf_counter()
     summaries = read_summaries() if include_wiki_summaries else None  # first: a missing package fails fast
     asm = _AtlasAssembler(max_cities=max_cities, seed=seed)

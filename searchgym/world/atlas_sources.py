@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .world import normalize_name
+from ..errors import SearchGymError
 
 __all__ = [
     "AtlasDependencyError", "CountryRecord", "CityRecord", "ElementRecord", "Summary", "read_countries",
@@ -36,7 +37,7 @@ __all__ = [
 INSTALL_HINT = "pip install 'searchgym[atlas]'"
 
 
-class AtlasDependencyError(ImportError):
+class AtlasDependencyError(SearchGymError, ImportError):
     """An optional package the atlas world needs is not installed; the message says how to install it."""
 
 

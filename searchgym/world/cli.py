@@ -17,6 +17,7 @@ import logging
 import time
 from pathlib import Path
 from typing import Callable, Union
+from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ def build_synthetic(args: argparse.Namespace):
 
     for option in ("input", "corpus"):
         if getattr(args, option, None):
-            raise ValueError(f"--{option} is not used by --source synthetic; drop it or pick a loader source")
+            raise InvalidArgumentError(f"--{option} is not used by --source synthetic; drop it or pick a loader source")
     entities, scale = getattr(args, "entities", None), getattr(args, "scale", None)
     if entities is not None:
         config = SyntheticConfig.for_entities(entities)
@@ -56,7 +57,7 @@ WORLD_SOURCES: dict[str, Union[Builder, str]] = {
 def register_source(name: str, builder: Union[Builder, str]) -> None:
     """Make ``searchgym world build --source name`` call ``builder(args)``."""
     if not name or not name.replace("-", "").replace("_", "").isalnum():
-        raise ValueError(f"source name must be alphanumeric (with - or _), got {name!r}")
+        raise InvalidArgumentError(f"source name must be alphanumeric (with - or _), got {name!r}")
     WORLD_SOURCES[name] = builder
 
 
@@ -64,11 +65,11 @@ def _resolve(name: str) -> Builder:
     try:
         builder = WORLD_SOURCES[name]
     except KeyError:
-        raise ValueError(f"unknown world source {name!r}; choose one of {sorted(WORLD_SOURCES)}") from None
+        raise InvalidArgumentError(f"unknown world source {name!r}; choose one of {sorted(WORLD_SOURCES)}") from None
     if isinstance(builder, str):
         module, _, func = builder.partition(":")
         if not func:
-            raise ValueError(f"world source {name!r} is registered as {builder!r}; expected 'module:function'")
+            raise InvalidArgumentError(f"world source {name!r} is registered as {builder!r}; expected 'module:function'")
         builder = getattr(importlib.import_module(module), func)
     return builder
 
@@ -100,9 +101,9 @@ def _add_size_args(p: argparse.ArgumentParser) -> None:
 def _cmd_build(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if (out / "manifest.json").exists() and not args.force:
-        raise ValueError(f"{out} already holds a world; pass --force to overwrite it")
+        raise InvalidArgumentError(f"{out} already holds a world; pass --force to overwrite it")
     if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} is a file; give a directory path")
+        raise InvalidArgumentError(f"--out {out} is a file; give a directory path")
     builder = _resolve(args.source)
     t0 = time.perf_counter()
     world = builder(args)
@@ -119,7 +120,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 def _cmd_stats(args: argparse.Namespace) -> int:
     if (args.path is None) == (not args.synthetic):
-        raise ValueError("give either a world directory or --synthetic (not both)")
+        raise InvalidArgumentError("give either a world directory or --synthetic (not both)")
     if args.synthetic:
         args.input = None
         world = build_synthetic(args)

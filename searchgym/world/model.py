@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Literal as _Lit, Union
+from ..errors import InvalidArgumentError
 
 ENTITY_TYPES = ("person", "location", "organisation", "work", "event", "award", "concept", "other")
 LITERAL_KINDS = ("date", "quantity", "string")
@@ -47,7 +48,7 @@ class Literal:
 
     def __post_init__(self) -> None:
         if self.kind not in LITERAL_KINDS:
-            raise ValueError(f"literal kind must be one of {LITERAL_KINDS}, got {self.kind!r}")
+            raise InvalidArgumentError(f"literal kind must be one of {LITERAL_KINDS}, got {self.kind!r}")
 
     @property
     def title(self) -> str:

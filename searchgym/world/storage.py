@@ -43,6 +43,7 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 from tqdm.auto import tqdm
+from ..errors import InvalidArgumentError, SearchGymError
 
 FORMAT = "searchgym-world"
 VERSION = 2
@@ -60,7 +61,7 @@ STRING_COLUMNS = {
 ARRAYS_V2 = ("entity_alias_offsets.npy", "triples.npy", "doc_entities.npy")
 
 
-class WorldFormatError(ValueError):
+class WorldFormatError(SearchGymError, ValueError):
     """A world directory is missing, partial or corrupt; the message names the file and a fix."""
 
 
@@ -102,7 +103,7 @@ def _save_strings(d: Path, name: str, values) -> None:
 def save_world(world, path, *, progress: bool = False, version: int = VERSION) -> None:
     """Write ``world`` to directory ``path`` in format ``version`` (see the module docstring)."""
     if version not in READABLE_VERSIONS:
-        raise ValueError(f"world format version {version} does not exist; use one of {READABLE_VERSIONS}")
+        raise InvalidArgumentError(f"world format version {version} does not exist; use one of {READABLE_VERSIONS}")
     d = Path(path)
     d.mkdir(parents=True, exist_ok=True)
     manifest = d / "manifest.json"

@@ -29,6 +29,7 @@ from .synthetic_graph import GraphGenerator
 from .shared import share
 from .synthetic_schema import OCCUPATIONS, RELATIONS
 from .world import World
+from ..errors import InvalidArgumentError, InvalidTypeError
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ class SyntheticConfig:
         """A copy with every size multiplied by ``factor`` (countries, languages and wars by
         ``sqrt(factor)``, regions by ``factor**0.75``, so the world grows like a real one)."""
         if not factor > 0:
-            raise ValueError(f"scale factor must be > 0, got {factor!r}")
+            raise InvalidArgumentError(f"scale factor must be > 0, got {factor!r}")
         changes = {}
         for f in fields(self):
             if not f.name.startswith("num_"):
@@ -108,7 +109,7 @@ class SyntheticConfig:
         """A configuration with exactly ``num_entities`` entities (the default mix, scaled; the
         rounding remainder goes to people). ``overrides`` set rates or the name."""
         if num_entities < 200:
-            raise ValueError(f"a synthetic world needs at least 200 entities, got {num_entities}; "
+            raise InvalidArgumentError(f"a synthetic world needs at least 200 entities, got {num_entities}; "
                              "use a larger --entities value")
         base = cls(**overrides)
         cfg = base.scaled(num_entities / base.num_entities)
@@ -119,23 +120,23 @@ class SyntheticConfig:
         for f in fields(self):
             v = getattr(self, f.name)
             if f.name.startswith("num_") and (not isinstance(v, int) or v < 0):
-                raise ValueError(f"SyntheticConfig.{f.name} must be a non-negative int, got {v!r}")
+                raise InvalidArgumentError(f"SyntheticConfig.{f.name} must be a non-negative int, got {v!r}")
             if f.name.endswith("_rate") and not 0.0 <= v <= 1.0:
-                raise ValueError(f"SyntheticConfig.{f.name} must be within [0, 1], got {v!r}")
+                raise InvalidArgumentError(f"SyntheticConfig.{f.name} must be within [0, 1], got {v!r}")
         for name in ("num_countries", "num_regions", "num_cities", "num_people", "num_languages"):
             if getattr(self, name) < 1:
-                raise ValueError(f"SyntheticConfig.{name} must be at least 1")
+                raise InvalidArgumentError(f"SyntheticConfig.{name} must be at least 1")
         if self.num_regions < self.num_countries:
-            raise ValueError("SyntheticConfig.num_regions must be >= num_countries (each country needs a region)")
+            raise InvalidArgumentError("SyntheticConfig.num_regions must be >= num_countries (each country needs a region)")
         if self.num_cities < self.num_regions:
-            raise ValueError("SyntheticConfig.num_cities must be >= num_regions (each region needs a city)")
+            raise InvalidArgumentError("SyntheticConfig.num_cities must be >= num_regions (each region needs a city)")
         if self.num_languages > self.num_countries:
-            raise ValueError("SyntheticConfig.num_languages must be <= num_countries (languages are named after countries)")
+            raise InvalidArgumentError("SyntheticConfig.num_languages must be <= num_countries (languages are named after countries)")
         lo, hi = self.filler_sentences
         if not 0 <= lo <= hi:
-            raise ValueError(f"SyntheticConfig.filler_sentences must be (min, max) with 0 <= min <= max, got {self.filler_sentences!r}")
+            raise InvalidArgumentError(f"SyntheticConfig.filler_sentences must be (min, max) with 0 <= min <= max, got {self.filler_sentences!r}")
         if self.max_list_mentions < 1:
-            raise ValueError("SyntheticConfig.max_list_mentions must be at least 1")
+            raise InvalidArgumentError("SyntheticConfig.max_list_mentions must be at least 1")
 
 
 def generate_world(config: SyntheticConfig | None = None, *, seed: int = 0, progress: bool = False) -> World:
@@ -147,9 +148,9 @@ def generate_world(config: SyntheticConfig | None = None, *, seed: int = 0, prog
     """
     cfg = config if config is not None else SyntheticConfig()
     if not isinstance(cfg, SyntheticConfig):
-        raise TypeError(f"config must be a SyntheticConfig, got {type(cfg).__name__}")
+        raise InvalidTypeError(f"config must be a SyntheticConfig, got {type(cfg).__name__}")
     if not isinstance(seed, int) or isinstance(seed, bool):
-        raise TypeError(f"seed must be an int, got {seed!r}")
+        raise InvalidTypeError(f"seed must be an int, got {seed!r}")
     cfg.validate()
     logger.info("generating synthetic world: %d entities, seed %d", cfg.num_entities, seed)
     return GraphGenerator(cfg, seed, progress).run()

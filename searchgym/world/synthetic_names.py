@@ -9,6 +9,7 @@ to :class:`NameForge`, so the same seed yields the same names.
 from __future__ import annotations
 
 import random
+from ..errors import SearchGymRuntimeError
 
 __all__ = ["NameForge", "acronym", "demonym", "mutate"]
 
@@ -86,7 +87,7 @@ class NameForge:
             if name not in used:
                 used.add(name)
                 return name
-        raise RuntimeError(f"name space {namespace!r} exhausted after {len(used)} names; reduce the world size")
+        raise SearchGymRuntimeError(f"name space {namespace!r} exhausted after {len(used)} names; reduce the world size")
 
     def reserve(self, namespace: str, name: str) -> None:
         """Mark ``name`` as used in ``namespace`` (for names made outside :meth:`unique`)."""

@@ -21,13 +21,14 @@ import numpy as np
 
 from .model import Document, Edge, Entity, Literal, Node, Relation, Triple, WorldStats
 from .shared import LockFreePickling
+from ..errors import InvalidArgumentError, NotFoundError, SearchGymError
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["World", "WorldBuilder", "WorldError", "normalize_name"]
 
 
-class WorldError(ValueError):
+class WorldError(SearchGymError, ValueError):
     """Raised for inconsistent world content: an unknown id, a dangling triple, a duplicate id."""
 
 
@@ -190,7 +191,7 @@ class World(LockFreePickling):
         try:
             return self._ent_index[entity_id]
         except KeyError:
-            raise KeyError(
+            raise NotFoundError(
                 f"unknown entity id {entity_id!r} in world {self.name!r}; "
                 "look entities up by name with World.find_entities()"
             ) from None
@@ -260,7 +261,7 @@ class World(LockFreePickling):
         try:
             i = self._rel_index[relation_id]
         except KeyError:
-            raise KeyError(f"unknown relation id {relation_id!r} in world {self.name!r}") from None
+            raise NotFoundError(f"unknown relation id {relation_id!r} in world {self.name!r}") from None
         return Relation(self._rel_ids[i], self._rel_labels[i])
 
     def relations(self) -> list[Relation]:
@@ -317,7 +318,7 @@ class World(LockFreePickling):
     def neighbors(self, entity_id: str, direction: _Lit["out", "in", "both"] = "both") -> list[Edge]:
         """Out-edges, in-edges or both (out first) of an entity."""
         if direction not in ("out", "in", "both"):
-            raise ValueError(f"direction must be 'out', 'in' or 'both', got {direction!r}")
+            raise InvalidArgumentError(f"direction must be 'out', 'in' or 'both', got {direction!r}")
         edges: list[Edge] = []
         if direction in ("out", "both"):
             edges += self.out_edges(entity_id)
@@ -374,7 +375,7 @@ class World(LockFreePickling):
         try:
             return self._doc(self._doc_index[doc_id])
         except KeyError:
-            raise KeyError(f"unknown document id {doc_id!r} in world {self.name!r}") from None
+            raise NotFoundError(f"unknown document id {doc_id!r} in world {self.name!r}") from None
 
     def documents(self) -> Iterator[Document]:
         """Every document, in storage order."""

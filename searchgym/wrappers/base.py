@@ -31,13 +31,14 @@ from typing import Any, Iterable, Optional
 import gymnasium as gym
 
 from ..envs.types import Task, Trajectory
+from ..errors import InvalidArgumentError, SearchGymError
 
 logger = logging.getLogger(__name__)
 
 Event = dict
 
 
-class MissingTaskDataError(ValueError):
+class MissingTaskDataError(SearchGymError, ValueError):
     """A wrapper needs data (waypoints, subgraph, gold titles, evidence) that the task lacks."""
 
 
@@ -61,7 +62,7 @@ def event_trajectory(event: Event) -> Trajectory:
     """The trajectory of an event, or a clear error when the env did not attach one."""
     traj = event.get("trajectory")
     if traj is None:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"reward event for role {event.get('role')!r} slot {event.get('slot')!r} has no 'trajectory'; "
             "reward wrappers need the env contract's live Trajectory in every event"
         )
@@ -177,7 +178,7 @@ def _sync_components(info: dict, events: list[Event]) -> None:
             continue
         slot = ev.get("slot")
         if not isinstance(slot, int) or not 0 <= slot < size:
-            raise ValueError(f"solver reward event has slot {slot!r}; expected an int in [0, {size})")
+            raise InvalidArgumentError(f"solver reward event has slot {slot!r}; expected an int in [0, {size})")
         for name, value in values.items():
             column = solver.get(name)
             if not isinstance(column, list) or len(column) != size:

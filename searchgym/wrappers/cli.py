@@ -12,6 +12,7 @@ import argparse
 import json
 import math
 from pathlib import Path
+from ..errors import MissingFileError
 
 
 def register(subparsers) -> None:
@@ -40,7 +41,7 @@ def run_diagnose(args: argparse.Namespace) -> int:
 
     path = Path(args.trajectories)
     if not path.is_file():
-        raise FileNotFoundError(f"no trajectory export at {path}; write one with `searchgym play --export {path}`")
+        raise MissingFileError(f"no trajectory export at {path}; write one with `searchgym play --export {path}`")
     diag = compute_diagnostics(path, games_per_batch=args.games_per_batch, case_insensitive=args.case_insensitive)
     overall = diag["spearman_overall"]
     print(f"solver rollouts: {diag['solver_rollouts']}  proposer rollouts: {diag['proposer_rollouts']}  "

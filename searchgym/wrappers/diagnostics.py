@@ -29,6 +29,7 @@ from typing import Callable, Hashable, Iterable, Optional, Sequence, Union
 
 from ..envs.types import Trajectory
 from .wcr import trajectory_coverage
+from ..errors import InvalidArgumentError, InvalidTypeError
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ def _load(source, games_per_batch: int, batch_of) -> list[tuple[Trajectory, Hash
                 out.append((item.proposer, batch, None if verdict is None else bool(verdict)))
             out.extend((t, batch, None) for t in item.solvers)
         else:
-            raise TypeError(f"expected Trajectory objects, GameRecords or a JSONL export path, got {type(item).__name__}")
+            raise InvalidTypeError(f"expected Trajectory objects, GameRecords or a JSONL export path, got {type(item).__name__}")
     return out
 
 
@@ -110,9 +111,9 @@ def compute_diagnostics(
 ) -> dict:
     """Every diagnostic above as a JSON-serialisable dict (NaN where undefined)."""
     if len(bins) < 2 or any(b >= c for b, c in zip(bins, bins[1:])):
-        raise ValueError(f"bins must be at least two strictly increasing edges; got {list(bins)}")
+        raise InvalidArgumentError(f"bins must be at least two strictly increasing edges; got {list(bins)}")
     if games_per_batch < 1:
-        raise ValueError(f"games_per_batch must be >= 1; got {games_per_batch}")
+        raise InvalidArgumentError(f"games_per_batch must be >= 1; got {games_per_batch}")
     items = _load(trajectories, games_per_batch, batch_of)
     solvers = [(t, b) for t, b, _ in items if t.role == "solver"]
     proposer_valid = [bool(t.valid) if v is None else v for t, _, v in items if t.role == "proposer"]

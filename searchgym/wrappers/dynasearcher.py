@@ -28,6 +28,7 @@ from typing import Optional, Sequence
 from ..envs.judge import cover_exact_match, token_f1
 from ..envs.types import Task, Trajectory
 from .base import Event, MissingTaskDataError, RewardShapingWrapper, event_trajectory
+from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ def recall_reward(retrieved_titles: Sequence[str], gold_titles: Sequence[str]) -
     """r_recall: fraction of distinct gold titles among the retrieved titles (Eq. 3)."""
     gold = {_norm_title(t) for t in gold_titles}
     if not gold:
-        raise ValueError("recall needs at least one gold supporting title")
+        raise InvalidArgumentError("recall needs at least one gold supporting title")
     got = {_norm_title(t) for t in retrieved_titles}
     return len(gold & got) / len(gold)
 
@@ -68,7 +69,7 @@ def recall_reward(retrieved_titles: Sequence[str], gold_titles: Sequence[str]) -
 def retrieval_penalty(t: int, i: int, gamma: float = 0.9, beta: float = -0.2) -> float:
     """r_penalty = max(β, 1 − γ^(t − i)) (Eq. 5)."""
     if not 0 < gamma < 1:
-        raise ValueError(f"gamma must lie in (0, 1) (paper: 0.9); got {gamma}")
+        raise InvalidArgumentError(f"gamma must lie in (0, 1) (paper: 0.9); got {gamma}")
     return max(beta, 1.0 - gamma ** (t - i))
 
 

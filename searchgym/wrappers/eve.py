@@ -35,6 +35,7 @@ from ..agents.prompts import render_evidence_answer
 from ..envs.judge import exact_match, normalize_answer, token_f1
 from ..envs.types import Task, Trajectory
 from .base import Event, MissingTaskDataError, RewardShapingWrapper, event_trajectory
+from ..errors import InvalidArgumentError, InvalidTypeError
 
 logger = logging.getLogger(__name__)
 
@@ -66,14 +67,14 @@ def whitespace_tokens(text: str) -> int:
 def brevity_bonus(evidence: str, max_tokens: int = 256, count_tokens: Callable[[str], int] = whitespace_tokens) -> float:
     """B(e) = max(0, 1 − |e| / L_max) (Eq. 15)."""
     if max_tokens <= 0:
-        raise ValueError(f"max_tokens (L_max) must be positive (paper: 256); got {max_tokens}")
+        raise InvalidArgumentError(f"max_tokens (L_max) must be positive (paper: 256); got {max_tokens}")
     return max(0.0, 1.0 - count_tokens(evidence) / max_tokens)
 
 
 def difficulty_reward(k: int, n: int) -> float:
     """R_DZ = 1{0<k<n} (n − k)/(n − 1) (Eq. 2): k of n solver rollouts correct."""
     if n < 1 or not 0 <= k <= n:
-        raise ValueError(f"need 0 <= k <= n and n >= 1; got k={k}, n={n}")
+        raise InvalidArgumentError(f"need 0 <= k <= n and n >= 1; got k={k}, n={n}")
     return (n - k) / (n - 1) if 0 < k < n else 0.0
 
 
@@ -89,7 +90,7 @@ def evidence_verifier_score(
 ) -> tuple[float, float, float]:
     """V = p₊ − p₋ from m answers with the evidence and m without (Eq. 14); returns (V, p₊, p₋)."""
     if m < 1:
-        raise ValueError(f"m (Monte-Carlo budget) must be >= 1 (paper: 5); got {m}")
+        raise InvalidArgumentError(f"m (Monte-Carlo budget) must be >= 1 (paper: 5); got {m}")
     judge = judge or exact_match
     with_e, without_e = _sample_answers(answerer, question, evidence, m, seed)
     p_plus = sum(bool(judge(a, golds)) for a in with_e) / m
@@ -108,11 +109,11 @@ def _sample_answers(answerer, question: str, evidence: str, m: int, seed: Option
         config = GenerationConfig(max_new_tokens=32, temperature=1.0, stop=("\n",), seed=seed)
         outs = answerer.generate(prompts, config)
         if len(outs) != 2 * m:
-            raise ValueError(f"generator returned {len(outs)} completions for {2 * m} prompts")
+            raise InvalidArgumentError(f"generator returned {len(outs)} completions for {2 * m} prompts")
         answers = [_first_line(o) for o in outs]
         return answers[:m], answers[m:]
     if not callable(answerer):
-        raise TypeError("answerer must be a TextGenerator or a callable (question, evidence | None) -> answer")
+        raise InvalidTypeError("answerer must be a TextGenerator or a callable (question, evidence | None) -> answer")
     return [str(answerer(question, evidence)) for _ in range(m)], [str(answerer(question, None)) for _ in range(m)]
 
 
@@ -166,7 +167,7 @@ def eve_proposer_reward(
 ) -> dict:
     """R_pro = ½ F_fmt + R_DZ + λ_V V + λ_B B(e) (Eq. 16) with its terms, for a valid triple."""
     if not 0.0 <= format_score <= 1.0 or not -1.0 <= verifier <= 1.0:
-        raise ValueError(f"format_score must be in [0, 1] and verifier in [-1, 1]; got {format_score}, {verifier}")
+        raise InvalidArgumentError(f"format_score must be in [0, 1] and verifier in [-1, 1]; got {format_score}, {verifier}")
     r_dz = difficulty_reward(k, n)
     b = brevity_bonus(evidence, max_tokens, count_tokens)
     reward = 0.5 * format_score + r_dz + lambda_v * verifier + lambda_b * b
@@ -189,7 +190,7 @@ def eve_solver_reward(
 def solver_evidence_text(trajectory: Trajectory, source: str = "tag") -> Optional[str]:
     """ê: the solver's last ``<evidence>`` tag (``"tag"``) or its concatenated think text (``"think"``)."""
     if source not in SOLVER_EVIDENCE_SOURCES:
-        raise ValueError(f"unknown solver evidence source {source!r}; choose one of {SOLVER_EVIDENCE_SOURCES}")
+        raise InvalidArgumentError(f"unknown solver evidence source {source!r}; choose one of {SOLVER_EVIDENCE_SOURCES}")
     if source == "think":
         return trajectory.think_text or None
     if trajectory.evidence:
@@ -246,15 +247,15 @@ class EvidenceVerifierReward(RewardShapingWrapper):
     ):
         super().__init__(env)
         if not (isinstance(answerer, TextGenerator) or callable(answerer)):
-            raise TypeError("answerer must be a TextGenerator or a callable (question, evidence | None) -> answer")
+            raise InvalidTypeError("answerer must be a TextGenerator or a callable (question, evidence | None) -> answer")
         if m < 1:
-            raise ValueError(f"m must be >= 1 (paper: 5); got {m}")
+            raise InvalidArgumentError(f"m must be >= 1 (paper: 5); got {m}")
         if solver_evidence not in SOLVER_EVIDENCE_SOURCES:
-            raise ValueError(f"solver_evidence must be one of {SOLVER_EVIDENCE_SOURCES}; got {solver_evidence!r}")
+            raise InvalidArgumentError(f"solver_evidence must be one of {SOLVER_EVIDENCE_SOURCES}; got {solver_evidence!r}")
         if missing_evidence not in MISSING_EVIDENCE_MODES:
-            raise ValueError(f"missing_evidence must be one of {MISSING_EVIDENCE_MODES}; got {missing_evidence!r}")
+            raise InvalidArgumentError(f"missing_evidence must be one of {MISSING_EVIDENCE_MODES}; got {missing_evidence!r}")
         if invalid_reward not in INVALID_REWARDS:
-            raise ValueError(f"invalid_reward must be one of {INVALID_REWARDS} (paper: half_format); got {invalid_reward!r}")
+            raise InvalidArgumentError(f"invalid_reward must be one of {INVALID_REWARDS} (paper: half_format); got {invalid_reward!r}")
         brevity_bonus("", max_evidence_tokens)
         self.invalid_reward = invalid_reward
         self.missing_evidence = missing_evidence
@@ -299,7 +300,7 @@ class EvidenceVerifierReward(RewardShapingWrapper):
             return
         solvers = [event_trajectory(ev) for ev in events if ev.get("role") == "solver"]
         if not solvers:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "EVE needs the solver rollouts of the proposer's question in the same step (k of n for R_DZ); "
                 "use it on KGSelfPlay-v0"
             )

@@ -27,6 +27,7 @@ from typing import Optional
 from ..construction.record import Subgraph
 from ..envs.types import Task, Trajectory
 from .base import Event, MissingTaskDataError, RewardShapingWrapper, event_trajectory
+from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -55,11 +56,11 @@ def answer_distances(subgraph: Subgraph) -> dict[str, int]:
 def contribution(d: Optional[int], k: float = 2) -> float:
     """c(v) = k^(−d); ``None`` (unreachable) → 0."""
     if k <= 0:
-        raise ValueError(f"the decay factor k must be positive (paper: 2); got {k}")
+        raise InvalidArgumentError(f"the decay factor k must be positive (paper: 2); got {k}")
     if d is None:
         return 0.0
     if d < 0:
-        raise ValueError(f"a graph distance cannot be negative; got {d}")
+        raise InvalidArgumentError(f"a graph distance cannot be negative; got {d}")
     return float(k) ** (-d)
 
 

@@ -20,14 +20,15 @@ from typing import Sequence
 import numpy as np
 
 from ..agents.losses import check_ddof
+from ..errors import InvalidArgumentError
 
 
 def _finite(values: Sequence[float], what: str) -> np.ndarray:
     arr = np.asarray(values, dtype=np.float64)
     if arr.ndim != 1:
-        raise ValueError(f"{what} must be a flat list of numbers")
+        raise InvalidArgumentError(f"{what} must be a flat list of numbers")
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{what} contains NaN or infinite values: {list(values)}")
+        raise InvalidArgumentError(f"{what} contains NaN or infinite values: {list(values)}")
     return arr
 
 
@@ -37,7 +38,7 @@ def grpo_advantages(rewards: Sequence[float], eps: float = 1e-6, ddof: int = 0) 
     ddof = check_ddof(ddof)
     r = _finite(rewards, "rewards")
     if r.size == 0:
-        raise ValueError("an empty group has no advantages")
+        raise InvalidArgumentError("an empty group has no advantages")
     if r.size - ddof < 1:
         return [0.0] * int(r.size)
     return ((r - r.mean()) / (r.std(ddof=ddof) + eps)).tolist()
@@ -56,10 +57,10 @@ def sapo_step_advantages(
 ) -> list[float]:
     """A_t = Â_o + λ |Â_o| A_t,g for every step t of one trajectory (Eq. 14)."""
     if lam < 0:
-        raise ValueError(f"lam (λ) must be non-negative (paper: 0.5); got {lam}")
+        raise InvalidArgumentError(f"lam (λ) must be non-negative (paper: 0.5); got {lam}")
     a_o = float(outcome_advantage)
     if not np.isfinite(a_o):
-        raise ValueError(f"outcome advantage must be finite; got {outcome_advantage}")
+        raise InvalidArgumentError(f"outcome advantage must be finite; got {outcome_advantage}")
     return [a_o + lam * abs(a_o) * a for a in step_advantages(step_rewards, eps)]
 
 
@@ -73,7 +74,7 @@ def sapo_group_advantages(
     """Per-step advantages for every trajectory of one group (outcome rewards → GRPO → Eq. 14;
     ``ddof`` of the outcome std as in :func:`grpo_advantages`)."""
     if len(outcome_rewards) != len(step_rewards):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{len(outcome_rewards)} outcome rewards but {len(step_rewards)} step-reward sequences; one each per rollout"
         )
     outcome = grpo_advantages(outcome_rewards, eps, ddof)

@@ -7,6 +7,7 @@ from typing import Sequence
 from .dynasearcher import DynaSearcherReward
 from .gdcr import GraphDistanceReward
 from .wcr import WaypointCoverageReward
+from ..errors import InvalidArgumentError
 
 #: The wrappers that work with their defaults alone, by their ``name`` (EVE needs a model handle).
 STACKABLE_BY_NAME = {cls.name: cls for cls in (DynaSearcherReward, WaypointCoverageReward, GraphDistanceReward)}
@@ -17,10 +18,10 @@ def stack_reward_wrappers(env, names: Sequence[str]):
     for i, name in enumerate(names):
         cls = STACKABLE_BY_NAME.get(name)
         if cls is None:
-            raise ValueError(f"unknown reward wrapper {name!r}; choose from {', '.join(STACKABLE_BY_NAME)} (innermost first)")
+            raise InvalidArgumentError(f"unknown reward wrapper {name!r}; choose from {', '.join(STACKABLE_BY_NAME)} (innermost first)")
         if cls.replaces_reward and i > 0:
-            raise ValueError(f"{name} replaces the reward, so it must come first (innermost), e.g. {name},wcr")
+            raise InvalidArgumentError(f"{name} replaces the reward, so it must come first (innermost), e.g. {name},wcr")
         if name in names[:i]:
-            raise ValueError(f"reward wrapper {name!r} is listed twice")
+            raise InvalidArgumentError(f"reward wrapper {name!r} is listed twice")
         env = cls(env)
     return env

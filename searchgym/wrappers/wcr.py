@@ -34,6 +34,7 @@ from typing import Mapping, Optional, Sequence
 
 from ..envs.types import THINK_SEPARATOR, Task, Trajectory
 from .base import Event, MissingTaskDataError, RewardShapingWrapper, event_trajectory
+from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymRuntimeError
 
 try:
     from ._substring_scan import contains_each as _native_contains_each
@@ -71,13 +72,13 @@ class WaypointMatcher:
         strategy: str = "auto",
     ):
         if isinstance(waypoints, str):
-            raise TypeError("waypoints must be a sequence of titles, not a single string")
+            raise InvalidTypeError("waypoints must be a sequence of titles, not a single string")
         if not waypoints:
-            raise ValueError("no waypoints to match: WCR needs at least one waypoint title (v0 … v(K-1))")
+            raise InvalidArgumentError("no waypoints to match: WCR needs at least one waypoint title (v0 … v(K-1))")
         if strategy not in STRATEGIES:
-            raise ValueError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
+            raise InvalidArgumentError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
         if strategy == "native" and not NATIVE_AVAILABLE:
-            raise RuntimeError(
+            raise SearchGymRuntimeError(
                 "strategy='native' needs searchgym's compiled extension searchgym.wrappers._substring_scan, "
                 "which this install lacks (it is skipped when no C compiler is found); reinstall with a C "
                 "compiler available (`pip install -e .` with gcc/clang), or use strategy='auto'"
@@ -89,9 +90,9 @@ class WaypointMatcher:
         for i, (title, extra) in enumerate(zip(waypoints, alias_lists)):
             for name in (title, *extra):
                 if not isinstance(name, str) or not name.strip():
-                    raise ValueError(f"waypoint {i} ({title!r}) has an empty or non-string name {name!r}")
+                    raise InvalidArgumentError(f"waypoint {i} ({title!r}) has an empty or non-string name {name!r}")
                 if THINK_SEPARATOR in name:
-                    raise ValueError(
+                    raise InvalidArgumentError(
                         f"waypoint {i} name {name!r} contains the think-span separator {THINK_SEPARATOR!r}, so it "
                         "could match across two <think> spans; give titles and aliases on one line"
                     )
@@ -122,7 +123,7 @@ class WaypointMatcher:
     def match(self, text: str) -> list[bool]:
         """One flag per waypoint: does it (title or alias) occur in ``text``?"""
         if not isinstance(text, str):
-            raise TypeError(f"text must be str, got {type(text).__name__}")
+            raise InvalidTypeError(f"text must be str, got {type(text).__name__}")
         if self.case_insensitive:
             text = text.lower()
         if self.strategy == "native":
@@ -165,7 +166,7 @@ def _alias_lists(waypoints, aliases) -> list[tuple[str, ...]]:
     if isinstance(aliases, Mapping):
         return [tuple(aliases.get(w, ())) for w in waypoints]
     if len(aliases) != len(waypoints):
-        raise ValueError(f"aliases has {len(aliases)} entries for {len(waypoints)} waypoints; pass one list per waypoint")
+        raise InvalidArgumentError(f"aliases has {len(aliases)} entries for {len(waypoints)} waypoints; pass one list per waypoint")
     return [tuple(a) for a in aliases]
 
 
@@ -203,11 +204,11 @@ def waypoint_coverage(
 def normalised_coverages(coverages: Sequence[float], lone: str = "raw") -> list[float]:
     """g̃_i = g_i / max_j g_j over the group (0 if all zero); a group of one follows ``lone``."""
     if lone not in LONE_MODES:
-        raise ValueError(f"unknown lone-rollout normalisation {lone!r}; choose one of {LONE_MODES}")
+        raise InvalidArgumentError(f"unknown lone-rollout normalisation {lone!r}; choose one of {LONE_MODES}")
     gs = [float(g) for g in coverages]
     for g in gs:
         if not 0.0 <= g <= 1.0:
-            raise ValueError(f"coverage {g} outside [0, 1]")
+            raise InvalidArgumentError(f"coverage {g} outside [0, 1]")
     if len(gs) == 1 and lone != "group":
         return [gs[0]] if lone == "raw" else [0.0]
     g_max = max(gs, default=0.0)
@@ -227,11 +228,11 @@ def wcr_group_terms(
     and ``correct`` (c_i); the reward is R_i = c_i + bonus.
     """
     if not len(correct) == len(valid) == len(coverages):
-        raise ValueError(f"correct/valid/coverages lengths differ: {len(correct)}, {len(valid)}, {len(coverages)}")
+        raise InvalidArgumentError(f"correct/valid/coverages lengths differ: {len(correct)}, {len(valid)}, {len(coverages)}")
     if not correct:
-        raise ValueError("an empty group has no WCR rewards")
+        raise InvalidArgumentError("an empty group has no WCR rewards")
     if not 0.0 <= alpha <= 1.0:
-        raise ValueError(f"alpha must lie in [0, 1] (paper: (0, 1), default 0.3); got {alpha}")
+        raise InvalidArgumentError(f"alpha must lie in [0, 1] (paper: (0, 1), default 0.3); got {alpha}")
     g_tilde = normalised_coverages(coverages, lone)
     return [
         {"wcr_coverage": g, "wcr_normalised_coverage": gt, "wcr_bonus": 0.0 if c or not z else alpha * gt, "correct": int(bool(c))}
@@ -299,7 +300,7 @@ def wcr_group_rewards(
     """
     ids = {t.task.id for t in trajectories}
     if len(ids) > 1:
-        raise ValueError(f"a WCR group is the rollouts of one question; got task ids {sorted(ids)}")
+        raise InvalidArgumentError(f"a WCR group is the rollouts of one question; got task ids {sorted(ids)}")
     coverages = [trajectory_coverage(t, case_insensitive=case_insensitive, match_aliases=match_aliases)[0] for t in trajectories]
     correct = [bool(t.correct) for t in trajectories]
     valid = [rollout_is_valid(t) for t in trajectories]
@@ -331,9 +332,9 @@ class WaypointCoverageReward(RewardShapingWrapper):
     ):
         super().__init__(env)
         if not 0.0 <= alpha <= 1.0:
-            raise ValueError(f"alpha must lie in [0, 1] (paper default 0.3); got {alpha}")
+            raise InvalidArgumentError(f"alpha must lie in [0, 1] (paper default 0.3); got {alpha}")
         if lone_normalisation not in LONE_MODES:
-            raise ValueError(f"unknown lone_normalisation {lone_normalisation!r}; choose one of {LONE_MODES}")
+            raise InvalidArgumentError(f"unknown lone_normalisation {lone_normalisation!r}; choose one of {LONE_MODES}")
         self.alpha = alpha
         self.case_insensitive = case_insensitive
         self.match_aliases = match_aliases

@@ -38,6 +38,7 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetr
 from .data import task_options
 from .environments import EnvSpec, cached_env
 from .episode import GameEpisode, GenerationFailed, TokenStream, play_selfplay_game, play_solver_episode
+from ...errors import InvalidArgumentError, SearchGymRuntimeError
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +66,7 @@ class _SearchGymLoop(AgentLoopBase):
             rewards = list(rewards)
         self.spec = EnvSpec.from_config({"env_id": env_id, "rewards": rewards, "env_kwargs": dict(env_kwargs or {})})
         if on_generate_error not in ("mark", "raise"):
-            raise ValueError(f"on_generate_error must be 'mark' or 'raise', got {on_generate_error!r}")
+            raise InvalidArgumentError(f"on_generate_error must be 'mark' or 'raise', got {on_generate_error!r}")
         self.on_generate_error = on_generate_error
         self.stop = list(TURN_STOPS if stop is None else stop)
         self.response_length = int(self.rollout_config.response_length)
@@ -129,7 +130,7 @@ class SearchGymSolverLoop(_SearchGymLoop):
     async def run(self, sampling_params: dict[str, Any], priority: int = 0, **kwargs) -> AgentLoopOutput:
         """Play the row's task; see the module docstring."""
         if self.spec.env_id != "KGSolver-v0":
-            raise ValueError(f"searchgym_solver plays KGSolver-v0, not {self.spec.env_id}; "
+            raise InvalidArgumentError(f"searchgym_solver plays KGSolver-v0, not {self.spec.env_id}; "
                              "use searchgym_selfplay for KGSelfPlay-v0")
         seed, options = self._options(kwargs)
         env = cached_env(self.spec)
@@ -164,7 +165,7 @@ class SearchGymProposerLoop(_SearchGymLoop):
     def __init__(self, *args, env_id: str = "KGSelfPlay-v0", **kwargs) -> None:
         super().__init__(*args, env_id=env_id, **kwargs)
         if self.spec.env_id != "KGSelfPlay-v0":
-            raise ValueError(f"searchgym_proposer plays KGSelfPlay-v0, not {self.spec.env_id}")
+            raise InvalidArgumentError(f"searchgym_proposer plays KGSelfPlay-v0, not {self.spec.env_id}")
 
     async def run(self, sampling_params: dict[str, Any], priority: int = 0, **kwargs) -> AgentLoopOutput:
         """Play one game on the row's subgraph and return the Proposer's rollout."""
@@ -210,11 +211,11 @@ class SearchGymSelfPlayLoop(_SearchGymLoop):
     def __init__(self, *args, env_id: str = "KGSelfPlay-v0", **kwargs) -> None:
         super().__init__(*args, env_id=env_id, **kwargs)
         if self.spec.env_id != "KGSelfPlay-v0":
-            raise ValueError(f"searchgym_selfplay plays KGSelfPlay-v0, not {self.spec.env_id}")
+            raise InvalidArgumentError(f"searchgym_selfplay plays KGSelfPlay-v0, not {self.spec.env_id}")
         group = int(self.spec.env_kwargs.get("group_size", 5))
         n = int(self.rollout_config.get("n", group))
         if n != group:
-            raise ValueError(f"actor_rollout_ref.rollout.n={n} must equal the game's group_size={group}: "
+            raise InvalidArgumentError(f"actor_rollout_ref.rollout.n={n} must equal the game's group_size={group}: "
                              "each sample of a group plays one Solver slot")
         self.group_size = group
 
@@ -240,7 +241,7 @@ class SearchGymSelfPlayLoop(_SearchGymLoop):
             if self._games.get(key) is game:  # fewer samples than slots (validation's val_kwargs.n): release it
                 del self._games[key]
         if slot >= len(episode.solvers):
-            raise RuntimeError(f"game {key} has {len(episode.solvers)} Solver slots but sample {slot + 1} joined it")
+            raise SearchGymRuntimeError(f"game {key} has {len(episode.solvers)} Solver slots but sample {slot + 1} joined it")
         p = episode.proposer
         extra = {
             "searchgym_slot": slot,

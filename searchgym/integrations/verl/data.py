@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from .environments import EnvSpec, make_env
+from ...errors import InvalidArgumentError, SearchGymRuntimeError
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +27,7 @@ def dataset_rows(spec: EnvSpec, n: int, *, agent_names: Sequence[str] = ("search
     for self-play), one row per task and agent loop name (self-play: ``searchgym_proposer`` and
     ``searchgym_selfplay`` rows train both roles)."""
     if n < 1:
-        raise ValueError(f"need n >= 1 rows, got {n}")
+        raise InvalidArgumentError(f"need n >= 1 rows, got {n}")
     env = make_env(spec)
     rows = []
     for i in range(n):
@@ -51,7 +52,7 @@ def write_dataset(path: str | Path, rows: list[dict]) -> Path:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
-        raise RuntimeError("writing a verl dataset needs pyarrow: pip install 'searchgym[verl]'") from None
+        raise SearchGymRuntimeError("writing a verl dataset needs pyarrow: pip install 'searchgym[verl]'") from None
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows), path)

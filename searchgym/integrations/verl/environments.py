@@ -17,6 +17,7 @@ import gymnasium as gym
 
 from searchgym.envs.registration import ENV_IDS, register_envs
 from searchgym.wrappers.stacking import STACKABLE_BY_NAME, stack_reward_wrappers
+from ...errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -37,14 +38,14 @@ class EnvSpec:
 
     def __post_init__(self) -> None:
         if self.env_id not in ENV_IDS:
-            raise ValueError(f"unknown env id {self.env_id!r}; searchgym registers {', '.join(ENV_IDS)}")
+            raise InvalidArgumentError(f"unknown env id {self.env_id!r}; searchgym registers {', '.join(ENV_IDS)}")
         if self.env_id not in TEXT_ENV_IDS:
-            raise ValueError(f"env {self.env_id!r} cannot be played by a verl agent loop; use one of "
+            raise InvalidArgumentError(f"env {self.env_id!r} cannot be played by a verl agent loop; use one of "
                              f"{', '.join(TEXT_ENV_IDS)}")
         object.__setattr__(self, "rewards", tuple(self.rewards))
         for name in self.rewards:
             if name not in STACKABLE_BY_NAME:
-                raise ValueError(f"unknown reward name {name!r}; choose from {', '.join(STACKABLE_BY_NAME)}")
+                raise InvalidArgumentError(f"unknown reward name {name!r}; choose from {', '.join(STACKABLE_BY_NAME)}")
 
     @classmethod
     def from_config(cls, cfg: Any) -> "EnvSpec":
@@ -53,7 +54,7 @@ class EnvSpec:
         cfg = dict(cfg or {})
         unknown = set(cfg) - {"env_id", "rewards", "env_kwargs"}
         if unknown:
-            raise ValueError(f"unknown searchgym env settings {sorted(unknown)}; use env_id, rewards, env_kwargs")
+            raise InvalidArgumentError(f"unknown searchgym env settings {sorted(unknown)}; use env_id, rewards, env_kwargs")
         rewards = cfg.get("rewards") or ()
         if isinstance(rewards, str):
             rewards = tuple(r.strip() for r in rewards.split(",") if r.strip())

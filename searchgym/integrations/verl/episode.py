@@ -24,6 +24,7 @@ from typing import Any, Awaitable, Callable, Optional, Sequence
 from uuid import uuid4
 
 from searchgym.agents.sequences import render_prompt
+from ...errors import SearchGymError
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ __all__ = ["Generator", "TokenStream", "GenerationFailed", "SolverEpisode", "Gam
 Generator = Callable[[list[int], int, str], Awaitable[tuple[list[int], Optional[list[float]]]]]
 
 
-class GenerationFailed(RuntimeError):
+class GenerationFailed(SearchGymError, RuntimeError):
     """The token generator (verl's server_manager) raised mid-rollout; ``stream`` is the rollout so far."""
 
     def __init__(self, message: str, stream: "TokenStream") -> None:

@@ -24,6 +24,7 @@ from searchgym.envs.types import Task
 
 from .data import task_options
 from .environments import EnvSpec, cached_env
+from ...errors import InvalidArgumentError
 
 __all__ = ["compute_score", "split_turns"]
 
@@ -57,7 +58,7 @@ def _task(ground_truth: Any, extra: dict) -> Task:
         ground_truth = ground_truth.get("target", ground_truth.get("answers"))
     answers = [ground_truth] if isinstance(ground_truth, str) else [str(a) for a in (ground_truth or [])]
     if not answers:
-        raise ValueError("compute_score needs a ground_truth answer (a string or a list of aliases)")
+        raise InvalidArgumentError("compute_score needs a ground_truth answer (a string or a list of aliases)")
     return Task(id="verl", question=str(extra.get("question", "")), answers=answers, source="verl")
 
 

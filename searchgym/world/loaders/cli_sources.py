@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from ...errors import InvalidArgumentError, SearchGymRuntimeError
 
 __all__ = ["add_loader_arguments", "build_wikidata", "build_wikidata5m", "build_flashrag", "build_atlas_source"]
 
@@ -29,13 +30,13 @@ def add_loader_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _reject_size_args(args: argparse.Namespace, source: str) -> None:
     if getattr(args, "entities", None) is not None or getattr(args, "scale", None) is not None:
-        raise ValueError(f"--entities/--scale size the synthetic world only; --source {source} reads its size from the input")
+        raise InvalidArgumentError(f"--entities/--scale size the synthetic world only; --source {source} reads its size from the input")
 
 
 def _input(args: argparse.Namespace, source: str, what: str) -> Path:
     _reject_size_args(args, source)
     if not getattr(args, "input", None):
-        raise ValueError(f"--source {source} needs --input {what}")
+        raise InvalidArgumentError(f"--source {source} needs --input {what}")
     return Path(args.input)
 
 
@@ -71,7 +72,7 @@ def build_flashrag(args: argparse.Namespace):
 
     path = _input(args, "flashrag", "CORPUS (a Search-R1/FlashRAG .jsonl[.gz])")
     if getattr(args, "corpus", None):
-        raise ValueError("--source flashrag reads its corpus from --input; drop --corpus")
+        raise InvalidArgumentError("--source flashrag reads its corpus from --input; drop --corpus")
     return load_flashrag_corpus(path, on_error=args.on_error, progress=args.progress)
 
 
@@ -81,10 +82,10 @@ def build_atlas_source(args: argparse.Namespace):
 
     _reject_size_args(args, "atlas")
     if getattr(args, "input", None):
-        raise ValueError("--source atlas is built from installed packages; drop --input")
+        raise InvalidArgumentError("--source atlas is built from installed packages; drop --input")
     max_cities = getattr(args, "max_cities", None)
     try:
         return build_atlas(include_wiki_summaries=getattr(args, "wiki_summaries", True),
                            max_cities=DEFAULT_MAX_CITIES if max_cities is None else max_cities, seed=args.seed)
     except ImportError as exc:  # the CLI reports RuntimeErrors as one clean line
-        raise RuntimeError(str(exc)) from exc
+        raise SearchGymRuntimeError(str(exc)) from exc

@@ -22,6 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Iterator
+from ...errors import InvalidArgumentError, MissingFileError, SearchGymError
 
 logger = logging.getLogger(__name__)
 
@@ -46,14 +47,14 @@ SOURCE_FORMATS = {
 }
 
 
-class LoaderError(ValueError):
+class LoaderError(SearchGymError, ValueError):
     """A real-data file could not be read: names the file, the line (when there is one) and the problem."""
 
 
 def check_on_error(on_error: str) -> str:
     """Validate an ``on_error`` option (``"skip"`` or ``"raise"``) and return it."""
     if on_error not in ON_ERROR:
-        raise ValueError(f"on_error must be 'skip' or 'raise', got {on_error!r}")
+        raise InvalidArgumentError(f"on_error must be 'skip' or 'raise', got {on_error!r}")
     return on_error
 
 
@@ -158,7 +159,7 @@ class LoadReport:
 
 def _check_file(path: Path) -> None:
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file; check the path (compressed .gz/.bz2/.xz files are read as-is)")
+        raise MissingFileError(f"{path}: no such file; check the path (compressed .gz/.bz2/.xz files are read as-is)")
     if path.is_dir():
         raise LoaderError(f"{path}: is a directory, expected a file")
 
@@ -176,7 +177,7 @@ def open_text(path: str | os.PathLike, mode: str = "r") -> IO[str]:
     """
     p = Path(path)
     if mode not in ("r", "w"):
-        raise ValueError(f"mode must be 'r' or 'w', got {mode!r}")
+        raise InvalidArgumentError(f"mode must be 'r' or 'w', got {mode!r}")
     if mode == "r":
         _check_file(p)
     codec = _CODECS.get(p.suffix.lower())
@@ -245,7 +246,7 @@ def resolve_file(directory: Path, candidates: tuple[str, ...], what: str, *, req
             if p.is_file():
                 return p
     if required:
-        raise FileNotFoundError(
+        raise MissingFileError(
             f"{directory}: no {what} file found (looked for {', '.join(candidates)}, optionally .gz/.bz2/.xz); "
             "pass its path explicitly"
         )

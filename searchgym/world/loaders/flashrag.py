@@ -34,6 +34,7 @@ import numpy as np
 
 from ..world import World, WorldBuilder, normalize_name
 from .common import LoaderError, LoadReport, check_on_error, iter_lines, open_text
+from ...errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -82,19 +83,19 @@ class FlashRAGCorpus:
 def _record(obj: object) -> tuple[str, str, str]:
     """(id, title, text) of one decoded line; raises ValueError naming what is missing."""
     if not isinstance(obj, dict):
-        raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
+        raise InvalidArgumentError(f"expected a JSON object, got {type(obj).__name__}")
     doc_id = obj.get("id")
     if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)) or doc_id == "":
-        raise ValueError("missing or empty 'id' (a string or integer)")
+        raise InvalidArgumentError("missing or empty 'id' (a string or integer)")
     if isinstance(obj.get("contents"), str):
         title, text = parse_contents(obj["contents"])
     elif isinstance(obj.get("text"), str):
         title = obj.get("title", "")
         if not isinstance(title, str):
-            raise ValueError("'title' must be a string")
+            raise InvalidArgumentError("'title' must be a string")
         text = obj["text"]
     else:
-        raise ValueError("missing 'contents' string (or 'title'/'text' strings)")
+        raise InvalidArgumentError("missing 'contents' string (or 'title'/'text' strings)")
     return str(doc_id), title, text
 
 
@@ -113,7 +114,7 @@ def read_flashrag_corpus(
     """
     check_on_error(on_error)
     if max_docs is not None and max_docs < 1:
-        raise ValueError(f"max_docs must be a positive integer or None, got {max_docs!r}")
+        raise InvalidArgumentError(f"max_docs must be a positive integer or None, got {max_docs!r}")
     p = Path(path)
     corpus = FlashRAGCorpus(report=LoadReport(source="flashrag", on_error=on_error))
     report = corpus.report
@@ -163,7 +164,7 @@ def link_to_world(
     link fast.
     """
     if by not in LINK_BY:
-        raise ValueError(f"by must be one of {LINK_BY}, got {by!r}")
+        raise InvalidArgumentError(f"by must be one of {LINK_BY}, got {by!r}")
     if isinstance(titles, FlashRAGCorpus):
         titles = titles.titles
     cache: dict[str, tuple[str | None, bool]] = {}
@@ -217,9 +218,9 @@ def with_documents(
     unknown entity.
     """
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        raise InvalidArgumentError(f"mode must be one of {MODES}, got {mode!r}")
     if not (len(ids) == len(titles) == len(texts) == len(entities)):
-        raise ValueError("ids, titles, texts and entities must have the same length")
+        raise InvalidArgumentError("ids, titles, texts and entities must have the same length")
     ents = [world.entity_at(i) for i in range(world.num_entities)]
     rels = world.relations()
     triples = np.array(world.triple_array, dtype=np.int64)
@@ -242,7 +243,7 @@ def with_documents(
     doc_texts += list(texts)
     doc_ent += [world.entity_index(e) if e is not None else -1 for e in entities]
     if len(set(doc_ids)) != len(doc_ids):
-        raise ValueError("duplicate document ids between the world's corpus and the new documents; use mode='replace'")
+        raise InvalidArgumentError("duplicate document ids between the world's corpus and the new documents; use mode='replace'")
     return World(
         name=name or world.name,
         entity_ids=[e.id for e in ents], titles=[e.title for e in ents], aliases=[e.aliases for e in ents],
@@ -276,9 +277,9 @@ def load_flashrag_corpus(
     ``metadata["load_report"]`` (a KG loader's report moves to ``metadata["kg_load_report"]``).
     """
     if link_by not in LINK_BY:
-        raise ValueError(f"link_by must be one of {LINK_BY}, got {link_by!r}")
+        raise InvalidArgumentError(f"link_by must be one of {LINK_BY}, got {link_by!r}")
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        raise InvalidArgumentError(f"mode must be one of {MODES}, got {mode!r}")
     reserved = world.doc_ids if world is not None and mode == "append" else ()
     corpus = read_flashrag_corpus(path, max_docs=max_docs, on_error=on_error, progress=progress, reserved_ids=reserved)
     report = corpus.report

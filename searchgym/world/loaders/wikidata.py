@@ -57,6 +57,7 @@ from ..model import Literal
 from ..world import World, WorldBuilder
 from .common import LoadReport, check_on_error, iter_lines
 from .wikidata_tables import DEFAULT_BLOCKED_DATATYPES, DEFAULT_BLOCKLIST, PROPERTY_LABELS, UNIT_LABELS, type_from_classes
+from ...errors import InvalidArgumentError, SearchGymError
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ _UNIT_HINT_PROPERTIES = ("P5061", "P2370", "P2442", "P111")  # unit symbol, conv
 _ENTITY_URI = "http://www.wikidata.org/entity/"
 
 
-class WikidataParseError(ValueError):
+class WikidataParseError(SearchGymError, ValueError):
     """One entity line has a malformed part; the message says which (the loader adds file:line)."""
 
 
@@ -401,9 +402,9 @@ def load_wikidata_dump(
     check_on_error(on_error)
     langs = tuple(languages)
     if not langs:
-        raise ValueError("languages must name at least one language code, e.g. ('en',)")
+        raise InvalidArgumentError("languages must name at least one language code, e.g. ('en',)")
     if max_entities is not None and max_entities < 1:
-        raise ValueError(f"max_entities must be a positive integer or None, got {max_entities!r}")
+        raise InvalidArgumentError(f"max_entities must be a positive integer or None, got {max_entities!r}")
     p = Path(path)
     report = LoadReport(source="wikidata", on_error=on_error)
     reader = _DumpReader(

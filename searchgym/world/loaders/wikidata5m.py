@@ -31,6 +31,7 @@ from typing import Iterable, Iterator, Sequence
 from ..world import World, WorldBuilder
 from .common import LoadReport, check_on_error, iter_lines, resolve_file
 from .wikidata_tables import CLASS_TYPES, DEFAULT_BLOCKLIST, PROPERTY_LABELS, type_from_classes
+from ...errors import InvalidArgumentError, MissingFileError
 
 logger = logging.getLogger(__name__)
 
@@ -73,12 +74,12 @@ def find_wikidata5m_files(directory: str | os.PathLike) -> Wikidata5MFiles:
     """
     d = Path(directory)
     if not d.is_dir():
-        raise FileNotFoundError(f"{d}: not a directory; pass the Wikidata5M directory or explicit file paths")
+        raise MissingFileError(f"{d}: not a directory; pass the Wikidata5M directory or explicit file paths")
     triplets = sorted(p for p in d.iterdir() if p.is_file() and re.search(r"_triplet\.txt(\.(gz|bz2|xz))?$", p.name))
     if not triplets:
         triplets = [p for name in SPLIT_FILES if (p := resolve_file(d, (name,), "split", required=False)) is not None]
     if not triplets:
-        raise FileNotFoundError(
+        raise MissingFileError(
             f"{d}: no triplet file found (looked for *_triplet.txt and wikidata5m_transductive_*.txt / "
             "wikidata5m_inductive_*.txt, optionally .gz); pass triplet_files= explicitly"
         )
@@ -96,7 +97,7 @@ def _files(path, entity_file, relation_file, triplet_files, text_file) -> Wikida
     tri = [Path(t) for t in triplet_files] if triplet_files is not None else (found.triplets if found else [])
     text = Path(text_file) if text_file is not None else (found.text if found else None)
     if ent is None or rel is None or not tri:
-        raise ValueError("load_wikidata5m needs a directory, or entity_file, relation_file and triplet_files")
+        raise InvalidArgumentError("load_wikidata5m needs a directory, or entity_file, relation_file and triplet_files")
     return Wikidata5MFiles(ent, rel, tri, text)
 
 
