@@ -26,8 +26,8 @@ def run_eval(model, tok, world, per_hop: dict, prefix_cache_mb: int, out_dir: Pa
     from searchgym.agents.base import GenerationConfig
     from searchgym.agents.decoding import DecodingConfig
     from searchgym.agents.transformers_backend import TransformersGenerator
-    from searchgym.evaluation.agents import LLMEvalAgent
-    from searchgym.evaluation.learning import heldout_report
+    from searchgym.agents.eval_agents import LLMEvalAgent
+    from searchgym.agents.learning import heldout_report
 
     gen = TransformersGenerator(model, tok, seed=0, decoding=DecodingConfig(cache="dynamic", prefix_cache_mb=prefix_cache_mb))
     agent = LLMEvalAgent(gen, f"reuse{prefix_cache_mb}", GenerationConfig(max_new_tokens=48, temperature=0.0))

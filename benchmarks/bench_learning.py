@@ -91,7 +91,7 @@ def stage_sft(size: dict, work: Path, device: str, demos: dict) -> dict:
 def evaluate_stage(name: str, model_dir: str, world, size: dict, work: Path, device: str) -> dict:
     """Held-out Solver accuracy by hop and the Proposer's valid-question rate for one model (cached)."""
     from searchgym.agents.pretrained import open_model
-    from searchgym.evaluation.learning import heldout_report, llm_eval_agent
+    from searchgym.agents.learning import heldout_report, llm_eval_agent
 
     meta = work / f"eval_{name}.json"
     if meta.is_file():

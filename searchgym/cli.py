@@ -16,15 +16,15 @@ from .errors import SearchGymError
 
 COMMAND_MODULES = [
     "searchgym.demo",
-    "searchgym.world.cli",
-    "searchgym.retrieval.cli",
-    "searchgym.construction.cli",
-    "searchgym.agents.cli",
-    "searchgym.agents.sft_cli",
-    "searchgym.agents.demos_cli",
-    "searchgym.envs.cli",
-    "searchgym.wrappers.cli",
-    "searchgym.evaluation.cli",
+    "searchgym.commands.world",
+    "searchgym.commands.retrieval",
+    "searchgym.commands.subgraphs",
+    "searchgym.commands.train",
+    "searchgym.commands.sft",
+    "searchgym.commands.demos",
+    "searchgym.commands.play",
+    "searchgym.commands.diagnose",
+    "searchgym.commands.evaluate",
 ]
 
 

@@ -117,7 +117,7 @@ def show_learning(args, world, outdir: Path, out):
     """Held-out accuracy of the base model and of the cold-started one; returns the model to play with."""
     from .agents.cold_start import load_cold_start, shipped_adapter
     from .agents.pretrained import open_model
-    from .evaluation.learning import heldout_report, llm_eval_agent
+    from .agents.learning import heldout_report, llm_eval_agent
 
     per_hop = {1: args.eval_1hop, 2: args.eval_2hop}
     print(f"\nLearning check: {sum(per_hop.values())} held-out questions ({args.eval_1hop} 1-hop, {args.eval_2hop} "

@@ -248,7 +248,7 @@ def test_any_text_generator_plugs_in_and_bad_ones_fail_closed():
 
 
 def test_cli_build_with_llm_selector(world, tmp_path, capsys):
-    from searchgym.construction.cli import main as cli_main
+    from searchgym.commands.subgraphs import main as cli_main
 
     wdir = tmp_path / "world"
     world.save(wdir)

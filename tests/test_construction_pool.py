@@ -142,7 +142,7 @@ def test_resume_after_killing_the_cli_process(world, tmp_path):
     wdir = tmp_path / "world"
     world.save(wdir)
     out = tmp_path / "pool.jsonl"
-    cmd = [sys.executable, "-m", "searchgym.construction.cli", "subgraphs", "build", "--world", str(wdir),
+    cmd = [sys.executable, "-m", "searchgym.commands.subgraphs", "subgraphs", "build", "--world", str(wdir),
            "--n", "1000000", "--out", str(out), "--no-progress"]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -198,7 +198,7 @@ def test_sigkill_and_resume_gives_the_uninterrupted_file(world, tmp_path, worker
     reference = tmp_path / "reference.jsonl"
     build_pool(world, n, seed=1, out=reference, progress=False)
     out = tmp_path / "pool.jsonl"
-    cmd = [sys.executable, "-m", "searchgym.construction.cli", "subgraphs", "build", "--world", str(wdir),
+    cmd = [sys.executable, "-m", "searchgym.commands.subgraphs", "subgraphs", "build", "--world", str(wdir),
            "--n", str(n), "--seed", "1", "--out", str(out), "--no-progress", "--workers", str(workers)]
     for at in (5, 60, 150):
         _kill_cli_at(cmd, out, at)

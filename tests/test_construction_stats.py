@@ -11,7 +11,7 @@ import pytest
 from searchgym.construction import (
     Branch, Subgraph, SubgraphNode, build_pool, format_stats, load_pool, plot_stats, plot_subgraph, pool_stats,
 )
-from searchgym.construction.cli import main as cli_main
+from searchgym.commands.subgraphs import main as cli_main
 from searchgym.construction.plot import subgraph_layout
 from tests.support.construction_world import build_random_world
 
@@ -141,4 +141,4 @@ def test_cli_errors_are_clear(saved_world, tmp_path):
 def test_cli_is_registered_in_the_main_parser():
     from searchgym.cli import COMMAND_MODULES
 
-    assert "searchgym.construction.cli" in COMMAND_MODULES
+    assert "searchgym.commands.subgraphs" in COMMAND_MODULES

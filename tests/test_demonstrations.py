@@ -7,7 +7,7 @@ import pytest
 from searchgym.agents.demonstrations import (
     ProposerExpert, SolverExpert, cold_start_env_kwargs, discovered_backwards, generate_demonstrations,
 )
-from searchgym.agents.demos_cli import parse_hop_counts
+from searchgym.commands.demos import parse_hop_counts
 from searchgym.envs.heldout import hop_tasks, is_heldout_name
 from searchgym.retrieval.passages import passage_retriever, split_passages
 from searchgym.world.synthetic import default_world

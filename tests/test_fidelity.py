@@ -29,7 +29,7 @@ def _engine() -> SearchEngine:
     return SearchEngine(BM25Retriever(list(ids), list(titles), list(texts)), top_k=1)
 
 
-def _solver_rollout(actions: list[str]) -> Rollout:
+def start_solver_rollout(actions: list[str]) -> Rollout:
     sg = chain_subgraph(["Alice Varn", "Tarsk", "Merovia"])
     task = Task(id="q", question="In which country was Alice Varn born?", answers=["Merovia"], subgraph=sg)
     rollout = Rollout("solver", task, "Answer the question: In which country was Alice Varn born?\n")
@@ -41,7 +41,7 @@ def _solver_rollout(actions: list[str]) -> Rollout:
 
 # ------------------------------------------------------------------ SAPO: steps keyed by turn
 def test_segments_record_their_turn_even_after_an_empty_turn():
-    r = _solver_rollout(["", "<search> Alice Varn </search>", "<answer> Merovia </answer>"])
+    r = start_solver_rollout(["", "<search> Alice Varn </search>", "<answer> Merovia </answer>"])
     traj = r.trajectory
     assert len(traj.turns) == 3 and len(gdcr_step_rewards(traj)) == 3  # GDCR: one step per Turn
     agent = [s.turn for s in traj.segments if s.source == "agent"]
@@ -55,7 +55,7 @@ def test_sapo_advantages_land_on_their_turn_after_an_empty_turn():
     from tests.support.tiny_lm import build_tokenizer
 
     tok = build_tokenizer()
-    traj = _solver_rollout(["", "<search> Alice Varn </search>", "<answer> Merovia </answer>"]).trajectory
+    traj = start_solver_rollout(["", "<search> Alice Varn </search>", "<answer> Merovia </answer>"]).trajectory
     enc = encode_trajectory(tok, traj)
     assert sorted({s for s in enc.step_index if s >= 0}) == [1, 2]
     _, _, mask, adv = collate([enc], tok.pad_token_id, [[10.0, 20.0, 30.0]])
@@ -109,7 +109,7 @@ def test_wcr_title_never_spans_two_turns():
 
 
 def test_wcr_title_never_spans_two_think_blocks_of_one_turn():
-    r = _solver_rollout(["<think>look for New</think><search> Alice </search><think>port</think>"])
+    r = start_solver_rollout(["<think>look for New</think><search> Alice </search><think>port</think>"])
     assert "Newport" not in r.trajectory.think_text
 
 

@@ -27,7 +27,7 @@ from searchgym.agents.pretrained import open_model  # noqa: E402
 from searchgym.agents.sft import SFTConfig, run_sft  # noqa: E402
 from searchgym.agents.smollm import ensure_smollm2  # noqa: E402
 from searchgym.core.answers import normalize_answer  # noqa: E402
-from searchgym.evaluation.learning import heldout_report, heldout_solver_tasks, llm_eval_agent  # noqa: E402
+from searchgym.agents.learning import heldout_report, heldout_solver_tasks, llm_eval_agent  # noqa: E402
 from searchgym.world.synthetic import default_world  # noqa: E402
 
 N_DEMOS, STEPS, N_EVAL, MAX_TURNS = 160, 20, 32, 3

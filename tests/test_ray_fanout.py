@@ -12,7 +12,7 @@ ray = pytest.importorskip("ray", reason="needs the ray extra (pip install -e '.[
 
 from searchgym.construction.pool import build_pool, load_pool  # noqa: E402
 from searchgym.construction.selectors import HeuristicSelector  # noqa: E402
-from searchgym.evaluation.agents import AgentSpec, make_agent  # noqa: E402
+from searchgym.agents.eval_agents import AgentSpec, make_agent  # noqa: E402
 from searchgym.evaluation.runner import EvalConfig, evaluate  # noqa: E402
 from searchgym.evaluation.tasksets import load_tasksets  # noqa: E402
 from searchgym.ray_support import RayConfig  # noqa: E402

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from searchgym.retrieval import RemoteRetriever, cli
+from searchgym.commands import retrieval as cli
+from searchgym.retrieval import RemoteRetriever
 from searchgym.world import save_world
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,7 +35,7 @@ def world_dir(tiny_world, tmp_path_factory):
 def test_registered_with_the_main_cli():
     from searchgym.cli import COMMAND_MODULES
 
-    assert "searchgym.retrieval.cli" in COMMAND_MODULES
+    assert "searchgym.commands.retrieval" in COMMAND_MODULES
 
 
 def test_build_then_search_the_index(world_dir, tmp_path, capsys):
@@ -67,7 +68,7 @@ def test_search_a_bad_index_names_the_fix(tmp_path):
 def test_serve_answers_a_real_client(world_dir):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     code = (
-        "import argparse, sys; from searchgym.retrieval import cli; p = argparse.ArgumentParser(); "
+        "import argparse, sys; from searchgym.commands import retrieval as cli; p = argparse.ArgumentParser(); "
         "s = p.add_subparsers(dest='command'); cli.register(s); a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))"
     )
     proc = subprocess.Popen(

@@ -274,7 +274,7 @@ def test_train_init_loads_the_cold_start_and_refuses_another_family(tmp_path, ti
         SelfPlayTrainer(TrainConfig(model=str(other), init=res.final_dir, device="cpu", progress=False,
                                     tensorboard=False, output_dir=str(tmp_path / "rl2")), envs=[object()])
     from searchgym.cli import build_parser
-    from searchgym.agents.cli import resolve_config
+    from searchgym.commands.train import resolve_config
 
     args = build_parser().parse_args(["train", "--model", str(tiny_dir), "--init", res.final_dir])
     assert resolve_config(args).init == res.final_dir

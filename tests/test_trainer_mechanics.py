@@ -170,15 +170,15 @@ def test_skip_zero_advantage_trains_only_on_informative_sequences(tmp_path, tok)
 
 def test_lora_last_layers_adapts_only_the_top_layers(tmp_path, tok):
     pytest.importorskip("peft")
-    from searchgym.agents.trainer import _apply_lora
+    from searchgym.agents.trainer import apply_lora
 
     cfg = _config(tmp_path, lora=True, lora_r=4, lora_last_layers=1, lora_target_modules=["q_proj", "v_proj"])
-    model = _apply_lora(build_model(tok, layers=3), cfg)
+    model = apply_lora(build_model(tok, layers=3), cfg)
     adapted = {n.split(".layers.")[1].split(".")[0] for n, p in model.named_parameters() if "lora_" in n}
     assert adapted == {"2"}
     bad = _config(tmp_path, lora=True, lora_last_layers=4)
     with pytest.raises(ValueError, match="lora_last_layers=4: .* has 3 decoder layers"):
-        _apply_lora(build_model(tok, layers=3), bad)
+        apply_lora(build_model(tok, layers=3), bad)
 
 
 def test_kl_is_zero_at_step_zero_and_positive_after(tmp_path, tok):

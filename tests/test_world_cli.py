@@ -9,7 +9,7 @@ import pytest
 
 from searchgym.cli import main
 from searchgym.world import load_world
-from searchgym.world import cli as world_cli
+from searchgym.commands import world as world_cli
 
 
 def test_build_then_stats(tmp_path, capsys):

@@ -87,6 +87,16 @@ class DynamicKV:
     def __init__(self, model) -> None:
         self.model = model
 
+    @property
+    def cache(self):
+        """The call's ``DynamicCache`` (prompt + every fed token), after :meth:`prefill`."""
+        return self._cache
+
+    @property
+    def attention_mask(self):
+        """The call's 2-D attention mask over every cached column."""
+        return self._attn
+
     def prefill(self, input_ids, attn, pos, max_new_tokens: int):
         """Run the prompt; return the last position's logits (rows, vocab)."""
         from transformers import DynamicCache

@@ -2,10 +2,7 @@
 
 Kept free of any trainer state so each piece is unit-testable:
 
-* :func:`group_advantages` — GRPO, ``A_i = (R_i − mean_g) / (std_g + ε)`` within each question's group.
-* :func:`baseline_advantages` — REINFORCE with the batch-mean baseline.
-* :func:`proposer_advantages` — the Proposer's REINFORCE advantages: by default the baseline is the
-  mean over *verified* questions and invalid ones get 0 (SSP Alg. 1 over Q*, kg-paths-wcr §3.1).
+* advantages (GRPO, REINFORCE baselines, SAPO) live in :mod:`searchgym.core.advantages`, re-exported here.
 * :func:`token_logprobs` — log p(token_t | prefix) for every position, plus the entropy.
 * :func:`policy_loss` — PPO-clip with asymmetric ε (0.2 / 0.28), k3 KL to a frozen reference
   (``exp(ref − logp) − (ref − logp) − 1``, unbiased and always ≥ 0), token-mean per sequence over
@@ -16,76 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Sequence
+from ..core.advantages import (PROPOSER_BASELINES, STD_DDOFS, baseline_advantages, check_ddof,  # noqa: F401
+                               group_advantages, proposer_advantages)
 from ..errors import InvalidArgumentError
-
-
-STD_DDOFS = (0, 1)
-PROPOSER_BASELINES = ("verified", "all")
-
-
-def check_ddof(ddof: int) -> int:
-    """``ddof`` of the group std, validated: 0 (population std) or 1 (sample std)."""
-    if ddof not in STD_DDOFS:
-        raise InvalidArgumentError(f"ddof={ddof!r}: the group std uses ddof 0 (population, default) or 1 (sample, as verl/TRL)")
-    return int(ddof)
-
-
-def group_advantages(rewards: Sequence[float], groups: Sequence[object], eps: float = 1e-6, ddof: int = 0) -> list[float]:
-    """GRPO advantages: normalise each reward within the rollouts that share its group key.
-
-    ``std`` is the population std of the group by default (``ddof=0``); the papers do not say
-    which, and verl and TRL use the sample std (``ddof=1``, advantages ×√(G/(G−1)) smaller, e.g.
-    ÷1.118 at G = 5). A group whose rewards are all equal (or a group of one) gets advantage 0.
-    """
-    import math
-
-    ddof = check_ddof(ddof)
-    if len(rewards) != len(groups):
-        raise InvalidArgumentError(f"{len(rewards)} rewards but {len(groups)} group keys")
-    members: dict[object, list[int]] = {}
-    for i, g in enumerate(groups):
-        members.setdefault(g, []).append(i)
-    out = [0.0] * len(rewards)
-    for idx in members.values():
-        vals = [float(rewards[i]) for i in idx]
-        mean = sum(vals) / len(vals)
-        if len(vals) - ddof < 1:
-            continue  # a lone rollout has no spread: advantage 0
-        std = math.sqrt(sum((v - mean) ** 2 for v in vals) / (len(vals) - ddof))
-        for i in idx:
-            out[i] = (float(rewards[i]) - mean) / (std + eps)
-    return out
-
-
-def baseline_advantages(rewards: Sequence[float]) -> list[float]:
-    """REINFORCE with a baseline: ``R − mean(R)`` over the batch."""
-    if not rewards:
-        return []
-    mean = sum(float(r) for r in rewards) / len(rewards)
-    return [float(r) - mean for r in rewards]
-
-
-def proposer_advantages(rewards: Sequence[float], valid: Sequence[bool], baseline: str = "verified") -> list[float]:
-    """REINFORCE advantages of a batch of Proposer questions.
-
-    ``baseline="verified"`` (default, the papers): SSP's Algorithm 1 updates the Proposer on the
-    verified set Q* and kg-paths-wcr §3.1 uses "only verified questions" for Proposer updates, so the
-    baseline is the mean reward of the valid questions and an invalid question gets advantage 0
-    (no update, no implicit penalty). ``baseline="all"``: the mean over every proposer event, invalid
-    ones (reward 0) included — then an invalid question gets −mean(R), a penalty the SSP paper
-    found destabilising (its −0.1 ablation); kept for comparison with earlier runs.
-    """
-    if baseline not in PROPOSER_BASELINES:
-        raise InvalidArgumentError(f"baseline={baseline!r}: use one of {', '.join(PROPOSER_BASELINES)}")
-    if len(rewards) != len(valid):
-        raise InvalidArgumentError(f"{len(rewards)} proposer rewards but {len(valid)} validity flags")
-    if baseline == "all":
-        return baseline_advantages(rewards)
-    kept = [i for i, ok in enumerate(valid) if ok]
-    out = [0.0] * len(rewards)
-    for i, a in zip(kept, baseline_advantages([rewards[i] for i in kept])):
-        out[i] = a
-    return out
 
 
 def token_logprobs(model, input_ids, attention_mask, *, with_entropy: bool = False, start: int = 1):

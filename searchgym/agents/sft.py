@@ -117,7 +117,7 @@ class SFTRun:
 
         from .pretrained import model_fingerprint, open_model
         from .sequences import encode_trajectory
-        from .trainer import _apply_lora, resolve_device
+        from .trainer import apply_lora, resolve_device
 
         self.config = c = config
         self.device = resolve_device(c.device)
@@ -134,7 +134,7 @@ class SFTRun:
         model.to(self.device)
         if c.lora:
             with self._seeded(c.seed):  # the adapter's initial weights come from the seed
-                model = _apply_lora(model, c)
+                model = apply_lora(model, c)
             if c.gradient_checkpointing:
                 model.enable_input_require_grads()
         self.policy = model
@@ -332,7 +332,7 @@ class SFTRun:
         """Restore weights and state from ``path``; refused (with the reason) for another config or model."""
         from .checkpoint import CheckpointManager
         from .pretrained import check_same_family
-        from .trainer import _load_weights
+        from .trainer import load_weights
 
         CheckpointManager.check_config(path, self.config)
         state = CheckpointManager.load_state(path)
@@ -342,7 +342,7 @@ class SFTRun:
             raise InvalidArgumentError(f"checkpoint {path} was trained on other data: the examples read from "
                              f"{self.config.data} (and the held-out split) changed since; restore the files or "
                              f"use a new output_dir")
-        _load_weights(self.policy, path / "policy", lora=self.config.lora)
+        load_weights(self.policy, path / "policy", lora=self.config.lora)
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.step = int(state["step"])
@@ -353,11 +353,11 @@ class SFTRun:
         logger.info("resumed SFT from %s at step %d", path, self.step)
 
     def _write_final(self) -> Path:
-        from .trainer import _load_weights
+        from .trainer import load_weights
 
         c = self.config
         if self.best_step is not None and (self.out / "best").is_dir():
-            _load_weights(self.policy, self.out / "best", lora=c.lora)  # the best held-out loss wins
+            load_weights(self.policy, self.out / "best", lora=c.lora)  # the best held-out loss wins
         final = self.out / "final"
         if c.lora and not c.save_adapter:
             self.policy = self.policy.merge_and_unload()

@@ -219,7 +219,7 @@ class SelfPlayTrainer:
         model.to(self.device)
         self.ref_model = None
         if config.lora:
-            model = _apply_lora(model, config)
+            model = apply_lora(model, config)
         elif config.kl_coef > 0:
             self.ref_model = copy.deepcopy(model).eval()
             for p in self.ref_model.parameters():
@@ -509,7 +509,7 @@ class SelfPlayTrainer:
 
     def _eval_agent(self):
         """The policy as an evaluation agent, decoding at ``val_temperature`` with a fixed seed."""
-        from ..evaluation.agents import LLMEvalAgent
+        from .eval_agents import LLMEvalAgent
 
         cfg = GenerationConfig(max_new_tokens=self.config.max_new_tokens, temperature=self.config.val_temperature,
                                top_p=1.0, stop=tuple(self.agent.config.stop), seed=self.config.seed)
@@ -549,7 +549,7 @@ class SelfPlayTrainer:
             "scheduler": self.scheduler.state_dict(),
             "rng": self.rng.getstate(),
             "agent_rng": self.agent.get_rng_state(),
-            "generator_rng": self.generator._rng.getstate(),
+            "generator_rng": self.generator.get_rng_state(),
             "games_played": self.games_played,
             "envs": [env_state(e) for e in self.envs],
         }
@@ -564,13 +564,14 @@ class SelfPlayTrainer:
         path = Path(path)
         CheckpointManager.check_config(path, self.config)
         state = CheckpointManager.load_state(path)
-        _load_weights(self.policy, path / "policy", lora=self.config.lora)
+        load_weights(self.policy, path / "policy", lora=self.config.lora)
         self._sync_generator()
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.rng.setstate(random_state_from_data(state["rng"]))
         self.agent.set_rng_state(state["agent_rng"])
-        self.generator._rng.setstate(random_state_from_data(state["generator_rng"]))
+        saved = state["generator_rng"]
+        self.generator.set_rng_state(None if saved is None else random_state_from_data(saved))
         if len(state["envs"]) != len(self.envs):
             raise InvalidArgumentError(f"checkpoint has {len(state['envs'])} env states but the trainer runs {len(self.envs)} envs; "
                              f"resume with the same number of parallel envs")
@@ -728,7 +729,7 @@ def _load_start_policy(config: TrainConfig):
     return open_model(config.model, **kw)
 
 
-def _apply_lora(model, config: TrainConfig):
+def apply_lora(model, config: TrainConfig):
     try:
         from peft import LoraConfig, get_peft_model
     except ImportError:
@@ -745,7 +746,7 @@ def _apply_lora(model, config: TrainConfig):
     return get_peft_model(model, cfg)
 
 
-def _load_weights(model, folder: Path, *, lora: bool) -> None:
+def load_weights(model, folder: Path, *, lora: bool) -> None:
     """Load the weights saved by ``save_pretrained`` in ``folder`` into ``model`` in place."""
     from safetensors.torch import load_file
 

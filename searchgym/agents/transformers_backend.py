@@ -62,7 +62,7 @@ class TransformersGenerator(TextGenerator):
             self.model.to(self.device)
         self.max_batch_size = max_batch_size
         self.max_context_tokens = max_context_tokens or getattr(model.config, "max_position_embeddings", None)
-        self._rng = random.Random(seed)
+        self.rng = random.Random(seed)
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         eos = set()
@@ -107,7 +107,7 @@ class TransformersGenerator(TextGenerator):
         cfg = config or GenerationConfig()
         if cfg.max_new_tokens < 1:
             raise GenerationError("max_new_tokens must be >= 1")
-        seed = cfg.seed if cfg.seed is not None else self._rng.randrange(2**63)
+        seed = cfg.seed if cfg.seed is not None else self.rng.randrange(2**63)
         ids = [list(p) if is_token_prompt(p) else self.encode(self.render(p)) for p in prompts]
         texts: list[str] = []
         sampled: list[list[int]] = []
@@ -149,7 +149,7 @@ class TransformersGenerator(TextGenerator):
                     eos_ids=self.eos_ids, pad=pad, check_every=self._check_every, hit_stop=hit_stop)
                 if self.prefix_cache is not None:  # the KV of prompt + every fed token (all sampled but the last)
                     self.prefix_cache.store([row + toks[:-1] for row, toks in zip(batch, out_tokens)],
-                                            kv._cache, kv._attn)
+                                            kv.cache, kv.attention_mask)
         except RuntimeError as exc:
             hint = (" (in the torch.compile'd static-cache step; decode without compiling with "
                     "decoding=DecodingConfig(cache='dynamic'), or --set rollout_cache=dynamic in the trainer)"

@@ -39,7 +39,7 @@ class VLLMGenerator(TextGenerator):
             raise ImportError("the vLLM backend needs vllm on a CUDA machine: pip install 'searchgym[vllm]'") from None
         import random
 
-        self._rng = random.Random(seed)
+        self.rng = random.Random(seed)
         self.llm = LLM(model=model, dtype=dtype, gpu_memory_utilization=gpu_memory_utilization, seed=seed,
                        **engine_kwargs)
         self.tokenizer = self.llm.get_tokenizer()
@@ -59,7 +59,7 @@ class VLLMGenerator(TextGenerator):
         from vllm import SamplingParams
 
         cfg = config or GenerationConfig()
-        base = cfg.seed if cfg.seed is not None else self._rng.randrange(2**31)
+        base = cfg.seed if cfg.seed is not None else self.rng.randrange(2**31)
         params = [SamplingParams(max_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p,
                                  stop=list(cfg.stop) or None, include_stop_str_in_output=True, seed=base + i)
                   for i in range(len(prompts))]

@@ -159,7 +159,7 @@ class VLLMServerGenerator(OpenAICompatibleGenerator):
                  transport: WeightTransport | None = None, weight_timeout: float = 600.0, **http_kwargs) -> None:
         super().__init__(base_url, model or "default", **http_kwargs)
         self.root_url = self.base_url[: -len("/v1")]
-        self._rng = random.Random(seed)
+        self.rng = random.Random(seed)
         self.push_weights = push_weights
         self.weight_timeout = weight_timeout
         self._transport = transport
@@ -177,7 +177,7 @@ class VLLMServerGenerator(OpenAICompatibleGenerator):
     # --------------------------------------------------------------- generation
     def _configs(self, n: int, cfg: GenerationConfig) -> list[GenerationConfig]:
         """Prompt ``i`` of a call is sampled with seed ``base + i`` (identical prompts differ)."""
-        base = cfg.seed if cfg.seed is not None else self._rng.randrange(2**31)
+        base = cfg.seed if cfg.seed is not None else self.rng.randrange(2**31)
         return [cfg.with_(seed=base + i) for i in range(n)]
 
     # ------------------------------------------------------------------ weights

@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from ..world.world import _csr
+from ..world.world import csr_index
 from .record import Branch, Subgraph, SubgraphNode, literal_node_id
 from .selectors import Candidate, SelectionContext, SelectorError
 from ..errors import InvalidArgumentError, SearchGymError
@@ -221,7 +221,7 @@ class _Index:
             edge_ok &= self.tails >= 0
         # CSR of eligible out-edges (triple order kept within a head), as compact int32/int64 arrays
         ok_rows = np.nonzero(edge_ok)[0]
-        out_ptr, order = _csr(self.heads[ok_rows], n_ent)
+        out_ptr, order = csr_index(self.heads[ok_rows], n_ent)
         order = ok_rows[order]
         counts = np.diff(out_ptr)
         self._out_ptr = out_ptr.tolist()
@@ -232,7 +232,7 @@ class _Index:
         self._in_ptr: list[int] = []
         if config.allow_inverse_edges and len(self.rels):
             ent_rows = ok_rows[self.tails[ok_rows] >= 0]
-            in_ptr, order = _csr(self.tails[ent_rows], n_ent)
+            in_ptr, order = csr_index(self.tails[ent_rows], n_ent)
             order = ent_rows[order]
             self._in_ptr = in_ptr.tolist()
             self._in_rel = self.rels[order].astype(np.int32)
@@ -303,7 +303,7 @@ _INDEX_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _INDEX_LOCK = threading.Lock()
 
 
-def _index(world, config: ExtractionConfig) -> _Index:
+def extraction_index(world, config: ExtractionConfig) -> _Index:
     """The cached :class:`_Index` of (world, config); built once per pair."""
     with _INDEX_LOCK:
         per_world = _INDEX_CACHE.setdefault(world, {})
@@ -316,7 +316,7 @@ def _index(world, config: ExtractionConfig) -> _Index:
 
 def eligible_seeds(world, config: ExtractionConfig | None = None) -> list[str]:
     """Ids of entities with at least one eligible candidate edge (where a path can start)."""
-    idx = _index(world, config or ExtractionConfig())
+    idx = extraction_index(world, config or ExtractionConfig())
     ids = world.entity_ids
     return [ids[i] for i in idx.eligible_seeds.tolist()]
 
@@ -440,7 +440,7 @@ def extract_subgraph(
         rng = random.Random(0 if rng is None else rng)
     if not world.has_entity(seed_id):
         raise Rejected("unknown_seed", f"no entity with id {seed_id!r} in world {world.name!r}", seed_id)
-    idx = _index(world, config)
+    idx = extraction_index(world, config)
     if idx.num_eligible_relations == 0:
         raise Rejected(
             "no_eligible_relations",

@@ -19,7 +19,7 @@ one than the interrupted run used. A selector outage (endpoint down or hung past
 not a property of the seed: the build stops there without journaling it, and the rerun retries it.
 
 Layout: :func:`build_pool` validates (:func:`_eligible_index`), resumes (:func:`_resume`), then
-runs :func:`_extractor`'s work function through :func:`_run_sequential` or
+runs :func:`make_extractor`'s work function through :func:`_run_sequential` or
 :func:`_run_concurrent`; :class:`_PoolRun` holds the outcomes and stop rules, :class:`_Journal`
 the files.
 """
@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .extract import ExtractionConfig, Rejected, SelectorUnavailable, _index, extract_subgraph
+from .extract import ExtractionConfig, Rejected, SelectorUnavailable, extraction_index, extract_subgraph
 from .record import Subgraph
 from .selectors import HeuristicSelector
 from ..errors import InvalidArgumentError, InvalidTypeError, MissingFileError, SearchGymError
@@ -111,7 +111,7 @@ def pool_fingerprint(world, seed: int, config: ExtractionConfig, selector) -> st
     return hashlib.sha1(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-class _SeedSampler:
+class SeedSampler:
     """Seed index → entity index, a pure function of (seed, index)."""
 
     def __init__(self, eligible: np.ndarray, seed: int) -> None:
@@ -378,7 +378,7 @@ def _eligible_index(world, n, workers: int, selector, config: ExtractionConfig):
         raise InvalidArgumentError(f"workers must be >= 1, got {workers}")
     if not callable(getattr(selector, "select", None)):
         raise InvalidTypeError(f"selector must have a select(context) -> int method, got {type(selector).__name__}")
-    idx = _index(world, config)
+    idx = extraction_index(world, config)
     if idx.num_eligible_relations == 0:
         raise InvalidArgumentError(
             f"world {world.name!r} has no eligible relation (relations: {world.num_relations}, blocklist: "
@@ -406,7 +406,7 @@ def _resume(out_path: Path | None, fingerprint: str) -> tuple[dict[int, Subgraph
     return accepted, rejected
 
 
-def _extractor(world, selector, config: ExtractionConfig, sampler: _SeedSampler, seed: int, fingerprint: str):
+def make_extractor(world, selector, config: ExtractionConfig, sampler: SeedSampler, seed: int, fingerprint: str):
     """``work(i) -> _Outcome``: extraction of seed index ``i`` with its own RNG (thread-safe)."""
     entity_ids = world.entity_ids
 
@@ -461,7 +461,7 @@ def build_pool(
     out_path = Path(out) if out is not None else None
     accepted, rejected = _resume(out_path, fingerprint)
     result = PoolResult([], Counter(rejected.values()), resumed=len(accepted) + len(rejected), path=out_path)
-    work = _extractor(world, selector, config, _SeedSampler(idx.eligible_seeds, seed), seed, fingerprint)
+    work = make_extractor(world, selector, config, SeedSampler(idx.eligible_seeds, seed), seed, fingerprint)
 
     bar = None
     if progress:

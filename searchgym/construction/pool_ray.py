@@ -26,9 +26,9 @@ class PoolActor:
     """A Ray actor extracting chunks of seed indices (built once per worker)."""
 
     def __init__(self, world, selector, config, eligible, seed: int, fingerprint: str) -> None:
-        from .pool import _extractor, _SeedSampler
+        from .pool import make_extractor, SeedSampler
 
-        self.work = _extractor(world, selector, config, _SeedSampler(eligible, seed), seed, fingerprint)
+        self.work = make_extractor(world, selector, config, SeedSampler(eligible, seed), seed, fingerprint)
 
     def run(self, chunk: tuple[int, int, tuple]) -> list:
         """Outcomes of seed indices ``start .. stop-1`` not in ``skip`` (done by a resumed run)."""

@@ -353,7 +353,7 @@ class LLMSelector:
 
     def build_messages(self, context: SelectionContext) -> list[dict]:
         """The chat messages sent for ``context``."""
-        from searchgym.agents.prompts import render_selector
+        from searchgym.core.prompts import render_selector
 
         prompt = render_selector(context.path_lines, context.current, context.candidate_texts)
         msgs = [{"role": "system", "content": self.config.system_prompt}] if self.config.system_prompt else []
@@ -361,7 +361,7 @@ class LLMSelector:
 
     def select(self, context: SelectionContext) -> int:
         """Ask the model; return its parsed choice or raise :class:`SelectorError`."""
-        from searchgym.agents.base import GenerationConfig, GenerationError
+        from searchgym.core.llm import GenerationConfig, GenerationError
 
         cfg = GenerationConfig(
             max_new_tokens=self.config.max_new_tokens,

@@ -16,7 +16,7 @@ from typing import Any, Optional, Sequence, Union
 
 import gymnasium as gym
 
-from ..agents.prompts import render_proposer, render_solver
+from ..core.prompts import render_proposer, render_solver
 from ..retrieval.base import DEFAULT_TOP_K, Retriever
 from ..rng_state import numpy_generator_from_state, random_state_from_data
 from ..world import World
@@ -139,7 +139,7 @@ class TextEnvBase(gym.Env):
         super().reset(seed=seed)
         self._rng = random.Random(int(self.np_random.integers(0, 2**63 - 1)))
 
-    def _solver_rollout(self, task: Task) -> Rollout:
+    def start_solver_rollout(self, task: Task) -> Rollout:
         """A Solver rollout; a task's ``metadata["solver_prompt"]`` (e.g. a Search-R1 dataset's own
         prompt text) replaces the rendered Solver prompt."""
         prompt = task.metadata.get("solver_prompt") or render_solver(task.question, kg_tool=self.kg is not None)

@@ -68,7 +68,7 @@ class SolverGroup:
     def __init__(self, env: TextEnvBase, task: Task, group_size: int) -> None:
         self.env = env
         self.task = task
-        self.rollouts: list[Rollout] = [env._solver_rollout(task) for _ in range(group_size)]
+        self.rollouts: list[Rollout] = [env.start_solver_rollout(task) for _ in range(group_size)]
 
     @property
     def trajectories(self) -> list[Trajectory]:

@@ -180,8 +180,8 @@ class LLMJudge(Judge):
     def __init__(self, generator, *, fallback_first: Optional[str] = "em", references: str = "canonical",
                  config=None, criteria: str = "ssp") -> None:
         super().__init__()
-        from ..agents.base import GenerationConfig
-        from ..agents.prompts import JUDGE_CRITERIA
+        from ..core.llm import GenerationConfig
+        from ..core.prompts import JUDGE_CRITERIA
 
         if criteria not in JUDGE_CRITERIA:
             raise InvalidArgumentError(f"criteria={criteria!r}: use one of {', '.join(JUDGE_CRITERIA)}")
@@ -196,8 +196,8 @@ class LLMJudge(Judge):
         self.config = config or GenerationConfig(max_new_tokens=16, temperature=0.0)
 
     def _judge_many(self, items: list[tuple[str, str, list[str]]]) -> list[Verdict]:
-        from ..agents.base import GenerationError
-        from ..agents.prompts import render_judge
+        from ..core.llm import GenerationError
+        from ..core.prompts import render_judge
 
         verdicts: list[Optional[Verdict]] = [None] * len(items)
         prompts, owners = [], []

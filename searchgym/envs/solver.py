@@ -55,7 +55,7 @@ class KGSolverEnv(SingleRolloutEnv):
 
     # ------------------------------------------------------------------ episode hooks
     def _new_rollout(self, task: Task) -> Rollout:
-        return self._solver_rollout(task)
+        return self.start_solver_rollout(task)
 
     def _finish(self, traj) -> list[dict]:
         score_solver(traj, self.judge)

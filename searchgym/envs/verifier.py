@@ -80,15 +80,15 @@ class LLMReader:
     """
 
     def __init__(self, generator, config=None) -> None:
-        from ..agents.base import GenerationConfig
+        from ..core.llm import GenerationConfig
 
         self.generator = generator
         self.config = config or GenerationConfig(max_new_tokens=256, temperature=0.0)
 
     def answer(self, question: str, materials: list[str]) -> str:
         """Ask the model; the text after its last ``Answer:`` is the answer."""
-        from ..agents.base import GenerationError
-        from ..agents.prompts import render_rag_verifier
+        from ..core.llm import GenerationError
+        from ..core.prompts import render_rag_verifier
 
         prompt = [{"role": "user", "content": render_rag_verifier(question, materials)}]
         try:

@@ -11,7 +11,6 @@ The Python API under the command::
 See docs/evaluation.md for the file formats.
 """
 
-from .agents import AGENTS, AgentSpec, EvalAgent, LLMEvalAgent, ScriptedEvalAgent, make_agent
 from .metrics import METRICS, answer_scores, bootstrap_ci, paired_diff_ci
 from .report import compare_runs, markdown_table, plot_summary
 from .runner import EvalConfig, EvalInterrupted, EvalResult, evaluate, play_tasks, record_of
@@ -23,3 +22,16 @@ __all__ = [
     "EvalResult", "evaluate", "play_tasks", "record_of", "DatasetFormatError", "TaskSet", "load_flashrag_jsonl",
     "load_searchr1_parquet", "load_tasksets",
 ]
+
+# The agents an evaluation runs live on the agents floor, above this one (the trainer evaluates its policy
+# with this package). They stay importable from here, the documented path, but only when asked for, so
+# importing the harness never imports the agents floor.
+_AGENT_NAMES = frozenset({"AGENTS", "AgentSpec", "EvalAgent", "LLMEvalAgent", "ScriptedEvalAgent", "make_agent"})
+
+
+def __getattr__(name: str):
+    if name in _AGENT_NAMES:
+        from ..agents import eval_agents  # the one allowed upward import: tests/test_layering.py FACADES
+
+        return getattr(eval_agents, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,10 +25,10 @@ class EvalActor:
     """A Ray actor playing chunks of questions with its own envs and agent."""
 
     def __init__(self, agent: Any, world: Any, retriever: Any, config: Any, first: Task) -> None:
-        from .runner import _envs_for
+        from .runner import envs_for
 
         self.agent = agent
-        self.envs = _envs_for(world, retriever, config, first, config.concurrency)
+        self.envs = envs_for(world, retriever, config, first, config.concurrency)
 
     def run(self, tasks: list[Task]) -> list[Trajectory]:
         """Play every task of the chunk; the trajectories in the chunk's order."""

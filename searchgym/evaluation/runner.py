@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from ..agents.base import GenerationError
+from ..core.llm import GenerationError
 from ..envs.rollout import DEFAULT_DOC_MAX_CHARS, DEFAULT_MAX_TURNS
 from ..envs.types import Task, Trajectory
 from ..retrieval.client import RetrievalError
@@ -165,7 +165,7 @@ def play_tasks(agent: Any, envs: Sequence[Any], tasks: Iterable[Task], on_done: 
             on_done(finished)
 
 
-def _envs_for(world: Any, retriever: Any, config: EvalConfig, first: Task, n: int) -> list:
+def envs_for(world: Any, retriever: Any, config: EvalConfig, first: Task, n: int) -> list:
     from ..envs.solver import KGSolverEnv
 
     env = KGSolverEnv(world, [first], retriever=retriever, max_turns=config.max_turns, top_k=config.top_k,
@@ -200,7 +200,7 @@ def evaluate(
     restart: bool = False,
     ray: Any = None,
 ) -> EvalResult:
-    """Evaluate ``agent`` (an :class:`~searchgym.evaluation.agents.EvalAgent`) on ``tasksets``.
+    """Evaluate ``agent`` (an :class:`~searchgym.agents.eval_agents.EvalAgent`) on ``tasksets``.
 
     ``retriever``: a :class:`Retriever`, a saved-index path, a Search-R1 server URL, or ``None``
     (BM25 over each task set's world: the atlas world for ``atlas``, else ``world``, else the default
@@ -257,7 +257,7 @@ def evaluate(
 
                     play_tasks_on_ray(ray, agent, ts_world, retriever, config, todo, finish)
                 else:
-                    envs = _envs_for(ts_world, retriever, config, todo[0], min(config.concurrency, len(todo)))
+                    envs = envs_for(ts_world, retriever, config, todo[0], min(config.concurrency, len(todo)))
                     play_tasks(agent, envs, todo, finish)
             except (GenerationError, RetrievalError) as exc:
                 n_done = sum(1 for t in (t for s in tasksets for t in s.tasks) if task_key(t) in done)

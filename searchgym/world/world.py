@@ -54,7 +54,7 @@ def _rows(value) -> "tuple[int, ...] | list[int]":
     return (value,) if value.__class__ is int else value
 
 
-def _csr(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+def csr_index(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Group row indices by ``keys`` (values in ``[0, n)``): returns (ptr, order)."""
     order = np.argsort(keys, kind="stable").astype(np.int64)
     counts = np.bincount(keys, minlength=n)
@@ -135,13 +135,13 @@ class World(LockFreePickling):
         self._lit_index = {(k, v): i for i, (v, k) in enumerate(zip(literal_values, literal_kinds))}
 
         heads = triples[:, 0]
-        self._out_ptr, self._out_order = _csr(heads, n_ent)
+        self._out_ptr, self._out_order = csr_index(heads, n_ent)
         tails = triples[:, 2]
         ent_tail_rows = np.nonzero(tails >= 0)[0]
-        in_ptr, in_order = _csr(tails[ent_tail_rows], n_ent)
+        in_ptr, in_order = csr_index(tails[ent_tail_rows], n_ent)
         self._in_ptr, self._in_order = in_ptr, ent_tail_rows[in_order]
         linked = np.nonzero(self._doc_ent >= 0)[0]
-        dptr, dorder = _csr(self._doc_ent[linked], n_ent)
+        dptr, dorder = csr_index(self._doc_ent[linked], n_ent)
         self._doc_ptr, self._doc_order = dptr, linked[dorder]
 
         self._lock = threading.Lock()

@@ -30,8 +30,8 @@ import random
 import re
 from typing import Callable, Optional, Sequence, Union
 
-from ..agents.base import GenerationConfig, TextGenerator
-from ..agents.prompts import render_evidence_answer
+from ..core.llm import GenerationConfig, TextGenerator
+from ..core.prompts import render_evidence_answer
 from ..envs.judge import exact_match, normalize_answer, token_f1
 from ..envs.types import Task, Trajectory
 from .base import Event, MissingTaskDataError, RewardShapingWrapper, event_trajectory

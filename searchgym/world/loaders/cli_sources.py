@@ -1,7 +1,7 @@
 """``searchgym world build --source wikidata|wikidata5m|flashrag|atlas``: the loader sources.
 
 Each builder takes the parsed ``world build`` arguments and returns a World; they are registered
-in :data:`searchgym.world.cli.WORLD_SOURCES` as ``"module:function"`` strings, so nothing here
+in :data:`searchgym.commands.world.WORLD_SOURCES` as ``"module:function"`` strings, so nothing here
 is imported unless the source is chosen. :func:`add_loader_arguments` adds the options they
 read (``--corpus``, ``--max-entities``, ``--on-error``, ``--max-cities``, ``--no-wiki-summaries``).
 """

@@ -41,7 +41,7 @@ def register(subparsers) -> None:
 
 def resolve_config(args: argparse.Namespace):
     """Config from --config, then the dedicated flags, then --set overrides."""
-    from .config import TrainConfig
+    from ..agents.config import TrainConfig
 
     cfg = TrainConfig.load(args.config) if args.config else TrainConfig()
     items = []
@@ -69,7 +69,7 @@ def _train(args: argparse.Namespace) -> int:
     cfg = resolve_config(args)
     if dump_config(cfg, args.dump_config):
         return 0
-    from .trainer import SelfPlayTrainer
+    from ..agents.trainer import SelfPlayTrainer
 
     trainer = SelfPlayTrainer(cfg)
     history = trainer.train(resume=not args.no_resume)
@@ -81,7 +81,7 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from .metrics import plot_metrics, read_metrics
+    from ..agents.metrics import plot_metrics, read_metrics
 
     keys = [k.strip() for k in args.keys.split(",") if k.strip()] if args.keys else None
     out = plot_metrics(read_metrics(args.metrics), args.out, keys=keys)

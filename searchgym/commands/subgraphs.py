@@ -81,7 +81,7 @@ def _load_world(args):
 
 
 def _make_selector(args, workers: int):
-    from .selectors import HeuristicSelector, LLMSelector, LLMSelectorConfig
+    from ..construction.selectors import HeuristicSelector, LLMSelector, LLMSelectorConfig
 
     if args.selector == "heuristic":
         if args.endpoint:
@@ -98,8 +98,8 @@ def _make_selector(args, workers: int):
 
 
 def _cmd_build(args) -> int:
-    from .extract import DEFAULT_RELATION_BLOCKLIST, ExtractionConfig
-    from .pool import build_pool, rejections_path
+    from ..construction.extract import DEFAULT_RELATION_BLOCKLIST, ExtractionConfig
+    from ..construction.pool import build_pool, rejections_path
 
     config = ExtractionConfig(
         min_hops=args.min_hops, max_hops=args.max_hops, max_candidates=args.max_candidates,
@@ -132,8 +132,8 @@ def _cmd_build(args) -> int:
 
 
 def _cmd_stats(args) -> int:
-    from .pool import load_pool
-    from .stats import format_stats, plot_stats, pool_stats
+    from ..construction.pool import load_pool
+    from ..construction.stats import format_stats, plot_stats, pool_stats
 
     subgraphs = load_pool(args.pool)
     stats = pool_stats(subgraphs, top=args.top)
@@ -146,9 +146,9 @@ def _cmd_stats(args) -> int:
 
 
 def _cmd_show(args) -> int:
-    from .curriculum import order_pool
-    from .plot import plot_subgraph
-    from .pool import load_pool
+    from ..construction.curriculum import order_pool
+    from ..construction.plot import plot_subgraph
+    from ..construction.pool import load_pool
 
     subgraphs = order_pool(load_pool(args.pool), args.order)
     if args.id is not None:
@@ -171,7 +171,7 @@ def _cmd_show(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run ``subgraphs`` sub-commands standalone (``python -m searchgym.construction.cli build ...``)."""
+    """Run ``subgraphs`` sub-commands standalone (``python -m searchgym.commands.subgraphs build ...``)."""
     parser = argparse.ArgumentParser(prog="searchgym")
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)

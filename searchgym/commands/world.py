@@ -29,7 +29,7 @@ Builder = Callable[[argparse.Namespace], "object"]
 def build_synthetic(args: argparse.Namespace):
     """Builder of the ``synthetic`` source: the embedded fictional world, sized by
     ``--entities`` (exact count) or ``--scale`` (multiple of the default size)."""
-    from .synthetic import SyntheticConfig, generate_world
+    from ..world.synthetic import SyntheticConfig, generate_world
 
     for option in ("input", "corpus"):
         if getattr(args, option, None):
@@ -125,7 +125,7 @@ def _cmd_stats(args: argparse.Namespace) -> int:
         args.input = None
         world = build_synthetic(args)
     else:
-        from .storage import load_world
+        from ..world.storage import load_world
 
         world = load_world(args.path, progress=args.progress)
     stats = world.stats(top=args.top)
@@ -145,7 +145,7 @@ def register(subparsers) -> None:
     _add_size_args(b)
     b.add_argument("--force", action="store_true", help="overwrite an existing world in --out")
     b.add_argument("--no-progress", dest="progress", action="store_false", help="hide progress bars")
-    from .loaders.cli_sources import add_loader_arguments
+    from ..world.loaders.cli_sources import add_loader_arguments
 
     add_loader_arguments(b)
     b.set_defaults(func=_cmd_build)

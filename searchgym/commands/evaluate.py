@@ -23,8 +23,8 @@ logger = logging.getLogger(__name__)
 
 def register(subparsers) -> None:
     """Add the ``eval`` sub-command."""
-    from .agents import AGENTS
-    from .metrics import METRICS
+    from ..agents.eval_agents import AGENTS
+    from ..evaluation.metrics import METRICS
 
     p = subparsers.add_parser("eval", help="evaluate an agent on the built-in benchmark or QA datasets (EM/F1/cover-EM/LLM judge)",
                               description="Evaluate an agent on task sets; write summary.md, summary.json, eval.jsonl "
@@ -73,16 +73,16 @@ def _eval(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     if args.compare:
-        from .report import compare_runs
+        from ..evaluation.report import compare_runs
 
         table, _ = compare_runs(*args.compare, seed=args.seed)
         print(table)
         return 0
     from ..envs.rollout import DEFAULT_MAX_TURNS
-    from .agents import AgentSpec, make_agent
-    from .report import markdown_table
-    from .runner import EvalConfig, EvalInterrupted, evaluate
-    from .tasksets import load_tasksets
+    from ..agents.eval_agents import AgentSpec, make_agent
+    from ..evaluation.report import markdown_table
+    from ..evaluation.runner import EvalConfig, EvalInterrupted, evaluate
+    from ..evaluation.tasksets import load_tasksets
 
     config = EvalConfig(metrics=args.metrics, max_turns=args.max_turns or DEFAULT_MAX_TURNS, top_k=args.top_k,
                         layout=args.layout,

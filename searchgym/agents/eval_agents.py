@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from ..agents.base import GenerationConfig
+from .base import GenerationConfig
 from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ class LLMEvalAgent(EvalAgent):
     (greedy by default); every pending rollout goes to the generator in one call."""
 
     def __init__(self, generator: Any, name: str, config: GenerationConfig, *, agent: Any = None) -> None:
-        from ..agents.llm_agent import STOP_STRINGS, LLMAgent
+        from .llm_agent import STOP_STRINGS, LLMAgent
 
         self.generator = generator
         self.name = name
@@ -128,7 +128,7 @@ def resolve_checkpoint(model: str) -> str:
 
 def make_agent(spec: AgentSpec, *, world: Any = None) -> EvalAgent:
     """Build the agent ``spec`` names (``world`` lets the scripted agent read with the world's names)."""
-    from ..agents import scripted
+    from . import scripted
 
     if spec.kind == "scripted":
         return ScriptedEvalAgent(scripted.PathFollowingSolver(world), "scripted")
@@ -137,7 +137,7 @@ def make_agent(spec: AgentSpec, *, world: Any = None) -> EvalAgent:
     gen_cfg = GenerationConfig(max_new_tokens=spec.max_new_tokens, temperature=spec.temperature, top_p=1.0,
                                seed=spec.seed)
     if spec.kind == "openai":
-        from ..agents.openai_compat import OpenAICompatibleGenerator
+        from .openai_compat import OpenAICompatibleGenerator
 
         gen = OpenAICompatibleGenerator(spec.endpoint, spec.model or "default", api_key=spec.api_key,
                                         timeout=spec.timeout, max_retries=spec.retries,
@@ -145,13 +145,13 @@ def make_agent(spec: AgentSpec, *, world: Any = None) -> EvalAgent:
         return LLMEvalAgent(gen, f"openai:{spec.model or 'default'}@{spec.endpoint}", gen_cfg)
     model = resolve_checkpoint(spec.model)
     if spec.kind == "vllm":
-        from ..agents.smollm import resolve_model_path
-        from ..agents.vllm_backend import VLLMGenerator
+        from .smollm import resolve_model_path
+        from .vllm_backend import VLLMGenerator
 
         gen = VLLMGenerator(resolve_model_path(model), dtype="bfloat16" if spec.dtype == "float32" else spec.dtype,
                             seed=spec.seed)
         return LLMEvalAgent(gen, f"vllm:{spec.model}", gen_cfg)
-    from ..agents.smollm import load_generator
+    from .smollm import load_generator
 
     gen = load_generator(model, dtype=spec.dtype, device=spec.device, seed=spec.seed,
                          max_batch_size=spec.concurrency)

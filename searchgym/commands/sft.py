@@ -58,7 +58,7 @@ def register(subparsers) -> None:
 
 def resolve_sft_config(args: argparse.Namespace):
     """Config from --config, then the flags, then --set overrides."""
-    from .sft import SFTConfig
+    from ..agents.sft import SFTConfig
 
     cfg = SFTConfig.load(args.config) if args.config else SFTConfig()
     items = [f"{key}={json.dumps(getattr(args, flag))}" for flag, key in _FLAGS.items() if getattr(args, flag) is not None]
@@ -75,12 +75,12 @@ def resolve_sft_config(args: argparse.Namespace):
 
 
 def _sft(args: argparse.Namespace) -> int:
-    from .cli import dump_config
+    from .train import dump_config
 
     cfg = resolve_sft_config(args)
     if dump_config(cfg, args.dump_config):
         return 0
-    from .sft import run_sft
+    from ..agents.sft import run_sft
 
     res = run_sft(cfg, resume=not args.no_resume)
     keys = ("steps", "best_step", "stopped_early", "train_loss", "val_loss_initial", "val_loss_best",

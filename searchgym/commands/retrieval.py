@@ -52,11 +52,11 @@ def _add_backend_args(p: argparse.ArgumentParser, choices: tuple[str, ...]) -> N
 def _retriever(args):
     """The retriever a search/serve command asked for: a server URL, a saved index or a world."""
     if getattr(args, "url", None):
-        from .client import RemoteRetriever
+        from ..retrieval.client import RemoteRetriever
 
         return RemoteRetriever(args.url, timeout=args.timeout)
     if args.index:
-        from .factory import load_index
+        from ..retrieval.factory import load_index
 
         t0 = time.perf_counter()
         r = load_index(args.index)
@@ -64,7 +64,7 @@ def _retriever(args):
         return r
     if not (args.world or args.synthetic):
         raise InvalidArgumentError("say what to search: --world DIR, --synthetic, --index DIR or --url URL")
-    from .factory import make_retriever
+    from ..retrieval.factory import make_retriever
 
     world = _load_world(args)
     kwargs = _backend_kwargs(args)
@@ -74,7 +74,7 @@ def _retriever(args):
 
 
 def _cmd_build(args) -> int:
-    from .factory import make_retriever
+    from ..retrieval.factory import make_retriever
 
     world = _load_world(args)
     kwargs = _backend_kwargs(args)
@@ -89,7 +89,7 @@ def _cmd_build(args) -> int:
 
 
 def _cmd_search(args) -> int:
-    from .base import format_hits
+    from ..retrieval.base import format_hits
 
     query = " ".join(args.query)
     hits = _retriever(args).search(query, k=args.k)
@@ -101,12 +101,12 @@ def _cmd_search(args) -> int:
 
 
 def _cmd_serve(args) -> int:
-    from .server import RetrievalServer
+    from ..retrieval.server import RetrievalServer
 
     if args.processes < 1:
         raise InvalidArgumentError(f"--processes must be >= 1, got {args.processes}")
     if args.processes > 1:
-        from .multiproc import MultiProcessRetrievalServer
+        from ..retrieval.multiproc import MultiProcessRetrievalServer
 
         server = MultiProcessRetrievalServer(_retriever(args), host=args.host, port=args.port,
                                              processes=args.processes, default_topk=args.topk)

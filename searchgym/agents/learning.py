@@ -36,10 +36,10 @@ def heldout_proposer_tasks(world, n: int) -> list[Task]:
 
 
 def llm_eval_agent(model: Any, tokenizer: Any, name: str, *, max_new_tokens: int = 48, device: Optional[str] = None):
-    """A greedy :class:`~searchgym.evaluation.agents.LLMEvalAgent` over an in-memory model."""
-    from ..agents.base import GenerationConfig
-    from ..agents.transformers_backend import TransformersGenerator
-    from .agents import LLMEvalAgent
+    """A greedy :class:`~searchgym.agents.eval_agents.LLMEvalAgent` over an in-memory model."""
+    from .base import GenerationConfig
+    from .transformers_backend import TransformersGenerator
+    from .eval_agents import LLMEvalAgent
 
     gen = TransformersGenerator(model, tokenizer, device=device, seed=0)
     return LLMEvalAgent(gen, name, GenerationConfig(max_new_tokens=max_new_tokens, temperature=0.0))
@@ -51,9 +51,9 @@ def proposer_valid_rate(agent, world, tasks: Sequence[Task], *, concurrency: int
     import gymnasium as gym
 
     from .. import envs as _envs  # noqa: F401  (registers the env ids)
-    from ..agents.demonstrations import cold_start_env_kwargs
+    from .demonstrations import cold_start_env_kwargs
     from ..envs.tasks import ListTaskSource
-    from .runner import play_tasks
+    from ..evaluation.runner import play_tasks
 
     if not tasks:
         return {"valid_rate": 0.0, "n": 0, "reasons": {}}
@@ -78,10 +78,10 @@ def heldout_report(agent, world, *, per_hop: dict[int, int], proposer: int = 0, 
     the Proposer's valid-question rate, for ``agent`` on the cold-start env settings. ``out_dir``
     keeps the per-question records (resumable, see :func:`~searchgym.evaluation.runner.evaluate`);
     ``max_turns`` overrides the cold-start turn budget (both sides of a comparison must share it)."""
-    from ..agents.demonstrations import COLD_START_MAX_TURNS, COLD_START_TOP_K, cold_start_env_kwargs
-    from .metrics import group_records, summarize
-    from .runner import EvalConfig, evaluate
-    from .tasksets import TaskSet
+    from .demonstrations import COLD_START_MAX_TURNS, COLD_START_TOP_K, cold_start_env_kwargs
+    from ..evaluation.metrics import group_records, summarize
+    from ..evaluation.runner import EvalConfig, evaluate
+    from ..evaluation.tasksets import TaskSet
 
     cfg = EvalConfig(metrics=("em",), max_turns=max_turns or COLD_START_MAX_TURNS, top_k=COLD_START_TOP_K, concurrency=64,
                      progress=progress)

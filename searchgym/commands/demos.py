@@ -41,7 +41,7 @@ def register(subparsers) -> None:
 def run(args) -> int:
     """Generate the demonstrations and print what was kept and dropped."""
     from ..envs.resources import resolve_world
-    from .demonstrations import demonstrations_by_hops
+    from ..agents.demonstrations import demonstrations_by_hops
 
     world = resolve_world(args.world)
     stats = demonstrations_by_hops(world, args.out, solver=parse_hop_counts(args.solver),

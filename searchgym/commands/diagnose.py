@@ -37,7 +37,7 @@ def _fmt(x: float) -> str:
 
 def run_diagnose(args: argparse.Namespace) -> int:
     """Print a summary of the diagnostics; optionally save them as JSON and PNG. Returns 0."""
-    from .diagnostics import compute_diagnostics, plot_diagnostics
+    from ..wrappers.diagnostics import compute_diagnostics, plot_diagnostics
 
     path = Path(args.trajectories)
     if not path.is_file():

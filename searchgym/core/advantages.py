@@ -1,0 +1,149 @@
+"""Advantage estimators, one module for every trainer and wrapper: GRPO, REINFORCE baselines, SAPO.
+
+Pure functions of the rewards (NumPy), on the bottom floor because both the trainer (agents) and the
+SAPO step-reward wrappers' users need them (docs/rewards.md has every formula with its paper):
+
+* :func:`grpo_advantages` — one group's outcome advantages, ``(R_i − mean) / (std + ε)``;
+  :func:`group_advantages` — the same within each group key of a batch.
+* :func:`baseline_advantages` — REINFORCE with the batch-mean baseline; :func:`proposer_advantages` —
+  the Proposer's REINFORCE advantages (baseline over *verified* questions by default, SSP Alg. 1).
+* :func:`step_advantages`, :func:`sapo_step_advantages`, :func:`sapo_group_advantages` — SAPO
+  (gdcr-sapo §3.4): ``A_t,g = clip((r_t − mean_t r) / (std_t r + ε), −1, 1)`` (Eq. 13) and
+  ``A_t = Â_o + λ |Â_o| A_t,g`` with λ = 0.5 (Eq. 14), applied to every agent token of step t.
+
+``std`` is the population standard deviation (``ddof=0``) by default. Neither GRPO nor the SAPO
+paper says which; verl and TRL normalise outcome rewards by the sample std (``ddof=1``), which
+gives advantages smaller by √(G/(G−1)) (÷1.118 at G = 5) — pass ``ddof=1`` (trainer:
+``adv_std_ddof``) to match them. A constant sequence (including a single step) has step advantages
+0, so SAPO falls back to GRPO there; an empty trajectory has no steps and gets ``[]``.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import InvalidArgumentError
+
+__all__ = ["STD_DDOFS", "PROPOSER_BASELINES", "check_ddof", "grpo_advantages", "group_advantages",
+           "baseline_advantages", "proposer_advantages", "step_advantages", "sapo_step_advantages",
+           "sapo_group_advantages"]
+
+STD_DDOFS = (0, 1)
+PROPOSER_BASELINES = ("verified", "all")
+
+
+def check_ddof(ddof: int) -> int:
+    """``ddof`` of the group std, validated: 0 (population std) or 1 (sample std)."""
+    if ddof not in STD_DDOFS:
+        raise InvalidArgumentError(f"ddof={ddof!r}: the group std uses ddof 0 (population, default) or 1 (sample, as verl/TRL)")
+    return int(ddof)
+
+
+def group_advantages(rewards: Sequence[float], groups: Sequence[object], eps: float = 1e-6, ddof: int = 0) -> list[float]:
+    """GRPO advantages of a batch: :func:`grpo_advantages` within the rollouts that share a group key.
+
+    ``std`` is the population std of the group by default (``ddof=0``); the papers do not say
+    which, and verl and TRL use the sample std (``ddof=1``, advantages ×√(G/(G−1)) smaller, e.g.
+    ÷1.118 at G = 5). A group whose rewards are all equal (or a group of one) gets advantage 0.
+    """
+    if len(rewards) != len(groups):
+        raise InvalidArgumentError(f"{len(rewards)} rewards but {len(groups)} group keys")
+    members: dict[object, list[int]] = {}
+    for i, g in enumerate(groups):
+        members.setdefault(g, []).append(i)
+    out = [0.0] * len(rewards)
+    for idx in members.values():
+        for i, a in zip(idx, grpo_advantages([rewards[i] for i in idx], eps, ddof)):
+            out[i] = a
+    return out
+
+
+def baseline_advantages(rewards: Sequence[float]) -> list[float]:
+    """REINFORCE with a baseline: ``R − mean(R)`` over the batch."""
+    if not rewards:
+        return []
+    mean = sum(float(r) for r in rewards) / len(rewards)
+    return [float(r) - mean for r in rewards]
+
+
+def proposer_advantages(rewards: Sequence[float], valid: Sequence[bool], baseline: str = "verified") -> list[float]:
+    """REINFORCE advantages of a batch of Proposer questions.
+
+    ``baseline="verified"`` (default, the papers): SSP's Algorithm 1 updates the Proposer on the
+    verified set Q* and kg-paths-wcr §3.1 uses "only verified questions" for Proposer updates, so the
+    baseline is the mean reward of the valid questions and an invalid question gets advantage 0
+    (no update, no implicit penalty). ``baseline="all"``: the mean over every proposer event, invalid
+    ones (reward 0) included — then an invalid question gets −mean(R), a penalty the SSP paper
+    found destabilising (its −0.1 ablation); kept for comparison with earlier runs.
+    """
+    if baseline not in PROPOSER_BASELINES:
+        raise InvalidArgumentError(f"baseline={baseline!r}: use one of {', '.join(PROPOSER_BASELINES)}")
+    if len(rewards) != len(valid):
+        raise InvalidArgumentError(f"{len(rewards)} proposer rewards but {len(valid)} validity flags")
+    if baseline == "all":
+        return baseline_advantages(rewards)
+    kept = [i for i, ok in enumerate(valid) if ok]
+    out = [0.0] * len(rewards)
+    for i, a in zip(kept, baseline_advantages([rewards[i] for i in kept])):
+        out[i] = a
+    return out
+
+
+def _finite(values: Sequence[float], what: str) -> np.ndarray:
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim != 1:
+        raise InvalidArgumentError(f"{what} must be a flat list of numbers")
+    if not np.all(np.isfinite(arr)):
+        raise InvalidArgumentError(f"{what} contains NaN or infinite values: {list(values)}")
+    return arr
+
+
+def grpo_advantages(rewards: Sequence[float], eps: float = 1e-6, ddof: int = 0) -> list[float]:
+    """Group-normalised outcome advantages (R_i − mean) / (std + ε) over one question's G rollouts
+    (``ddof`` of the std: 0 population, 1 sample; a group of one gets 0)."""
+    ddof = check_ddof(ddof)
+    r = _finite(rewards, "rewards")
+    if r.size == 0:
+        raise InvalidArgumentError("an empty group has no advantages")
+    if r.size - ddof < 1:
+        return [0.0] * int(r.size)
+    return ((r - r.mean()) / (r.std(ddof=ddof) + eps)).tolist()
+
+
+def step_advantages(step_rewards: Sequence[float], eps: float = 1e-6) -> list[float]:
+    """A_t,g of Eq. 13: the trajectory's step rewards standardised within it and clipped to [−1, 1]."""
+    r = _finite(step_rewards, "step_rewards")
+    if r.size == 0:
+        return []
+    return np.clip((r - r.mean()) / (r.std() + eps), -1.0, 1.0).tolist()
+
+
+def sapo_step_advantages(
+    outcome_advantage: float, step_rewards: Sequence[float], lam: float = 0.5, eps: float = 1e-6
+) -> list[float]:
+    """A_t = Â_o + λ |Â_o| A_t,g for every step t of one trajectory (Eq. 14)."""
+    if lam < 0:
+        raise InvalidArgumentError(f"lam (λ) must be non-negative (paper: 0.5); got {lam}")
+    a_o = float(outcome_advantage)
+    if not np.isfinite(a_o):
+        raise InvalidArgumentError(f"outcome advantage must be finite; got {outcome_advantage}")
+    return [a_o + lam * abs(a_o) * a for a in step_advantages(step_rewards, eps)]
+
+
+def sapo_group_advantages(
+    outcome_rewards: Sequence[float],
+    step_rewards: Sequence[Sequence[float]],
+    lam: float = 0.5,
+    eps: float = 1e-6,
+    ddof: int = 0,
+) -> list[list[float]]:
+    """Per-step advantages for every trajectory of one group (outcome rewards → GRPO → Eq. 14;
+    ``ddof`` of the outcome std as in :func:`grpo_advantages`)."""
+    if len(outcome_rewards) != len(step_rewards):
+        raise InvalidArgumentError(
+            f"{len(outcome_rewards)} outcome rewards but {len(step_rewards)} step-reward sequences; one each per rollout"
+        )
+    outcome = grpo_advantages(outcome_rewards, eps, ddof)
+    return [sapo_step_advantages(a, steps, lam, eps) for a, steps in zip(outcome, step_rewards)]
