@@ -188,7 +188,7 @@ def test_server_manager_failing_mid_rollout_is_marked_and_counted(tok):
 def test_bad_names_fail_clearly(tok):
     with pytest.raises(ValueError, match="unknown env id 'KGSolver-v9'.*KGSolver-v0"):
         make_loop(al.SearchGymSolverLoop, tok, None, env_id="KGSolver-v9")
-    with pytest.raises(ValueError, match="unknown reward name 'wrc'.*wcr"):
+    with pytest.raises(ValueError, match="unknown reward 'wrc'.*wcr"):
         make_loop(al.SearchGymSolverLoop, tok, None, rewards="wrc")
     with pytest.raises(ValueError, match="rollout.n=3 must equal the game's group_size=5"):
         make_loop(al.SearchGymSelfPlayLoop, tok, None, n=3)

@@ -63,7 +63,7 @@ def test_compute_score_flags_an_unfinished_response(rows):
 def test_compute_score_bad_input():
     with pytest.raises(ValueError, match="needs a ground_truth"):
         compute_score("searchgym", "<answer>x</answer>", [])
-    with pytest.raises(ValueError, match="unknown reward name 'wrc'"):
+    with pytest.raises(ValueError, match="unknown reward 'wrc'"):
         compute_score("searchgym", "<answer>x</answer>", "x", {"searchgym": {"rewards": "wrc"}})
 
 

@@ -166,7 +166,7 @@ def test_play_cli_stacks_reward_wrappers_and_reports_their_components(capsys):
 
 @pytest.mark.parametrize(
     "spec, message",
-    [("wcr,dynasearcher", "must come first"), ("wcr,bogus", "unknown reward wrapper 'bogus'"), ("wcr,wcr", "twice")],
+    [("wcr,dynasearcher", "must come first"), ("wcr,bogus", "unknown reward 'bogus'"), ("wcr,wcr", "twice")],
 )
 def test_play_cli_rejects_bad_reward_stacks(spec, message, capsys):
     from searchgym.cli import main as cli_main

@@ -1,6 +1,6 @@
 """Trainer configuration: one dataclass with the SSP paper's defaults, YAML load/save, CLI overrides.
 
-Defaults follow search-self-play Table 4 / SPEC §10 (lr 1e-6, 5 warm-up steps, batch 256, G 5,
+Defaults follow search-self-play Table 4 / docs/game.md, optimisation (lr 1e-6, 5 warm-up steps, batch 256, G 5,
 10 turns, prompt 4096 / response 8192 tokens, temperature 1.0 / 0.0, 1 epoch, KL 0.01, clip
 0.2 / 0.28). They are the paper's numbers; scale them down yourself for a laptop run
 (``--set batch_size=4 --set max_new_tokens=128``).
@@ -17,7 +17,6 @@ from .losses import PROPOSER_BASELINES, STD_DDOFS
 from .decoding import CACHES
 from ..errors import InvalidArgumentError
 
-REWARDS = ("binary", "wcr", "gdcr")
 DTYPES = ("float32", "bfloat16", "float16")
 
 # Fields that may change between a checkpoint and its resume (they do not alter the training state).
@@ -120,9 +119,12 @@ class TrainConfig(ModelOptions, ConfigIO):
 
     def validate(self) -> None:
         """Raise ValueError naming the bad field and what it accepts."""
-        if self.reward not in REWARDS and ":" not in self.reward:
-            raise InvalidArgumentError(f"reward={self.reward!r}: use one of {', '.join(REWARDS)} or 'package.module:Wrapper' "
-                             f"(a callable that wraps an env)")
+        from ..wrappers.registry import reward_plan
+
+        try:  # a registered name, a stack "dynasearcher,wcr" or "package.module:Wrapper"
+            reward_plan(self.reward)
+        except InvalidArgumentError as exc:
+            raise InvalidArgumentError(f"reward={self.reward!r}: {exc}") from None
         if self.rollout_backend not in ROLLOUT_BACKENDS:
             raise InvalidArgumentError(f"rollout_backend={self.rollout_backend!r}: use one of {', '.join(ROLLOUT_BACKENDS)}")
         if self.rollout_backend.startswith("vllm") and self.lora:

@@ -1,6 +1,6 @@
 """The self-play trainer: one shared policy, a GRPO update for the Solver and a REINFORCE update for the Proposer.
 
-One training step (search-self-play §3, SPEC §10):
+One training step (search-self-play §3, docs/game.md, optimisation):
 
 1. **Rollout** -- play ``batch_size`` games of the (reward-wrapped) env with the current policy
    (:class:`~searchgym.agents.llm_agent.LLMAgent`; all pending rollouts of all parallel envs are
@@ -47,6 +47,7 @@ from .metrics import MetricsLogger
 from .prefix import pack_shared, shared_token_logprobs, worth_sharing
 from .sequences import EncodedTrajectory, collate, encode_trajectory
 from ..errors import InvalidArgumentError, MissingFileError
+from ..wrappers.registry import reward_plan
 
 logger = logging.getLogger(__name__)
 
@@ -65,10 +66,11 @@ class Sample:
     step_rewards: Optional[list] = None
 
     @classmethod
-    def from_event(cls, event: dict, group: Any) -> "Sample":
-        """Build from an env reward event (``{"role", "slot", "reward", "components", "trajectory"}``)."""
+    def from_event(cls, event: dict, group: Any, step_rewards_key: Optional[str] = None) -> "Sample":
+        """Build from an env reward event (``{"role", "slot", "reward", "components", "trajectory"}``);
+        ``step_rewards_key``: the component holding per-step rewards (the reward's registry entry)."""
         comps = dict(event.get("components") or {})
-        steps = comps.get("gdcr_steps")
+        steps = comps.get(step_rewards_key) if step_rewards_key else None
         return cls(event["role"], event["trajectory"], float(event["reward"]), comps, group,
                    list(steps) if isinstance(steps, (list, tuple)) else None)
 
@@ -96,31 +98,6 @@ def resolve_device(name: str):
     return dev
 
 
-def wrap_reward(env, reward: str):
-    """Wrap ``env`` with the reward named in the config (``binary`` = the env's own reward; a
-    ``package.module:Wrapper`` path = any user wrapper that rewrites ``info["rewards"]``)."""
-    if reward == "binary":
-        return env
-    if reward == "wcr":
-        from ..wrappers.wcr import WaypointCoverageReward
-
-        return WaypointCoverageReward(env)
-    if reward == "gdcr":
-        from ..wrappers.gdcr import GraphDistanceReward
-
-        return GraphDistanceReward(env)
-    if ":" in reward:  # a user wrapper given as "package.module:Wrapper"
-        import importlib
-
-        mod_name, _, attr = reward.partition(":")
-        try:
-            wrapper = getattr(importlib.import_module(mod_name), attr)
-        except (ImportError, AttributeError) as exc:
-            raise InvalidArgumentError(f"reward={reward!r}: cannot import the wrapper ({exc}); give 'package.module:Name'") from None
-        return wrapper(env)
-    raise InvalidArgumentError(f"unknown reward {reward!r}; use binary, wcr, gdcr or 'package.module:Wrapper'")
-
-
 def make_envs(config: TrainConfig, n: int) -> list:
     """``n`` envs of ``config.env_id`` sharing one world/retriever (via ``clone()`` where the env has it)."""
     import gymnasium as gym
@@ -135,7 +112,8 @@ def make_envs(config: TrainConfig, n: int) -> list:
     for _ in range(n - 1):
         clone = getattr(first.unwrapped, "clone", None)
         raw.append(clone() if callable(clone) else gym.make(config.env_id, **kwargs))
-    return [wrap_reward(e, config.reward) for e in raw]
+    plan = reward_plan(config.reward)
+    return [plan.wrap(e) for e in raw]
 
 
 def share_batch_state(envs: Sequence) -> tuple[Optional[ReplayBuffer], Optional[BatchNoise]]:
@@ -204,6 +182,7 @@ class SelfPlayTrainer:
         import torch
 
         self.config = config
+        self.reward_plan = reward_plan(config.reward)  # wrappers, and outcome vs step (SAPO) advantages
         self.device = resolve_device(config.device)
         if config.cpu_threads:
             # Process-wide, set only when asked: for small models on a busy CPU, 1-2 threads beat the
@@ -313,7 +292,7 @@ class SelfPlayTrainer:
                     obs, _, term, trunc, info = self.envs[x["j"]].step(action)
                     t_env += time.perf_counter() - t0
                     for ev in info.get("rewards", []):
-                        samples.append(Sample.from_event(ev, x["game"]))
+                        samples.append(Sample.from_event(ev, x["game"], self.reward_plan.step_rewards_key))
                     x.update(obs=obs, info=info, done=bool(term or trunc))
             played += k
         return RolloutBatch(samples, played, t_gen, t_env, self.agent.stats.new_tokens - tokens0)
@@ -339,11 +318,11 @@ class SelfPlayTrainer:
         groups: dict[Any, list[int]] = {}
         for i in solver:
             groups.setdefault(samples[i].group, []).append(i)
-        use_sapo = self.config.reward == "gdcr"
+        use_sapo = self.reward_plan.advantage == "step"  # the reward gives per-step rewards: SAPO
         plain: list[int] = []  # solver samples of groups without step rewards: GRPO
         for idx in groups.values():
             if use_sapo and all(samples[i].step_rewards is not None for i in idx):
-                from ..wrappers.sapo import sapo_group_advantages
+                from ..core.advantages import sapo_group_advantages
 
                 tables = sapo_group_advantages([samples[i].reward for i in idx],
                                                [samples[i].step_rewards for i in idx], eps=eps, ddof=ddof)

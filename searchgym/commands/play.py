@@ -46,9 +46,9 @@ def run_play(args: argparse.Namespace) -> int:
         kwargs["max_turns"] = args.max_turns
     env = gym.make(args.env, **kwargs)
     if args.reward:
-        from ..wrappers.stacking import stack_reward_wrappers
+        from ..wrappers.registry import wrap_rewards
 
-        env = stack_reward_wrappers(env, [n.strip() for n in args.reward.split(",") if n.strip()])
+        env = wrap_rewards(env, args.reward)
     agent = _agent(args.agent, args.env, args.seed)
     totals = {"proposer": [], "solver": []}
     components: dict[str, list[float]] = {}
@@ -96,6 +96,7 @@ def register(sub) -> None:
     p.add_argument("--max-turns", type=int, default=None)
     p.add_argument("--export", default=None, help="write every finished game to this JSONL file")
     p.add_argument("--reward", default=None, metavar="NAMES",
-                   help="reward-shaping wrappers to stack, comma-separated, innermost first: dynasearcher, wcr, gdcr")
+                   help="rewards to stack, comma-separated, innermost first: a registered name (binary, wcr, gdcr, "
+                        "dynasearcher) or package.module:Wrapper")
     p.set_defaults(func=run_play)
 

@@ -19,7 +19,7 @@ Stage 2 adds ``D ~ Uniform{num_distractors}`` distractor branches, each divergin
 with no candidate left is replaced by another path node (seeded order), so D branches are placed
 whenever the path has room for them; ``metadata["distractors_planned"]`` keeps D.
 
-Degenerate-path rules (SPEC §2, issue 3):
+Degenerate-path rules (docs/game.md, subgraphs, issue 3):
 
 * no node is visited twice, and self-loops are never candidates;
 * a literal can only be the last node: choosing a literal ends the path (``allow_literal_answers``

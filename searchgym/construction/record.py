@@ -1,4 +1,4 @@
-"""The subgraph record: what one self-play task is grounded in (kg-paths-wcr §3.2, SPEC §2).
+"""The subgraph record: what one self-play task is grounded in (kg-paths-wcr §3.2, docs/game.md, subgraphs).
 
 A :class:`Subgraph` holds a target path ``v0 -r1-> v1 ... -rK-> vK`` from a seed entity to the
 answer, plus distractor branches that diverge from intermediate path nodes. It is plain data
@@ -63,7 +63,7 @@ class Subgraph:
     ``path`` lists node ids ``v0 … vK`` (``v0`` = seed, ``vK`` = answer); ``relations[i]`` labels
     the edge ``path[i] → path[i+1]`` and ``forward[i]`` says whether it follows the KG direction
     (False when the path walks an edge backwards). Waypoints are ``v0 … v(K-1)``: seed included,
-    answer excluded (SPEC §2).
+    answer excluded (docs/game.md, subgraphs).
     """
 
     id: str

@@ -1,4 +1,4 @@
-"""An offline, deterministic, model-free reader for RAG verification (SPEC §5 **decision**).
+"""An offline, deterministic, model-free reader for RAG verification (docs/game.md, self-play game **decision**).
 
 :class:`ExtractiveReader` answers a question from materials only, so the self-play game runs
 without any model. It reads like a cautious multi-hop reader:

@@ -1,4 +1,4 @@
-"""SSP's rule filters for proposed questions (SPEC §5, SSP code defaults).
+"""SSP's rule filters for proposed questions (docs/game.md, self-play game, SSP code defaults).
 
 A question the Proposer emits is kept only if it passes every rule; the first failing rule's
 stable reason code is reported so envs can log rejection counts by reason:

@@ -1,4 +1,4 @@
-"""Answer judging (SPEC §4): EM / F1 / cover-EM judges and a strict LLM judge.
+"""Answer judging (docs/game.md, judging): EM / F1 / cover-EM judges and a strict LLM judge.
 
 The answer metrics themselves (Search-R1/FlashRAG normalisation, EM, token F1, cover-EM) live in
 :mod:`searchgym.core.answers` and are re-exported here. Rule-based judges compare the prediction

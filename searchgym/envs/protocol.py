@@ -1,4 +1,4 @@
-"""The agent/environment tag protocol (SPEC §3): parse one agent turn into actions.
+"""The agent/environment tag protocol (docs/game.md, protocol): parse one agent turn into actions.
 
 An agent turn is free text. The tags the package understands:
 
@@ -91,7 +91,7 @@ class ParsedAction:
     ``think`` is the text inside this turn's ``<think>`` spans (joined by newlines), with forged
     observations removed. ``answer``/``question``/``evidence`` are the last occurrence in
     the turn, whitespace-collapsed (``None`` when absent or empty). ``answer_count`` counts every
-    ``<answer>`` tag of the turn so the env can enforce SPEC §3's ">10 answers per rollout ⇒
+    ``<answer>`` tag of the turn so the env can enforce docs/game.md, protocol: ">10 answers per rollout ⇒
     invalid". ``truncated`` says the text was cut at ``max_chars`` before parsing.
     """
 

@@ -5,7 +5,7 @@ A :class:`Rollout` owns one :class:`~searchgym.envs.types.Trajectory` (one role,
 one, the group and self-play envs pass G — and sends every search of that turn to the retriever
 in a single ``batch_search`` call, so batching is the same code path as a lone rollout.
 
-Per turn (SPEC §3): the action text is cut to ``max_action_chars`` and parsed with
+Per turn (docs/game.md, protocol): the action text is cut to ``max_action_chars`` and parsed with
 :func:`~searchgym.envs.protocol.parse_action`; a Solver answer (or a Proposer question) ends the
 rollout (searches in the same turn are not run); otherwise the turn's searches run and the env
 inserts :func:`~searchgym.envs.protocol.format_information` of the results; a turn with neither
@@ -32,7 +32,7 @@ __all__ = ["SearchEngine", "Rollout", "advance", "coerce_action", "DEFAULT_MAX_T
 DEFAULT_MAX_TURNS = 10  # SSP and the WCR paper: at most 10 interaction rounds
 DEFAULT_MAX_ACTION_CHARS = 20_000  # longer agent turns are cut (and recorded cut)
 DEFAULT_DOC_MAX_CHARS = 1_000  # per-document cap in an <information> block
-DEFAULT_MAX_ANSWERS = 10  # SPEC §3 decision: more than 10 <answer> tags in a rollout → invalid
+DEFAULT_MAX_ANSWERS = 10  # docs/game.md, protocol decision: more than 10 <answer> tags in a rollout → invalid
 
 
 def coerce_action(action: Any) -> str:

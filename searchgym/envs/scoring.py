@@ -1,8 +1,8 @@
 """Outcome rewards and question validation shared by every text env.
 
-* :func:`score_solver` judges a finished Solver rollout (SPEC §4): c = 1 iff the rollout is valid
+* :func:`score_solver` judges a finished Solver rollout (docs/game.md, judging): c = 1 iff the rollout is valid
   and its last answer is judged correct; the judge's verdict is kept in the trajectory metadata.
-* :func:`validate_question` runs SSP's rule filters then RAG verification (SPEC §5) on a finished
+* :func:`validate_question` runs SSP's rule filters then RAG verification (docs/game.md, self-play game) on a finished
   Proposer rollout; it fails closed (a verifier error makes the question invalid).
 * :func:`reward_event` builds the role-tagged reward event of the env contract.
 """

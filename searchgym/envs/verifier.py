@@ -1,4 +1,4 @@
-"""RAG verification of proposed questions (SPEC §5, SSP).
+"""RAG verification of proposed questions (docs/game.md, self-play game, SSP).
 
 A question that passed the rule filters is checked by having a reader answer it *without
 search* from the Proposer's own retrieved materials plus a few noisy materials taken from other

@@ -1,4 +1,4 @@
-"""DynaSearcher-style knowledge-graph lookup tool (SPEC §3).
+"""DynaSearcher-style knowledge-graph lookup tool (docs/game.md, protocol).
 
 The agent asks with entity names and relation phrases (``{"entity": [...], "relation": [...]}``);
 :class:`KGLookup` resolves each name to entities (exact title/alias, then case-insensitive, then

@@ -88,6 +88,10 @@ class RewardShapingWrapper(gym.Wrapper):
 
     name = "shaping"
     replaces_reward = False
+    #: how a trainer turns this reward into advantages (searchgym.wrappers.registry): "outcome" or "step"
+    advantage = "outcome"
+    #: with advantage "step": the reward component holding a Solver rollout's per-step rewards
+    step_rewards_key: Optional[str] = None
 
     def __init__(self, env: gym.Env, *, name: Optional[str] = None):
         super().__init__(env)

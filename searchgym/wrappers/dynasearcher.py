@@ -1,4 +1,4 @@
-"""DynaSearcher multi-reward (dynasearcher §3.2, SPEC §9).
+"""DynaSearcher multi-reward (dynasearcher §3.2, docs/rewards.md, DynaSearcher).
 
 ::
 
@@ -13,7 +13,7 @@ t = retrieval actions in the rollout (searches issued), i = the task's gold hop 
 the penalty is negative (floored at β), i.e. a slight bonus, as the paper describes.
 
 Notes against the paper: Eq. 6 writes ``r_overall = r_outcome + r_gain``; r_outcome is the
-accuracy reward r_acc of Eq. 1 (the SPEC's reading, used here). With several gold aliases, r_ans
+accuracy reward r_acc of Eq. 1 (docs/rewards.md's reading, used here). With several gold aliases, r_ans
 is the maximum over aliases, each alias choosing F1 or CEM by its own length. "Format correct"
 is the env's validity (tags followed, a parseable answer). Gold documents match retrieved ones by
 title, case-insensitively and whitespace-trimmed. The wrapper *replaces* the solver reward, so

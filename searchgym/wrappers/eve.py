@@ -1,4 +1,4 @@
-"""Evidence-verifier rewards (EVE-Agent; eve-agent §3, App. D; SPEC §8).
+"""Evidence-verifier rewards (EVE-Agent; eve-agent §3, App. D; docs/rewards.md, EVE).
 
 The Proposer emits a question q, an answer a and an evidence span e copied verbatim from a snippet
 it retrieved (or a source document). Its reward (Eq. 16)::
@@ -15,7 +15,7 @@ given q alone (same model, as in the paper). The Solver's reward (Eq. 19–21)::
     R_sol = EM(â, a) + λ_E F1(ê, e),                λ_E = 0.3
 
 An invalid question gets ½ F_fmt (Algorithm 1, lines 18–19); ``invalid_reward="zero"`` gives it 0
-instead, like SSP's invalid questions. **Decisions** (SPEC §8 and here): the verbatim check is
+instead, like SSP's invalid questions. **Decisions** (docs/rewards.md, EVE and here): the verbatim check is
 enforced and an empty span is invalid, as is a question the env rejected (rule filters, RAG
 verification); "verbatim" compares with whitespace runs collapsed; |e| is
 counted in whitespace tokens unless a ``count_tokens`` function is given; the Solver's evidence ê

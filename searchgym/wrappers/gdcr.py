@@ -1,7 +1,7 @@
-"""Graph-Distance Contribution Reward (GDCR; gdcr-sapo §3.2–3.3, SPEC §7).
+"""Graph-Distance Contribution Reward (GDCR; gdcr-sapo §3.2–3.3, docs/rewards.md, GDCR and SAPO).
 
 The ER graph of a question is its subgraph (target path + distractors), **undirected and
-unweighted** (SPEC decision). ``d(v)`` is the BFS hop count from ``v`` to the answer node and
+unweighted** (a decision: docs/rewards.md). ``d(v)`` is the BFS hop count from ``v`` to the answer node and
 ``c(v) = k^(−d(v))`` (k = 2; unreachable nodes contribute 0, Eq. 4–5).
 
 Each step t of a trajectory is one agent turn (its ``<think>`` text, then the ``<information>`` the
@@ -13,7 +13,7 @@ env inserted). With O (observed) and T (cited) starting empty (Eq. 7), in order:
             r_ret  = Σ_{v∈ΔO_t} c(v)   (Eq. 10–11), then O ← O ∪ ΔO_t;
 - r_t = r_cite + r_ret (Eq. 12).
 
-Entity linking (SPEC decision): case-insensitive, word-boundary match of a node's title or any
+Entity linking (a decision: docs/rewards.md): case-insensitive, word-boundary match of a node's title or any
 alias; one Aho–Corasick automaton per subgraph finds every (also overlapping) name occurrence and a
 boundary check keeps whole-word ones. Step rewards feed SAPO (:mod:`searchgym.wrappers.sapo`).
 """
@@ -182,6 +182,8 @@ class GraphDistanceReward(RewardShapingWrapper):
     """
 
     name = "gdcr"
+    advantage = "step"  # the trainer uses SAPO on the per-step rewards below
+    step_rewards_key = "gdcr_steps"
 
     def __init__(self, env, k: float = 2, weight: float = 0.0):
         super().__init__(env)

@@ -1,4 +1,4 @@
-"""Waypoint Coverage Reward (WCR; kg-paths-wcr §3.3, SPEC §6).
+"""Waypoint Coverage Reward (WCR; kg-paths-wcr §3.3, docs/rewards.md, WCR).
 
 For Solver rollout i of a question built from the KG path ``v0 -r1-> … -rK-> vK`` the waypoints are
 ``W = {v0 … v(K-1)}``. A waypoint is *matched* when its canonical title is an exact substring of the

@@ -16,7 +16,7 @@ from typing import Any
 import gymnasium as gym
 
 from searchgym.envs.registration import ENV_IDS, register_envs
-from searchgym.wrappers.stacking import STACKABLE_BY_NAME, stack_reward_wrappers
+from searchgym.wrappers.registry import reward_plan, wrap_rewards
 from ...errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
@@ -43,9 +43,8 @@ class EnvSpec:
             raise InvalidArgumentError(f"env {self.env_id!r} cannot be played by a verl agent loop; use one of "
                              f"{', '.join(TEXT_ENV_IDS)}")
         object.__setattr__(self, "rewards", tuple(self.rewards))
-        for name in self.rewards:
-            if name not in STACKABLE_BY_NAME:
-                raise InvalidArgumentError(f"unknown reward name {name!r}; choose from {', '.join(STACKABLE_BY_NAME)}")
+        if self.rewards:
+            reward_plan(self.rewards)  # registered names (or 'package.module:Wrapper'), a valid stack
 
     @classmethod
     def from_config(cls, cfg: Any) -> "EnvSpec":
@@ -69,7 +68,7 @@ def make_env(spec: EnvSpec):
     """A fresh env for ``spec`` with its reward wrappers."""
     register_envs()
     env = gym.make(spec.env_id, **spec.env_kwargs).unwrapped  # the text envs skip gym's checker wrappers
-    return stack_reward_wrappers(env, spec.rewards)
+    return wrap_rewards(env, spec.rewards) if spec.rewards else env
 
 
 _CACHE: dict[str, Any] = {}

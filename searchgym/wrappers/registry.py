@@ -1,0 +1,155 @@
+"""One registry of rewards: each name → its wrapper factory, its advantage kind and where its step rewards live.
+
+``searchgym play --reward``, the trainer's ``reward`` setting, its config validation and the verl
+adapter all read this table, so a reward registered once (or given as ``package.module:Wrapper``)
+works everywhere. A reward string is one name or a comma-separated stack, innermost first
+(``dynasearcher,wcr``); ``binary`` is the env's own reward.
+
+What each entry declares (docs/rewards.md has the formulas):
+
+* ``advantage``: ``"outcome"`` (one number per rollout: GRPO / REINFORCE) or ``"step"`` (per-step
+  rewards too: the trainer then uses SAPO, gdcr-sapo §3.4);
+* ``step_rewards_key``: the reward-component key holding a Solver rollout's per-step rewards (a list)
+  when ``advantage == "step"``;
+* ``replaces_reward``: the wrapper overwrites the reward with a full definition of its own, so it must
+  be innermost in a stack.
+
+A user wrapper given as ``package.module:Wrapper`` declares the same things as class attributes
+(``advantage = "step"``, ``step_rewards_key = "my_steps"``, ``replaces_reward``), so it gets SAPO when it
+provides step rewards; :func:`register_reward` adds one under a short name.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence
+
+from ..errors import InvalidArgumentError
+from .dynasearcher import DynaSearcherReward
+from .gdcr import GraphDistanceReward
+from .wcr import WaypointCoverageReward
+
+ADVANTAGE_KINDS = ("outcome", "step")
+
+
+@dataclass(frozen=True)
+class RewardSpec:
+    """A reward the game can be played and trained with (see the module docstring for each field)."""
+
+    name: str
+    factory: Optional[Callable]  # env -> wrapped env; None: the env's own reward
+    advantage: str = "outcome"
+    step_rewards_key: Optional[str] = None
+    replaces_reward: bool = False
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if self.advantage not in ADVANTAGE_KINDS:
+            raise InvalidArgumentError(f"reward {self.name!r}: advantage={self.advantage!r}; use one of {', '.join(ADVANTAGE_KINDS)}")
+        if self.advantage == "step" and not self.step_rewards_key:
+            raise InvalidArgumentError(f"reward {self.name!r} has step advantages: name the reward component that holds "
+                                       "the per-step rewards (step_rewards_key)")
+
+    @classmethod
+    def of_wrapper(cls, wrapper: type, name: Optional[str] = None, description: str = "") -> "RewardSpec":
+        """The spec a wrapper class declares through its class attributes."""
+        return cls(name or getattr(wrapper, "name", wrapper.__name__), wrapper,
+                   advantage=getattr(wrapper, "advantage", "outcome"),
+                   step_rewards_key=getattr(wrapper, "step_rewards_key", None),
+                   replaces_reward=bool(getattr(wrapper, "replaces_reward", False)),
+                   description=description or (wrapper.__doc__ or "").strip().split("\n")[0])
+
+
+@dataclass(frozen=True)
+class RewardPlan:
+    """A parsed reward string: the wrappers to apply (innermost first) and how to compute advantages."""
+
+    specs: tuple
+
+    @property
+    def advantage(self) -> str:
+        """``"step"`` when one wrapper of the stack gives per-step rewards, else ``"outcome"``."""
+        return "step" if self.step_rewards_key else "outcome"
+
+    @property
+    def step_rewards_key(self) -> Optional[str]:
+        """The reward component holding per-step rewards (``None``: outcome rewards only)."""
+        keys = [s.step_rewards_key for s in self.specs if s.advantage == "step"]
+        return keys[0] if keys else None
+
+    @property
+    def names(self) -> list[str]:
+        """The names of the stack, innermost first."""
+        return [s.name for s in self.specs]
+
+    def wrap(self, env):
+        """``env`` wrapped in every reward of the plan, innermost first."""
+        for spec in self.specs:
+            if spec.factory is not None:
+                env = spec.factory(env)
+        return env
+
+
+_REGISTRY: dict[str, RewardSpec] = {}
+
+
+def register_reward(spec: RewardSpec, *, overwrite: bool = False) -> RewardSpec:
+    """Add ``spec`` under ``spec.name`` (refused if taken, unless ``overwrite``)."""
+    if "," in spec.name or ":" in spec.name or not spec.name:
+        raise InvalidArgumentError(f"reward name {spec.name!r}: use a plain word (no ',' or ':')")
+    if spec.name in _REGISTRY and not overwrite:
+        raise InvalidArgumentError(f"reward {spec.name!r} is already registered; pass overwrite=True to replace it")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def available_rewards() -> list[str]:
+    """Every registered reward name."""
+    return sorted(_REGISTRY)
+
+
+def get_reward(name: str) -> RewardSpec:
+    """The spec of a registered name or of a ``package.module:Wrapper`` path."""
+    name = name.strip()
+    if ":" in name:
+        module, _, attr = name.partition(":")
+        try:
+            wrapper = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise InvalidArgumentError(f"reward {name!r}: cannot import the wrapper ({exc}); give 'package.module:Name'") from None
+        if not callable(wrapper):
+            raise InvalidArgumentError(f"reward {name!r} is not a wrapper class or factory")
+        return RewardSpec.of_wrapper(wrapper, name=name)
+    if name not in _REGISTRY:
+        raise InvalidArgumentError(f"unknown reward {name!r}; choose from {', '.join(available_rewards())} "
+                            "or give a wrapper as 'package.module:Wrapper'")
+    return _REGISTRY[name]
+
+
+def reward_plan(reward: str | Sequence[str]) -> RewardPlan:
+    """Parse ``"binary"``, ``"wcr"``, ``"dynasearcher,wcr"`` or ``"pkg.mod:Wrapper"`` (or a list of names)."""
+    names = [n.strip() for n in (reward.split(",") if isinstance(reward, str) else reward) if n.strip()]
+    if not names:
+        raise InvalidArgumentError("no reward given; use binary, one reward name or a comma-separated stack")
+    specs = [get_reward(n) for n in names]
+    if len(specs) > 1 and any(s.factory is None for s in specs):
+        raise InvalidArgumentError(f"{reward!r}: 'binary' is the env's own reward and cannot be stacked; drop it")
+    for i, s in enumerate(specs):
+        if s.replaces_reward and i > 0:
+            raise InvalidArgumentError(f"{s.name} replaces the reward, so it must come first (innermost), e.g. {s.name},wcr")
+        if s.name in names[:i]:
+            raise InvalidArgumentError(f"reward {s.name!r} is listed twice")
+    if sum(s.advantage == "step" for s in specs) > 1:
+        raise InvalidArgumentError(f"{reward!r}: only one reward of a stack may give per-step rewards (SAPO reads one)")
+    return RewardPlan(tuple(specs))
+
+
+def wrap_rewards(env, reward: str | Sequence[str]):
+    """``env`` wrapped in the rewards named by ``reward`` (see :func:`reward_plan`)."""
+    return reward_plan(reward).wrap(env)
+
+
+register_reward(RewardSpec("binary", None, description="the env's own reward: 1 for a correct answer, else 0"))
+for _wrapper in (WaypointCoverageReward, GraphDistanceReward, DynaSearcherReward):
+    register_reward(RewardSpec.of_wrapper(_wrapper))

@@ -1,0 +1,91 @@
+"""One reward registry: play, the trainer, its config and verl read the same table; stacks and user wrappers
+work everywhere, and a user wrapper that declares step rewards gets SAPO in the trainer."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+
+import searchgym.envs  # noqa: F401  (registers the env ids)
+from searchgym.agents.config import TrainConfig
+from searchgym.agents.trainer import Sample, SelfPlayTrainer
+from searchgym.core.advantages import group_advantages, sapo_group_advantages
+from searchgym.envs.types import Task, Trajectory
+from searchgym.errors import InvalidArgumentError
+from searchgym.wrappers import DynaSearcherReward, GraphDistanceReward, WaypointCoverageReward
+from searchgym.wrappers.base import RewardShapingWrapper
+from searchgym.wrappers.registry import (RewardSpec, available_rewards, get_reward, register_reward, reward_plan,
+                                         wrap_rewards)
+
+
+class StepBonus(RewardShapingWrapper):
+    """A user's own step-reward wrapper: +0.1 per search, reported per step under its own key."""
+
+    name = "step_bonus"
+    advantage = "step"
+    step_rewards_key = "bonus_steps"
+
+    def shape_solver_group(self, events, info):  # noqa: D102
+        for ev in events:
+            steps = [0.1 * len(t.searches) for t in ev["trajectory"].turns] or [0.0]
+            self.set_reward(ev, ev["reward"] + sum(steps), bonus_steps=steps)
+
+
+def test_the_built_in_rewards_and_what_they_declare():
+    assert {"binary", "wcr", "gdcr", "dynasearcher"} <= set(available_rewards())
+    assert get_reward("binary").factory is None
+    gdcr = get_reward("gdcr")
+    assert gdcr.factory is GraphDistanceReward and gdcr.advantage == "step" and gdcr.step_rewards_key == "gdcr_steps"
+    assert get_reward("wcr").advantage == "outcome" and get_reward("dynasearcher").replaces_reward
+
+
+def test_stacks_and_user_wrappers_wrap_an_env_in_order():
+    env = wrap_rewards(gym.make("KGSolverGroup-v0"), "dynasearcher,wcr")
+    assert isinstance(env, WaypointCoverageReward) and isinstance(env.env, DynaSearcherReward)
+    plan = reward_plan(f"{__name__}:StepBonus")
+    assert plan.advantage == "step" and plan.step_rewards_key == "bonus_steps"
+    assert isinstance(plan.wrap(gym.make("KGSolverGroup-v0")), StepBonus)
+
+
+@pytest.mark.parametrize("bad,error,match", [
+    ("nope", InvalidArgumentError, "unknown reward 'nope'; choose from .*binary"),
+    ("wcr,dynasearcher", InvalidArgumentError, "dynasearcher replaces the reward, so it must come first"),
+    ("wcr,wcr", InvalidArgumentError, "listed twice"),
+    ("binary,wcr", InvalidArgumentError, "cannot be stacked"),
+    (f"gdcr,{__name__}:StepBonus", InvalidArgumentError, "only one reward of a stack may give per-step rewards"),
+    ("no.such.module:Thing", InvalidArgumentError, "cannot import the wrapper"),
+])
+def test_bad_reward_strings_name_the_fix(bad, error, match):
+    with pytest.raises(error, match=match):
+        reward_plan(bad)
+    with pytest.raises(error, match=match):  # the trainer's config refuses it before any model loads
+        TrainConfig(reward=bad)
+
+
+def test_register_refuses_a_taken_name_and_a_step_reward_without_its_key():
+    with pytest.raises(InvalidArgumentError, match="already registered"):
+        register_reward(RewardSpec("wcr", WaypointCoverageReward))
+    with pytest.raises(InvalidArgumentError, match="step_rewards_key"):
+        RewardSpec("mine", StepBonus, advantage="step")
+
+
+def _traj() -> Trajectory:
+    return Trajectory(role="solver", task=Task(id="t", question="q?", answers=["a"]), prompt="p")
+
+
+@pytest.mark.parametrize("reward,sapo", [("wcr", False), ("gdcr", True), (f"{__name__}:StepBonus", True)])
+def test_the_trainer_picks_sapo_from_the_registry_not_from_a_reward_name(reward, sapo):
+    """A user's step-reward wrapper gets SAPO (its own component key), an outcome reward gets GRPO."""
+    key = reward_plan(reward).step_rewards_key or "unused"
+    events = [{"role": "solver", "reward": r, "trajectory": _traj(), "components": {key: steps}}
+              for r, steps in ((1.0, [0.5, 0.0]), (0.0, [0.0, 0.2]), (1.0, [0.1, 0.1]))]
+    trainer = SelfPlayTrainer.__new__(SelfPlayTrainer)  # advantages need only the config and the plan
+    trainer.config, trainer.reward_plan = TrainConfig(reward=reward), reward_plan(reward)
+    samples = [Sample.from_event(ev, "g", trainer.reward_plan.step_rewards_key) for ev in events]
+    tables = trainer.advantages(samples)
+    rewards = [ev["reward"] for ev in events]
+    if sapo:
+        assert tables == [list(t) for t in sapo_group_advantages(rewards, [ev["components"][key] for ev in events])]
+        assert any(len(set(t)) > 1 for t in tables)  # per-step values, not one number per rollout
+    else:
+        assert [t[0] for t in tables] == pytest.approx(group_advantages(rewards, ["g"] * 3))
