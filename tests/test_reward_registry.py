@@ -89,3 +89,32 @@ def test_the_trainer_picks_sapo_from_the_registry_not_from_a_reward_name(reward,
         assert any(len(set(t)) > 1 for t in tables)  # per-step values, not one number per rollout
     else:
         assert [t[0] for t in tables] == pytest.approx(group_advantages(rewards, ["g"] * 3))
+
+
+@pytest.mark.parametrize("reward", ["wcr", "gdcr", "dynasearcher", "dynasearcher,wcr", f"{__name__}:StepBonus"])
+def test_a_wrapped_env_spec_round_trips_through_gym_make(reward):
+    """Gymnasium 1.x: every wrapper records its constructor arguments, so gym.make(env.spec) rebuilds the stack."""
+    env = wrap_rewards(gym.make("KGSolverGroup-v0", max_turns=3), reward)
+    if reward == "wcr":
+        env = WaypointCoverageReward(gym.make("KGSolverGroup-v0", max_turns=3), alpha=0.2, case_insensitive=True)
+    again = gym.make(env.spec)
+    chain = lambda e: [type(w) for w in _stack(e)]  # noqa: E731
+    assert chain(again) == chain(env)
+    assert [w._saved_kwargs for w in _stack(again)] == [w._saved_kwargs for w in _stack(env)]
+    assert again.unwrapped.max_turns == 3
+
+
+def _stack(env):
+    out = []
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, gym.utils.RecordConstructorArgs) and env.__module__.startswith(("searchgym", __name__)):
+            out.append(env)
+        env = env.env
+    return out
+
+
+def test_set_wrapper_attr_reaches_the_env_through_a_stack():
+    env = wrap_rewards(gym.make("KGSolverGroup-v0"), "dynasearcher,wcr")
+    env.set_wrapper_attr("max_turns", 3)
+    assert env.unwrapped.max_turns == 3 and env.get_wrapper_attr("max_turns") == 3
+    assert env.get_wrapper_attr("alpha") == 0.3  # the outermost wrapper that has it answers (WCR's α)

@@ -83,9 +83,10 @@ def test_stack_on_selfplay_logs_every_component_by_name():
     assert len(rc["solver"]["wcr_bonus"]) == 3 and rc["solver"]["format_penalty"][2] in (0.0, -0.1)
     assert any(isinstance(s, list) and any(v is not None and v > 0 for v in s) for s in steps)
     assert total == pytest.approx(sum(ev["reward"] for ev in events))
-    assert env.world is env.unwrapped.world and env.alpha == 0.3  # lookups forwarded down the stack
+    # Gymnasium 1.x: lookups down the stack through get_wrapper_attr, writes through set_wrapper_attr
+    assert env.get_wrapper_attr("world") is env.unwrapped.world and env.get_wrapper_attr("alpha") == 0.3
     with pytest.raises(AttributeError):
-        env.no_such_attribute
+        env.get_wrapper_attr("no_such_attribute")
 
 
 def test_lone_solver_rollout_uses_raw_coverage():

@@ -24,7 +24,7 @@ from ..errors import InvalidArgumentError
 logger = logging.getLogger(__name__)
 
 
-class RepeatTask(gym.Wrapper):
+class RepeatTask(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Play each task of a single-role env ``times`` times in a row (G samples per task).
 
     Every ``times``-th reset draws the next task from the wrapped env as usual; the resets in between
@@ -32,6 +32,7 @@ class RepeatTask(gym.Wrapper):
     """
 
     def __init__(self, env, times: int) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, times=times)  # gym.make(env.spec) rebuilds it
         super().__init__(env)
         if times < 1:
             raise InvalidArgumentError(f"times={times} must be >= 1")

@@ -318,7 +318,7 @@ class SelfPlayTrainer:
         groups: dict[Any, list[int]] = {}
         for i in solver:
             groups.setdefault(samples[i].group, []).append(i)
-        use_sapo = self.reward_plan.advantage == "step"  # the reward gives per-step rewards: SAPO
+        use_sapo = reward_plan(self.config.reward).advantage == "step"  # per-step rewards: SAPO
         plain: list[int] = []  # solver samples of groups without step rewards: GRPO
         for idx in groups.values():
             if use_sapo and all(samples[i].step_rewards is not None for i in idx):

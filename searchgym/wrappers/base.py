@@ -75,7 +75,7 @@ def _copy_event(ev: Event) -> Event:
     return out
 
 
-class RewardShapingWrapper(gym.Wrapper):
+class RewardShapingWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Rewrites the env's reward events; subclasses implement the shaping and name their terms.
 
     Subclasses override :meth:`shape_solver_group` and/or :meth:`shape_proposer` (or
@@ -94,15 +94,10 @@ class RewardShapingWrapper(gym.Wrapper):
     step_rewards_key: Optional[str] = None
 
     def __init__(self, env: gym.Env, *, name: Optional[str] = None):
+        gym.utils.RecordConstructorArgs.__init__(self, name=name)  # a subclass records its own arguments first
         super().__init__(env)
         if name is not None:
             self.name = name
-
-    def __getattr__(self, name: str):
-        """Forward public attribute lookups down the wrapper stack to the env (``wrapped.world``)."""
-        if name.startswith("_") or name == "env":
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        return self.env.get_wrapper_attr(name)
 
     # ----------------------------------------------------------------- hooks
     def check_task(self, task: Optional[Task]) -> None:

@@ -22,6 +22,8 @@ stack it innermost.
 
 from __future__ import annotations
 
+import gymnasium as gym
+
 import logging
 from typing import Optional, Sequence
 
@@ -134,6 +136,7 @@ class DynaSearcherReward(RewardShapingWrapper):
     replaces_reward = True
 
     def __init__(self, env, alpha: float = 0.5, gamma: float = 0.9, beta: float = -0.2, n: float = 3):
+        gym.utils.RecordConstructorArgs.__init__(self, alpha=alpha, gamma=gamma, beta=beta, n=n)  # gym.make(env.spec) rebuilds it
         super().__init__(env)
         retrieval_penalty(0, 0, gamma, beta)
         self.params = {"alpha": alpha, "gamma": gamma, "beta": beta, "n": n}

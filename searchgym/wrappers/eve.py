@@ -25,6 +25,8 @@ think text (``"think"``); correctness in V and in R_sol is judged by EM (pluggab
 
 from __future__ import annotations
 
+import gymnasium as gym
+
 import logging
 import random
 import re
@@ -245,6 +247,11 @@ class EvidenceVerifierReward(RewardShapingWrapper):
         hops: Optional[int] = None,
         seed: int = 0,
     ):
+        gym.utils.RecordConstructorArgs.__init__(  # gym.make(env.spec) rebuilds it
+            self,
+            answerer=answerer, m=m, judge=judge, lambda_v=lambda_v, lambda_b=lambda_b, lambda_e=lambda_e,
+            max_evidence_tokens=max_evidence_tokens, count_tokens=count_tokens, solver_evidence=solver_evidence,
+            missing_evidence=missing_evidence, invalid_reward=invalid_reward, hops=hops, seed=seed)
         super().__init__(env)
         if not (isinstance(answerer, TextGenerator) or callable(answerer)):
             raise InvalidTypeError("answerer must be a TextGenerator or a callable (question, evidence | None) -> answer")

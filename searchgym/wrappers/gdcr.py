@@ -20,6 +20,8 @@ boundary check keeps whole-word ones. Step rewards feed SAPO (:mod:`searchgym.wr
 
 from __future__ import annotations
 
+import gymnasium as gym
+
 import logging
 from collections import deque
 from typing import Optional
@@ -186,6 +188,7 @@ class GraphDistanceReward(RewardShapingWrapper):
     step_rewards_key = "gdcr_steps"
 
     def __init__(self, env, k: float = 2, weight: float = 0.0):
+        gym.utils.RecordConstructorArgs.__init__(self, k=k, weight=weight)  # gym.make(env.spec) rebuilds it
         super().__init__(env)
         contribution(0, k)
         self.k = k

@@ -28,6 +28,8 @@ Every strategy gives identical results.
 
 from __future__ import annotations
 
+import gymnasium as gym
+
 import logging
 from functools import lru_cache
 from typing import Mapping, Optional, Sequence
@@ -330,6 +332,9 @@ class WaypointCoverageReward(RewardShapingWrapper):
         match_aliases: bool = False,
         lone_normalisation: str = "raw",
     ):
+        gym.utils.RecordConstructorArgs.__init__(  # gym.make(env.spec) rebuilds it
+            self, alpha=alpha,
+            case_insensitive=case_insensitive, match_aliases=match_aliases, lone_normalisation=lone_normalisation)
         super().__init__(env)
         if not 0.0 <= alpha <= 1.0:
             raise InvalidArgumentError(f"alpha must lie in [0, 1] (paper default 0.3); got {alpha}")
