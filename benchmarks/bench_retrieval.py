@@ -129,7 +129,7 @@ def measure(size: int, n_single: int, n_batch: int, n_rank: int, rank_max: int) 
         r.save(Path(tmp) / "idx")
         res["save_s"] = time.perf_counter() - t
         res["disk_mb"] = sum(f.stat().st_size for f in (Path(tmp) / "idx").rglob("*") if f.is_file()) / 2**20
-        del r, model
+        r = model = None  # free the index before the next backend loads
         t = time.perf_counter()
         loaded = BM25Retriever.load(Path(tmp) / "idx")
         res["load_s"] = time.perf_counter() - t
