@@ -50,7 +50,9 @@ def main(argv=None) -> dict:
     encoder.encode(["warm-up"])
     rows, flat_hits = [], None
     print(f"Device: {info}; {n} documents, {len(queries)} queries, k={args.k}\n")
-    print("| index | build docs/s | p50 / p95 query ms | batch queries/s | recall@k vs flat |\n|---|---:|---:|---:|---:|")
+    print(
+        "| index | build docs/s | p50 / p95 query ms | batch queries/s | recall@k vs flat |\n|---|---:|---:|---:|---:|"
+    )
     for index_type in ("flat", "ivf"):
         t0 = time.perf_counter()
         r = DenseRetriever(ids, titles, texts, encoder=encoder, index_type=index_type)
@@ -68,14 +70,30 @@ def main(argv=None) -> dict:
             flat_hits = ranked
         recall = statistics.mean(len(set(a) & set(b)) / max(1, len(b)) for a, b in zip(ranked, flat_hits))
         lat.sort()
-        row = {"index": index_type, "docs": n, "build_s": round(build, 2), "build_docs_per_s": round(n / build, 1),
-               "p50_ms": round(lat[len(lat) // 2], 2), "p95_ms": round(lat[int(len(lat) * 0.95) - 1], 2),
-               "batch_queries_per_s": round(batch_qps, 1), "recall_vs_flat": round(recall, 3)}
+        row = {
+            "index": index_type,
+            "docs": n,
+            "build_s": round(build, 2),
+            "build_docs_per_s": round(n / build, 1),
+            "p50_ms": round(lat[len(lat) // 2], 2),
+            "p95_ms": round(lat[int(len(lat) * 0.95) - 1], 2),
+            "batch_queries_per_s": round(batch_qps, 1),
+            "recall_vs_flat": round(recall, 3),
+        }
         rows.append(row)
-        print(f"| {index_type} | {row['build_docs_per_s']:,.0f} | {row['p50_ms']} / {row['p95_ms']} | "
-              f"{row['batch_queries_per_s']:,.0f} | {row['recall_vs_flat']:.3f} |", flush=True)
-    result = {"benchmark": "bench_dense", "device": info, "threads": args.threads, "k": args.k, "rows": rows,
-              "note": "encoder on the stated device for both sides; FAISS on CPU; shared machine, timings noisy"}
+        print(
+            f"| {index_type} | {row['build_docs_per_s']:,.0f} | {row['p50_ms']} / {row['p95_ms']} | "
+            f"{row['batch_queries_per_s']:,.0f} | {row['recall_vs_flat']:.3f} |",
+            flush=True,
+        )
+    result = {
+        "benchmark": "bench_dense",
+        "device": info,
+        "threads": args.threads,
+        "k": args.k,
+        "rows": rows,
+        "note": "encoder on the stated device for both sides; FAISS on CPU; shared machine, timings noisy",
+    }
     write_result(result, args.out, f"dense_{args.device}.json")
     return result
 

@@ -113,9 +113,14 @@ def time_raw_search(retriever, queries: list[str]) -> list[float]:
 def summarize(name: str, t: dict, raw: list[float], n_docs: int) -> dict:
     """Row of the results table."""
     row = {
-        "setting": name, "documents": n_docs, "steps": len(t["all"]),
-        "step_p50_ms": statistics.median(t["all"]), "step_p90_ms": pct(t["all"], 0.9), "step_p99_ms": pct(t["all"], 0.99),
-        "search_step_p50_ms": statistics.median(t["search"]), "search_step_p99_ms": pct(t["search"], 0.99),
+        "setting": name,
+        "documents": n_docs,
+        "steps": len(t["all"]),
+        "step_p50_ms": statistics.median(t["all"]),
+        "step_p90_ms": pct(t["all"], 0.9),
+        "step_p99_ms": pct(t["all"], 0.99),
+        "search_step_p50_ms": statistics.median(t["search"]),
+        "search_step_p99_ms": pct(t["search"], 0.99),
         "raw_search_p50_ms": statistics.median(raw),
     }
     row["search_step_over_raw_search_p50"] = row["search_step_p50_ms"] / row["raw_search_p50_ms"]
@@ -139,7 +144,7 @@ def recombined_corpus(world, n_extra: int, seed: int = 0) -> tuple[list[str], li
     lengths = rng.integers(5, 13, n_extra)
     picks = rng.integers(0, len(sentences), int(lengths.sum()))
     ptr = np.concatenate([[0], np.cumsum(lengths)])
-    texts = [" ".join(sentences[j] for j in picks[ptr[i]:ptr[i + 1]]) for i in range(n_extra)]
+    texts = [" ".join(sentences[j] for j in picks[ptr[i] : ptr[i + 1]]) for i in range(n_extra)]
     tsel = rng.integers(0, len(titles_src), n_extra)
     titles = [f"{titles_src[t]} ({i})" for i, t in enumerate(tsel)]
     ids = [f"x{i}" for i in range(n_extra)]
@@ -178,8 +183,14 @@ def bench_selfplay(games: int) -> dict:
             done = term or trunc
         valid += bool(info["validation"]["valid"])
     dt = time.perf_counter() - t0
-    return {"games": games, "seconds": dt, "games_per_s": games / dt, "steps": steps,
-            "env_share_of_time": step_time / dt, "valid_questions": valid}
+    return {
+        "games": games,
+        "seconds": dt,
+        "games_per_s": games / dt,
+        "steps": steps,
+        "env_share_of_time": step_time / dt,
+        "valid_questions": valid,
+    }
 
 
 def main(argv=None) -> dict:
@@ -206,21 +217,40 @@ def main(argv=None) -> dict:
             del env_big, big
     sp = bench_selfplay(args.games)
 
-    machine = {"cpu": cpu_model(), "cores": os.cpu_count(), "python": platform.python_version(),
-               "note": "shared 2-core machine; other jobs ran concurrently, timings are noisy"}
+    machine = {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "note": "shared 2-core machine; other jobs ran concurrently, timings are noisy",
+    }
     print(f"Machine: {machine['cpu']}, {machine['cores']} cores ({machine['note']})\n")
-    print("| setting | steps | step p50 (ms) | step p90 | step p99 | search-step p50 | raw search p50 | search step / raw search |")
+    print(
+        "| setting | steps | step p50 (ms) | step p90 | step p99 | search-step p50 | raw search p50 | search "
+        "step / raw search |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['setting']} | {r['steps']} | {r['step_p50_ms']:.3f} | {r['step_p90_ms']:.3f} | {r['step_p99_ms']:.3f} | "
-              f"{r['search_step_p50_ms']:.3f} | {r['raw_search_p50_ms']:.3f} | {r['search_step_over_raw_search_p50']:.2f}x |")
+        print(
+            f"| {r['setting']} | {r['steps']} | {r['step_p50_ms']:.3f} | {r['step_p90_ms']:.3f} | "
+            f"{r['step_p99_ms']:.3f} | "
+            f"{r['search_step_p50_ms']:.3f} | {r['raw_search_p50_ms']:.3f} | "
+            f"{r['search_step_over_raw_search_p50']:.2f}x |"
+        )
     if build_s is not None:
         print(f"\n1M-document BM25 index built in {build_s:.0f} s (not part of the step time).")
-    print(f"\nKGSelfPlay-v0, scripted agent: {sp['games']} games in {sp['seconds']:.2f} s = **{sp['games_per_s']:.1f} games/s** "
-          f"({sp['steps']} steps; env.step is {100 * sp['env_share_of_time']:.0f}% of the time; "
-          f"{sp['valid_questions']}/{sp['games']} questions verified valid)")
-    result = {"machine": machine, "step_latency": rows, "bm25_1m_build_s": build_s, "selfplay": sp,
-              "targets": {"default_world_step_p50_ms": 2.0, "1m_docs_step_p50_ms": 15.0}}
+    print(
+        f"\nKGSelfPlay-v0, scripted agent: {sp['games']} games in {sp['seconds']:.2f} s = "
+        f"**{sp['games_per_s']:.1f} games/s** "
+        f"({sp['steps']} steps; env.step is {100 * sp['env_share_of_time']:.0f}% of the time; "
+        f"{sp['valid_questions']}/{sp['games']} questions verified valid)"
+    )
+    result = {
+        "machine": machine,
+        "step_latency": rows,
+        "bm25_1m_build_s": build_s,
+        "selfplay": sp,
+        "targets": {"default_world_step_p50_ms": 2.0, "1m_docs_step_p50_ms": 15.0},
+    }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2))
     return result

@@ -47,8 +47,13 @@ def bench_scripted(world, tasks: TaskSet) -> dict:
     res = evaluate(agent, [tasks], world=world, config=EvalConfig(progress=False))
     dt = time.perf_counter() - t0
     d = res.summary["datasets"][tasks.name]
-    return {"n": d["n"], "seconds": dt, "questions_per_s": d["n"] / dt, "em": d["em"]["mean"],
-            "by_hops_em": {k: v["em"]["mean"] for k, v in d.get("by_hops", {}).items()}}
+    return {
+        "n": d["n"],
+        "seconds": dt,
+        "questions_per_s": d["n"] / dt,
+        "em": d["em"]["mean"],
+        "by_hops_em": {k: v["em"]["mean"] for k, v in d.get("by_hops", {}).items()},
+    }
 
 
 def bench_endpoint(world, tasks: TaskSet, delay: float, concurrency: int, n: int) -> dict:
@@ -61,8 +66,13 @@ def bench_endpoint(world, tasks: TaskSet, delay: float, concurrency: int, n: int
         agent.close()
         requests = len(srv.requests)
     n_done = res.summary["datasets"][tasks.name]["n"]
-    return {"concurrency": concurrency, "n": n_done, "requests": requests, "seconds": dt,
-            "questions_per_s": n_done / dt}
+    return {
+        "concurrency": concurrency,
+        "n": n_done,
+        "requests": requests,
+        "seconds": dt,
+        "questions_per_s": n_done / dt,
+    }
 
 
 def main() -> None:
@@ -83,17 +93,28 @@ def main() -> None:
     print(f"Machine: {machine}\n")
     print("| workload | questions | time | questions/s | vs baseline/target |")
     print("|---|---:|---:|---:|---|")
-    print(f"| scripted Solver, {args.tasks} | {scripted['n']} | {scripted['seconds']:.2f} s | "
-          f"{scripted['questions_per_s']:.1f} | EM {100 * scripted['em']:.1f} % |")
+    print(
+        f"| scripted Solver, {args.tasks} | {scripted['n']} | {scripted['seconds']:.2f} s | "
+        f"{scripted['questions_per_s']:.1f} | EM {100 * scripted['em']:.1f} % |"
+    )
     for r, note in ((c1, "baseline"), (c16, f"{speedup:.1f}x (target >= 10x)")):
-        print(f"| endpoint {args.delay * 1000:.0f} ms/request, concurrency {r['concurrency']} | {r['n']} | "
-              f"{r['seconds']:.2f} s | {r['questions_per_s']:.2f} | {note} |")
+        print(
+            f"| endpoint {args.delay * 1000:.0f} ms/request, concurrency {r['concurrency']} | {r['n']} | "
+            f"{r['seconds']:.2f} s | {r['questions_per_s']:.2f} | {note} |"
+        )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({
-        "machine": machine_info(), "note": machine, "scripted": scripted,
-        "endpoint": {"delay_s": args.delay, "concurrency_1": c1, "concurrency_16": c16, "speedup": speedup},
-        "targets": {"endpoint_speedup": 10},
-    }, indent=2))
+    RESULTS.write_text(
+        json.dumps(
+            {
+                "machine": machine_info(),
+                "note": machine,
+                "scripted": scripted,
+                "endpoint": {"delay_s": args.delay, "concurrency_1": c1, "concurrency_16": c16, "speedup": speedup},
+                "targets": {"endpoint_speedup": 10},
+            },
+            indent=2,
+        )
+    )
     print(f"\nwrote {RESULTS}")
 
 

@@ -60,8 +60,14 @@ def baseline_generate(gen, prompts, cfg) -> list[str]:
     with torch.inference_mode():
         cache = DynamicCache()
         pos = (attn.cumsum(-1) - 1).clamp(min=0)
-        out = gen.model(input_ids=input_ids, attention_mask=attn, position_ids=pos,
-                        past_key_values=cache, use_cache=True, logits_to_keep=1)
+        out = gen.model(
+            input_ids=input_ids,
+            attention_mask=attn,
+            position_ids=pos,
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
         pos = pos[:, -1:]
         for _ in range(cfg.max_new_tokens):
             logits = out.logits[:, -1, :].float()
@@ -80,8 +86,9 @@ def baseline_generate(gen, prompts, cfg) -> list[str]:
                 break
             attn = torch.cat([attn, torch.ones((n, 1), dtype=attn.dtype, device=dev)], dim=1)
             pos = pos + 1
-            out = gen.model(input_ids=nxt[:, None], attention_mask=attn, position_ids=pos,
-                            past_key_values=cache, use_cache=True)
+            out = gen.model(
+                input_ids=nxt[:, None], attention_mask=attn, position_ids=pos, past_key_values=cache, use_cache=True
+            )
     return [truncate_at_stop(gen.tokenizer.decode(t, skip_special_tokens=True), cfg.stop) for t in out_tokens]
 
 
@@ -118,8 +125,12 @@ def main(argv=None) -> dict:
     add_device_argument(ap)
     ap.add_argument("--batches", type=int, nargs="+", default=[8, 40])
     ap.add_argument("--new-tokens", type=int, default=64)
-    ap.add_argument("--prompt", choices=("short", "solver"), default="short",
-                    help="bare question (decode-bound) or the full Solver prompt (prefill-heavy)")
+    ap.add_argument(
+        "--prompt",
+        choices=("short", "solver"),
+        default="short",
+        help="bare question (decode-bound) or the full Solver prompt (prefill-heavy)",
+    )
     ap.add_argument("--repeats", type=int, default=3, help="timed calls per side and batch, round-robin (median)")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     ap.add_argument("--dtype", default=None, help="model dtype (default float32 on CPU, bfloat16 on CUDA)")
@@ -149,12 +160,13 @@ def main(argv=None) -> dict:
     if args.device == "cuda" or args.compile_on_cpu:
         mode = "reduce-overhead" if args.device == "cuda" else "default"
         sides["static+compiled"] = DecodingConfig(cache="static", compile=True, compile_mode=mode)
-    gens = {name: TransformersGenerator(model, tok, device=args.device, decoding=d, max_batch_size=max(args.batches))
-            for name, d in sides.items()}
+    gens = {
+        name: TransformersGenerator(model, tok, device=args.device, decoding=d, max_batch_size=max(args.batches))
+        for name, d in sides.items()
+    }
     base_gen = gens["dynamic"]
     rows = []
-    print(f"Device: {info}; SmolLM2-135M {dtype}, {args.prompt} prompts, {args.new_tokens} new tokens, "
-          f"temperature 1\n")
+    print(f"Device: {info}; SmolLM2-135M {dtype}, {args.prompt} prompts, {args.new_tokens} new tokens, temperature 1\n")
     timing = "wall" if args.device == "cuda" else "process CPU"
     print(f"| batch | side | tokens/s ({timing}) | {timing} s per call | vs baseline | same texts | compile s |")
     print("|---:|---|---:|---:|---:|---|---:|")
@@ -180,20 +192,38 @@ def main(argv=None) -> dict:
             sec = statistics.median(basis[name])
             same = texts[name] == texts["baseline"]
             comp = warm[name] if "compiled" in name else 0.0
-            row = {"batch": b, "side": name, "tokens": tokens, "seconds": round(sec, 4),
-                   "timing": "wall" if basis is wall else "process CPU time",
-                   "wall_each": [round(t, 3) for t in wall[name]], "cpu_each": [round(t, 3) for t in cpu[name]],
-                   "tokens_per_s": round(tokens / sec, 1), "vs_baseline": round(base_s / sec, 2),
-                   "same_texts_as_baseline": same, "compile_s": round(comp, 1)}
+            row = {
+                "batch": b,
+                "side": name,
+                "tokens": tokens,
+                "seconds": round(sec, 4),
+                "timing": "wall" if basis is wall else "process CPU time",
+                "wall_each": [round(t, 3) for t in wall[name]],
+                "cpu_each": [round(t, 3) for t in cpu[name]],
+                "tokens_per_s": round(tokens / sec, 1),
+                "vs_baseline": round(base_s / sec, 2),
+                "same_texts_as_baseline": same,
+                "compile_s": round(comp, 1),
+            }
             rows.append(row)
-            print(f"| {b} | {name} | {row['tokens_per_s']:,.0f} | {sec:.3f} | {row['vs_baseline']:.2f}x | "
-                  f"{'yes' if same else 'NO'} | {comp:.0f} |", flush=True)
-    result = {"benchmark": "bench_generate", "device": info, "dtype": dtype, "prompt": args.prompt,
-              "new_tokens": args.new_tokens,
-              "threads": args.threads, "repeats": args.repeats, "rows": rows,
-              "note": "every side on the same device, same seed; median of round-robin repeats; compile excluded; "
-                      "on CPU the figure is process CPU time (torch 1 thread), as the shared machine's wall "
-                      "times varied 3x between identical calls"}
+            print(
+                f"| {b} | {name} | {row['tokens_per_s']:,.0f} | {sec:.3f} | {row['vs_baseline']:.2f}x | "
+                f"{'yes' if same else 'NO'} | {comp:.0f} |",
+                flush=True,
+            )
+    result = {
+        "benchmark": "bench_generate",
+        "device": info,
+        "dtype": dtype,
+        "prompt": args.prompt,
+        "new_tokens": args.new_tokens,
+        "threads": args.threads,
+        "repeats": args.repeats,
+        "rows": rows,
+        "note": "every side on the same device, same seed; median of round-robin repeats; compile excluded; "
+        "on CPU the figure is process CPU time (torch 1 thread), as the shared machine's wall "
+        "times varied 3x between identical calls",
+    }
     write_result(result, args.out, f"generate_{args.device}.json")
     return result
 

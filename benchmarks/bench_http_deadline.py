@@ -45,15 +45,22 @@ def main(argv=None) -> dict:
         plain_conn = open_connection(srv.url, 10.0)
         deadline_conn = open_connection(srv.url, 10.0)
         remote = RemoteRetriever(srv.url, timeout=10.0)
-        times: dict[str, list[float]] = {"plain http.client (baseline)": [], "exchange with deadline": [],
-                                         "RemoteRetriever": []}
+        times: dict[str, list[float]] = {
+            "plain http.client (baseline)": [],
+            "exchange with deadline": [],
+            "RemoteRetriever": [],
+        }
         for i in range(args.n):
             q = queries[i % len(queries)]
             body = json.dumps({"queries": [q], "topk": 3, "return_scores": True}).encode()
             for name, call in (
                 ("plain http.client (baseline)", lambda: _plain(plain_conn, body)),
-                ("exchange with deadline", lambda: exchange(deadline_conn, "POST", "/retrieve", body,
-                                                            {"Content-Type": "application/json"}, 10.0)),
+                (
+                    "exchange with deadline",
+                    lambda: exchange(
+                        deadline_conn, "POST", "/retrieve", body, {"Content-Type": "application/json"}, 10.0
+                    ),
+                ),
                 ("RemoteRetriever", lambda: remote.batch_search([q], 3)),
             ):
                 t0 = time.perf_counter()
@@ -63,9 +70,15 @@ def main(argv=None) -> dict:
         deadline_conn.close()
         remote.close()
     base = statistics.median(times["plain http.client (baseline)"])
-    rows = {name: {"p50_ms": statistics.median(ts) * 1e3, "mean_ms": statistics.fmean(ts) * 1e3,
-                   "p99_ms": sorted(ts)[int(0.99 * (len(ts) - 1))] * 1e3, "p50_ratio": statistics.median(ts) / base}
-            for name, ts in times.items()}
+    rows = {
+        name: {
+            "p50_ms": statistics.median(ts) * 1e3,
+            "mean_ms": statistics.fmean(ts) * 1e3,
+            "p99_ms": sorted(ts)[int(0.99 * (len(ts) - 1))] * 1e3,
+            "p50_ratio": statistics.median(ts) / base,
+        }
+        for name, ts in times.items()
+    }
     print(f"{args.n} single-query /retrieve requests on loopback ({machine_line()})")
     print("| client | p50 ms | mean ms | p99 ms | p50 vs baseline |\n|---|---|---|---|---|")
     for name, r in rows.items():

@@ -25,11 +25,13 @@ def run_eval(model, tok, world, per_hop: dict, prefix_cache_mb: int, out_dir: Pa
     """One held-out evaluation; its seconds, accuracy, per-question predictions and reuse counters."""
     from searchgym.agents.base import GenerationConfig
     from searchgym.agents.decoding import DecodingConfig
-    from searchgym.agents.transformers_backend import TransformersGenerator
     from searchgym.agents.eval_agents import LLMEvalAgent
     from searchgym.agents.learning import heldout_report
+    from searchgym.agents.transformers_backend import TransformersGenerator
 
-    gen = TransformersGenerator(model, tok, seed=0, decoding=DecodingConfig(cache="dynamic", prefix_cache_mb=prefix_cache_mb))
+    gen = TransformersGenerator(
+        model, tok, seed=0, decoding=DecodingConfig(cache="dynamic", prefix_cache_mb=prefix_cache_mb)
+    )
     agent = LLMEvalAgent(gen, f"reuse{prefix_cache_mb}", GenerationConfig(max_new_tokens=48, temperature=0.0))
     t0 = time.perf_counter()
     report = heldout_report(agent, world, per_hop=per_hop, out_dir=out_dir)
@@ -39,10 +41,14 @@ def run_eval(model, tok, world, per_hop: dict, prefix_cache_mb: int, out_dir: Pa
         rec = json.loads(line)
         preds[rec["question"]] = rec["prediction"]
     stats = gen.prefix_cache.stats if gen.prefix_cache is not None else None
-    return {"seconds": round(seconds, 1), "em": report["solver"]["overall"]["mean"],
-            "searches": report["solver"]["searches"], "predictions": preds,
-            "reuse_rate": round(stats.reuse_rate, 3) if stats else 0.0,
-            "prompt_tokens": stats.prompt_tokens if stats else None}
+    return {
+        "seconds": round(seconds, 1),
+        "em": report["solver"]["overall"]["mean"],
+        "searches": report["solver"]["searches"],
+        "predictions": preds,
+        "reuse_rate": round(stats.reuse_rate, 3) if stats else 0.0,
+        "prompt_tokens": stats.prompt_tokens if stats else None,
+    }
 
 
 def main() -> None:
@@ -73,14 +79,19 @@ def main() -> None:
 
                 shutil.rmtree(out_dir)
             runs[label] = run_eval(model, tok, world, per_hop, mb, out_dir)
-            print(f"{name:5s} {label:13s} {runs[label]['seconds']:7.1f} s  EM {runs[label]['em']:.3f}  "
-                  f"reuse {runs[label]['reuse_rate']:.2f}", flush=True)
+            print(
+                f"{name:5s} {label:13s} {runs[label]['seconds']:7.1f} s  EM {runs[label]['em']:.3f}  "
+                f"reuse {runs[label]['reuse_rate']:.2f}",
+                flush=True,
+            )
         a, b = runs["full_prefill"]["predictions"], runs["prefix_reuse"]["predictions"]
         same = sum(a[k] == b.get(k) for k in a) / len(a) if a else float("nan")
         results["models"][name] = {
             **{k: {x: v for x, v in r.items() if x != "predictions"} for k, r in runs.items()},
             "speedup": round(runs["full_prefill"]["seconds"] / runs["prefix_reuse"]["seconds"], 2),
-            "same_predictions": round(same, 3), "questions": len(a)}
+            "same_predictions": round(same, 3),
+            "questions": len(a),
+        }
         print(f"{name}: speed-up {results['models'][name]['speedup']}x, same predictions {same:.3f} of {len(a)}")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

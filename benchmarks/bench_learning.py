@@ -35,25 +35,81 @@ RESULTS = Path(__file__).parent / "results"
 HOPS = (1, 2, 3)
 
 SIZES = {
-    "smoke": dict(demo_solver={1: 24, 2: 12}, demo_kg={2: 8}, demo_vanilla={}, eval_hops={1: 8, 2: 8, 3: 4},
-                  eval_proposer=4, sft=dict(lora=True, lora_r=8, save_adapter=True, lr=3e-4, epochs=1.0, batch_size=4,
-                                            micro_batch_size=4, eval_every=2, patience=1),
-                  rl=dict(steps=1, batch=2, group=2, lr=1e-5, tasks={2: 8}), seeds=(0,), max_new_tokens=48),
-    "mini": dict(demo_solver={1: 150, 2: 60}, demo_kg={2: 16}, demo_vanilla={}, eval_hops={1: 32, 2: 16, 3: 8},
-                 eval_proposer=16, sft=dict(lora=True, lora_r=8, save_adapter=True, lr=4e-4, epochs=1.0, batch_size=8,
-                                            micro_batch_size=4, eval_every=100, patience=0),
-                 rl=dict(steps=4, batch=2, group=4, lr=2e-5, tasks={2: 100}), seeds=(0,), max_new_tokens=48),
-    "cpu": dict(demo_solver={1: 240, 2: 260, 3: 80}, demo_kg={2: 120, 3: 60}, demo_vanilla={2: 30},
-                eval_hops={1: 64, 2: 48, 3: 32}, eval_proposer=32, base_eval=dict(hops={1: 16, 2: 16, 3: 8}, proposer=8),
-                sft=dict(lora=True, lora_r=8, save_adapter=True, lr=4e-4, epochs=1.0, batch_size=8,
-                         micro_batch_size=4, eval_every=16, patience=2),
-                rl=dict(steps=8, batch=4, group=4, lr=1e-4, lora=True, tasks={2: 200, 3: 100}, eval_hops={2: 48, 3: 32}),
-                seeds=(0, 1, 2), max_new_tokens=48),
-    "gpu": dict(demo_solver={1: 1200, 2: 1000, 3: 400}, demo_kg={2: 300, 3: 200}, demo_vanilla={2: 150},
-                eval_hops={1: 100, 2: 100, 3: 100}, eval_proposer=128,
-                sft=dict(lora=False, lr=5e-5, epochs=2.0, batch_size=16, micro_batch_size=8, eval_every=20, patience=3),
-                rl=dict(steps=40, batch=16, group=5, lr=5e-6, tasks={2: 1000, 3: 600}), seeds=(0, 1, 2),
-                max_new_tokens=64),
+    "smoke": dict(
+        demo_solver={1: 24, 2: 12},
+        demo_kg={2: 8},
+        demo_vanilla={},
+        eval_hops={1: 8, 2: 8, 3: 4},
+        eval_proposer=4,
+        sft=dict(
+            lora=True,
+            lora_r=8,
+            save_adapter=True,
+            lr=3e-4,
+            epochs=1.0,
+            batch_size=4,
+            micro_batch_size=4,
+            eval_every=2,
+            patience=1,
+        ),
+        rl=dict(steps=1, batch=2, group=2, lr=1e-5, tasks={2: 8}),
+        seeds=(0,),
+        max_new_tokens=48,
+    ),
+    "mini": dict(
+        demo_solver={1: 150, 2: 60},
+        demo_kg={2: 16},
+        demo_vanilla={},
+        eval_hops={1: 32, 2: 16, 3: 8},
+        eval_proposer=16,
+        sft=dict(
+            lora=True,
+            lora_r=8,
+            save_adapter=True,
+            lr=4e-4,
+            epochs=1.0,
+            batch_size=8,
+            micro_batch_size=4,
+            eval_every=100,
+            patience=0,
+        ),
+        rl=dict(steps=4, batch=2, group=4, lr=2e-5, tasks={2: 100}),
+        seeds=(0,),
+        max_new_tokens=48,
+    ),
+    "cpu": dict(
+        demo_solver={1: 240, 2: 260, 3: 80},
+        demo_kg={2: 120, 3: 60},
+        demo_vanilla={2: 30},
+        eval_hops={1: 64, 2: 48, 3: 32},
+        eval_proposer=32,
+        base_eval=dict(hops={1: 16, 2: 16, 3: 8}, proposer=8),
+        sft=dict(
+            lora=True,
+            lora_r=8,
+            save_adapter=True,
+            lr=4e-4,
+            epochs=1.0,
+            batch_size=8,
+            micro_batch_size=4,
+            eval_every=16,
+            patience=2,
+        ),
+        rl=dict(steps=8, batch=4, group=4, lr=1e-4, lora=True, tasks={2: 200, 3: 100}, eval_hops={2: 48, 3: 32}),
+        seeds=(0, 1, 2),
+        max_new_tokens=48,
+    ),
+    "gpu": dict(
+        demo_solver={1: 1200, 2: 1000, 3: 400},
+        demo_kg={2: 300, 3: 200},
+        demo_vanilla={2: 150},
+        eval_hops={1: 100, 2: 100, 3: 100},
+        eval_proposer=128,
+        sft=dict(lora=False, lr=5e-5, epochs=2.0, batch_size=16, micro_batch_size=8, eval_every=20, patience=3),
+        rl=dict(steps=40, batch=16, group=5, lr=5e-6, tasks={2: 1000, 3: 600}),
+        seeds=(0, 1, 2),
+        max_new_tokens=64,
+    ),
 }
 
 
@@ -65,8 +121,15 @@ def stage_demos(world, size: dict, work: Path) -> dict:
     if meta.is_file():
         return json.loads(meta.read_text())
     t0 = time.perf_counter()
-    stats = demonstrations_by_hops(world, path, solver=size["demo_solver"], proposer=size["demo_kg"],
-                                   vanilla=size["demo_vanilla"], seed=0, progress=True)
+    stats = demonstrations_by_hops(
+        world,
+        path,
+        solver=size["demo_solver"],
+        proposer=size["demo_kg"],
+        vanilla=size["demo_vanilla"],
+        seed=0,
+        progress=True,
+    )
     out = {**stats.as_dict(), "seconds": round(time.perf_counter() - t0, 1), "path": str(path)}
     meta.write_text(json.dumps(out, indent=1))
     return out
@@ -79,8 +142,17 @@ def stage_sft(size: dict, work: Path, device: str, demos: dict) -> dict:
     meta = work / "sft.json"
     if meta.is_file():
         return json.loads(meta.read_text())
-    cfg = SFTConfig(model="smollm2", device=device, data=[demos["path"]], output_dir=str(work / "sft"), seed=0,
-                    max_tokens=1024, save_every=20, progress=True, **size["sft"])
+    cfg = SFTConfig(
+        model="smollm2",
+        device=device,
+        data=[demos["path"]],
+        output_dir=str(work / "sft"),
+        seed=0,
+        max_tokens=1024,
+        save_every=20,
+        progress=True,
+        **size["sft"],
+    )
     t0 = time.perf_counter()
     result = run_sft(cfg)
     out = {**asdict(result), "seconds": round(time.perf_counter() - t0, 1)}
@@ -90,8 +162,8 @@ def stage_sft(size: dict, work: Path, device: str, demos: dict) -> dict:
 
 def evaluate_stage(name: str, model_dir: str, world, size: dict, work: Path, device: str) -> dict:
     """Held-out Solver accuracy by hop and the Proposer's valid-question rate for one model (cached)."""
-    from searchgym.agents.pretrained import open_model
     from searchgym.agents.learning import heldout_report, llm_eval_agent
+    from searchgym.agents.pretrained import open_model
 
     meta = work / f"eval_{name}.json"
     if meta.is_file():
@@ -102,11 +174,13 @@ def evaluate_stage(name: str, model_dir: str, world, size: dict, work: Path, dev
     if name == "base" and "base_eval" in size:  # the leading subset of the same questions (the base model uses
         hops, n_proposer = size["base_eval"]["hops"], size["base_eval"]["proposer"]  # every turn: costly on CPU)
     model, tok = open_model(model_dir)
-    agent = llm_eval_agent(model, tok, name, max_new_tokens=size["max_new_tokens"],
-                           device=None if device == "cpu" else device)
+    agent = llm_eval_agent(
+        model, tok, name, max_new_tokens=size["max_new_tokens"], device=None if device == "cpu" else device
+    )
     t0 = time.perf_counter()
-    report = heldout_report(agent, world, per_hop=hops, proposer=n_proposer,
-                            out_dir=work / f"eval_{name}", progress=True)
+    report = heldout_report(
+        agent, world, per_hop=hops, proposer=n_proposer, out_dir=work / f"eval_{name}", progress=True
+    )
     out = {"stage": name, "model": model_dir, **report, "seconds": round(time.perf_counter() - t0, 1)}
     meta.write_text(json.dumps(out, indent=1))
     return out
@@ -139,12 +213,32 @@ def stage_rl(name: str, reward: str, seed: int, init_dir: str, world, size: dict
     lora = dict(lora=True, lora_r=16, lora_alpha=32) if rl.get("lora") else {}
     # kl_coef 0 + skip_zero_advantage: DAPO's settings; no reference forward and no update for groups that all
     # scored alike, which keeps a CPU step affordable
-    cfg = TrainConfig(model="smollm2", init=init_dir, device=device, batch_size=rl["batch"], group_size=rl["group"],
-                      kl_coef=0.0, skip_zero_advantage=True, **lora,
-                      max_turns=kw["max_turns"], max_new_tokens=size["max_new_tokens"], lr=rl["lr"], warmup_steps=0,
-                      total_steps=rl["steps"], mini_batch_size=rl["batch"] * rl["group"], micro_batch_size=4,
-                      output_dir=str(out), tensorboard=False, progress=True, save_every=max(1, rl["steps"] // 2),
-                      val_every=0, seed=seed, train_proposer=False, reward=reward, temperature=1.0)
+    cfg = TrainConfig(
+        model="smollm2",
+        init=init_dir,
+        device=device,
+        batch_size=rl["batch"],
+        group_size=rl["group"],
+        kl_coef=0.0,
+        skip_zero_advantage=True,
+        **lora,
+        max_turns=kw["max_turns"],
+        max_new_tokens=size["max_new_tokens"],
+        lr=rl["lr"],
+        warmup_steps=0,
+        total_steps=rl["steps"],
+        mini_batch_size=rl["batch"] * rl["group"],
+        micro_batch_size=4,
+        output_dir=str(out),
+        tensorboard=False,
+        progress=True,
+        save_every=max(1, rl["steps"] // 2),
+        val_every=0,
+        seed=seed,
+        train_proposer=False,
+        reward=reward,
+        temperature=1.0,
+    )
     trainer = SelfPlayTrainer(cfg, envs=envs)
     trainer.train(resume=True)
     final.mkdir(parents=True, exist_ok=True)
@@ -162,8 +256,12 @@ def rl_gain(stages: dict) -> dict:
         for h, cold in base.items():
             vals = [r["solver"]["by_hops"][h]["mean"] for r in stages.get(st, []) if h in r["solver"]["by_hops"]]
             if vals:
-                out.setdefault(st, {})[h] = {"gain": sum(vals) / len(vals) - cold["mean"], "seeds": len(vals),
-                                             "min": min(vals) - cold["mean"], "max": max(vals) - cold["mean"]}
+                out.setdefault(st, {})[h] = {
+                    "gain": sum(vals) / len(vals) - cold["mean"],
+                    "seeds": len(vals),
+                    "min": min(vals) - cold["mean"],
+                    "max": max(vals) - cold["mean"],
+                }
     return out
 
 
@@ -204,8 +302,11 @@ def main() -> None:
     ap.add_argument("--workdir", default="runs/bench_learning")
     ap.add_argument("--stages", default="base,sft,grpo,grpo_wcr", help="comma-separated subset")
     ap.add_argument("--out", default=str(RESULTS / "learning.json"))
-    ap.add_argument("--check-shipped", action="store_true",
-                    help="also score the cold-start adapter shipped in searchgym/assets (made by --size mini's recipe)")
+    ap.add_argument(
+        "--check-shipped",
+        action="store_true",
+        help="also score the cold-start adapter shipped in searchgym/assets (made by --size mini's recipe)",
+    )
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     import torch
@@ -219,8 +320,15 @@ def main() -> None:
     world = default_world()
     stages = args.stages.split(",")
     base_dir = str(ensure_smollm2())
-    results = {"size": args.size, "config": size, "device": args.device, "machine": machine_info(),
-               "torch_threads": torch.get_num_threads(), "stages": {}, "timing_s": {}}
+    results = {
+        "size": args.size,
+        "config": size,
+        "device": args.device,
+        "machine": machine_info(),
+        "torch_threads": torch.get_num_threads(),
+        "stages": {},
+        "timing_s": {},
+    }
     t0 = time.perf_counter()
     if "base" in stages:
         results["stages"]["base"] = [evaluate_stage("base", base_dir, world, size, work, args.device)]
@@ -228,15 +336,30 @@ def main() -> None:
         demos = stage_demos(world, size, work)
         results["demos"] = demos
         sft = stage_sft(size, work, args.device, demos)
-        results["sft"] = {k: sft.get(k) for k in ("steps", "best_step", "stopped_early", "train_loss", "val_loss_initial",
-                                                  "val_loss_best", "entropy_initial", "entropy_final", "train_examples",
-                                                  "val_examples", "seconds", "final_dir")}
+        results["sft"] = {
+            k: sft.get(k)
+            for k in (
+                "steps",
+                "best_step",
+                "stopped_early",
+                "train_loss",
+                "val_loss_initial",
+                "val_loss_best",
+                "entropy_initial",
+                "entropy_final",
+                "train_examples",
+                "val_examples",
+                "seconds",
+                "final_dir",
+            )
+        }
         results["stages"]["cold start"] = [evaluate_stage("sft", sft["final_dir"], world, size, work, args.device)]
         if args.check_shipped:
             from searchgym.agents.cold_start import SHIPPED_ADAPTER
 
-            results["stages"]["shipped cold start"] = [evaluate_stage("shipped", str(SHIPPED_ADAPTER), world, size,
-                                                                      work, args.device)]
+            results["stages"]["shipped cold start"] = [
+                evaluate_stage("shipped", str(SHIPPED_ADAPTER), world, size, work, args.device)
+            ]
         for stage, reward in (("grpo", "binary"), ("grpo_wcr", "wcr")):
             if stage not in stages:
                 continue
@@ -254,8 +377,10 @@ def main() -> None:
     for st, runs in results["stages"].items():
         for r in runs:
             hops = " ".join(f"{h}-hop {r['solver']['by_hops'].get(str(h), {}).get('mean', 0):.3f}" for h in HOPS)
-            print(f"{st:12s} {hops}  searches {r['solver']['searches'] or 0:.2f}  "
-                  f"proposer valid {r.get('proposer', {}).get('valid_rate', float('nan')):.3f}")
+            print(
+                f"{st:12s} {hops}  searches {r['solver']['searches'] or 0:.2f}  "
+                f"proposer valid {r.get('proposer', {}).get('valid_rate', float('nan')):.3f}"
+            )
     print(f"wrote {out} and {out.with_suffix('.png')}")
 
 

@@ -45,8 +45,11 @@ def main(argv=None) -> int:
     t = time.perf_counter()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     startup = time.perf_counter() - t
-    configs = {"local (workers=1)": None, "ray, 1 worker": RayConfig(workers=1, chunk=a.chunk),
-               "ray, 2 workers": RayConfig(workers=2, chunk=a.chunk)}
+    configs = {
+        "local (workers=1)": None,
+        "ray, 1 worker": RayConfig(workers=1, chunk=a.chunk),
+        "ray, 2 workers": RayConfig(workers=2, chunk=a.chunk),
+    }
     times: dict[str, list[float]] = {k: [] for k in configs}
     reference = None
     for r in range(a.rounds):
@@ -58,28 +61,49 @@ def main(argv=None) -> int:
             reference = reference or pool
             if pool != reference:
                 raise SystemExit(f"{name} built a different pool than the local path")
-            print(f"round {r + 1} {name}: {times[name][-1]:.1f} s, {a.n / times[name][-1]:.0f} subgraphs/s",
-                  file=sys.stderr, flush=True)
+            print(
+                f"round {r + 1} {name}: {times[name][-1]:.1f} s, {a.n / times[name][-1]:.0f} subgraphs/s",
+                file=sys.stderr,
+                flush=True,
+            )
     ray.shutdown()
     med = {k: statistics.median(v) for k, v in times.items()}
-    rows = {k: {"seconds": round(med[k], 2), "subgraphs_per_s": round(a.n / med[k], 1),
-                "all_seconds": [round(x, 2) for x in times[k]]} for k in configs}
+    rows = {
+        k: {
+            "seconds": round(med[k], 2),
+            "subgraphs_per_s": round(a.n / med[k], 1),
+            "all_seconds": [round(x, 2) for x in times[k]],
+        }
+        for k in configs
+    }
     speedup = med["ray, 1 worker"] / med["ray, 2 workers"]
     overhead = med["ray, 1 worker"] / med["local (workers=1)"]
     info, load = machine_info(), os.getloadavg()
-    out = {"machine": info, "load_avg_at_end": load, "n": a.n, "rounds": a.rounds, "chunk": a.chunk,
-           "ray_startup_s": round(startup, 2), "rows": rows, "ray2_over_ray1": round(speedup, 2),
-           "ray1_over_local": round(overhead, 2),
-           "note": "shared machine: other engineers' jobs ran on the same 2 cores during the run"}
+    out = {
+        "machine": info,
+        "load_avg_at_end": load,
+        "n": a.n,
+        "rounds": a.rounds,
+        "chunk": a.chunk,
+        "ray_startup_s": round(startup, 2),
+        "rows": rows,
+        "ray2_over_ray1": round(speedup, 2),
+        "ray1_over_local": round(overhead, 2),
+        "note": "shared machine: other engineers' jobs ran on the same 2 cores during the run",
+    }
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(out, indent=2))
-    print(f"Machine: {info['cpu']}, {info['cores']} cores, {info['memory_gb']} GB; load average at end {load[0]:.1f}; "
-          f"Ray start-up {startup:.1f} s (not timed below)\n")
+    print(
+        f"Machine: {info['cpu']}, {info['cores']} cores, {info['memory_gb']} GB; load average at end {load[0]:.1f}; "
+        f"Ray start-up {startup:.1f} s (not timed below)\n"
+    )
     print(f"| path | {a.n} subgraphs | subgraphs/s |\n|---|---:|---:|")
     for k, r in rows.items():
         print(f"| {k} | {r['seconds']} s | {r['subgraphs_per_s']} |")
-    print(f"\nRay 2 workers / 1 worker: {speedup:.2f}x (target >= 1.6x); Ray 1 worker / local: {overhead:.2f}x "
-          f"(target <= 1.2x)\nwritten to {a.out}")
+    print(
+        f"\nRay 2 workers / 1 worker: {speedup:.2f}x (target >= 1.6x); Ray 1 worker / local: {overhead:.2f}x "
+        f"(target <= 1.2x)\nwritten to {a.out}"
+    )
     return 0
 
 

@@ -17,7 +17,6 @@ import random
 import time
 from pathlib import Path
 
-
 from machine import cpu_model as _cpu
 
 
@@ -41,12 +40,14 @@ def main(argv=None) -> dict:
     subgraphs = build_pool(world, args.n, seed=args.seed, progress=False).subgraphs
     reader = ExtractiveReader(world)
     t0 = time.perf_counter()
-    reader.answer("warm-up", ["Doc 1 (Title: \"x\") x"])  # builds the name automaton
+    reader.answer("warm-up", ['Doc 1 (Title: "x") x'])  # builds the name automaton
     build_s = time.perf_counter() - t0
 
     def materials(sg):
-        return [format_hits([Hit(d.id, d.title, d.text, 1.0) for d in world.documents_of(n)[:1]], max_chars=1000)
-                for n in sg.path[:-1]]
+        return [
+            format_hits([Hit(d.id, d.title, d.text, 1.0) for d in world.documents_of(n)[:1]], max_chars=1000)
+            for n in sg.path[:-1]
+        ]
 
     rng = random.Random(args.seed)
     all_mats = [materials(sg) for sg in subgraphs]
@@ -60,11 +61,15 @@ def main(argv=None) -> dict:
         rng.shuffle(mats)
         correct_noisy += exact_match(reader.answer(q, mats), sg.answer_aliases)
     per_q_ms = (time.perf_counter() - t0) / (2 * len(subgraphs)) * 1000
-    figures = {"machine": f"{_cpu()}, 2 cores (shared; other jobs ran concurrently)", "questions": len(subgraphs),
-               "accuracy_own_materials": round(correct / len(subgraphs), 3),
-               f"accuracy_with_{args.noise}_noise": round(correct_noisy / len(subgraphs), 3),
-               "ms_per_question": round(per_q_ms, 2), "automaton_build_s": round(build_s, 2),
-               "world_entities": world.num_entities}
+    figures = {
+        "machine": f"{_cpu()}, 2 cores (shared; other jobs ran concurrently)",
+        "questions": len(subgraphs),
+        "accuracy_own_materials": round(correct / len(subgraphs), 3),
+        f"accuracy_with_{args.noise}_noise": round(correct_noisy / len(subgraphs), 3),
+        "ms_per_question": round(per_q_ms, 2),
+        "automaton_build_s": round(build_s, 2),
+        "world_entities": world.num_entities,
+    }
     print("| materials | exact-match accuracy |\n|---|---|")
     print(f"| own path documents | {figures['accuracy_own_materials']:.3f} |")
     print(f"| + {args.noise} noise materials | {figures[f'accuracy_with_{args.noise}_noise']:.3f} |")

@@ -105,7 +105,10 @@ def measure(size: int, n_single: int, n_batch: int, n_rank: int, rank_max: int) 
     sparse = functools.partial(sparse_search, r)
     assert all(ours(q) == sparse(q) for q in queries[:n_single])
     lat = interleaved({"ours": ours, "sparse": sparse}, queries[:n_single])
-    res["bm25_p50_ms"], res["bm25_p95_ms"] = float(np.percentile(lat["ours"], 50)), float(np.percentile(lat["ours"], 95))
+    res["bm25_p50_ms"], res["bm25_p95_ms"] = (
+        float(np.percentile(lat["ours"], 50)),
+        float(np.percentile(lat["ours"], 95)),
+    )
     res["sparse_p50_ms"] = float(np.percentile(lat["sparse"], 50))
     res["single_speedup_vs_sparse_p50"] = res["sparse_p50_ms"] / res["bm25_p50_ms"]
     res["single_speedup_vs_sparse_median_pair"] = float(np.median(lat["sparse"] / lat["ours"]))
@@ -120,8 +123,10 @@ def measure(size: int, n_single: int, n_batch: int, n_rank: int, rank_max: int) 
     r.n_threads = 0
 
     model = r._model
-    lat = latencies(lambda q: model.retrieve([r.query_terms(q) or [0]], k=3, show_progress=False,
-                                             backend_selection="numpy"), queries[: min(n_single, 200)])
+    lat = latencies(
+        lambda q: model.retrieve([r.query_terms(q) or [0]], k=3, show_progress=False, backend_selection="numpy"),
+        queries[: min(n_single, 200)],
+    )
     res["bm25s_retrieve_p50_ms"] = float(np.percentile(lat, 50))
 
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
@@ -140,7 +145,10 @@ def measure(size: int, n_single: int, n_batch: int, n_rank: int, rank_max: int) 
         rb = RankBM25Retriever(ids, titles, texts)
         res["rank_build_s"] = time.perf_counter() - t
         lat = interleaved({"ours": ours, "rank": lambda q: rb.search(q, k=3)}, queries[:n_rank])
-        res["rank_p50_ms"], res["rank_p95_ms"] = float(np.percentile(lat["rank"], 50)), float(np.percentile(lat["rank"], 95))
+        res["rank_p50_ms"], res["rank_p95_ms"] = (
+            float(np.percentile(lat["rank"], 50)),
+            float(np.percentile(lat["rank"], 95)),
+        )
         res["rank_queries"] = n_rank
         res["ours_p50_on_rank_queries_ms"] = float(np.percentile(lat["ours"], 50))
         res["speedup_p50"] = res["rank_p50_ms"] / res["ours_p50_on_rank_queries_ms"]
@@ -156,15 +164,18 @@ def fmt(x, spec=".2f", missing="—"):
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| docs | build (s) | peak RSS (MiB) | index (MiB) | bm25 p50 / p95 (ms) | sparse-product p50 (ms) "
-            "| single-query speed-up | batch q/s (1 / 2 threads) "
-            "| bm25s.retrieve p50 (ms) | rank-bm25 build (s) | rank-bm25 p50 (ms) | speed-up p50 |")
+    head = (
+        "| docs | build (s) | peak RSS (MiB) | index (MiB) | bm25 p50 / p95 (ms) | sparse-product p50 (ms) "
+        "| single-query speed-up | batch q/s (1 / 2 threads) "
+        "| bm25s.retrieve p50 (ms) | rank-bm25 build (s) | rank-bm25 p50 (ms) | speed-up p50 |"
+    )
     lines = [head, "|" + "---|" * 12]
     for r in rows:
         lines.append(
             f"| {r['docs']:,} | {r['build_s']:.1f} | {r['build_peak_rss_mb']:.0f} | {r['index_mb']:.0f} "
             f"| {r['bm25_p50_ms']:.2f} / {r['bm25_p95_ms']:.2f} | {r['sparse_p50_ms']:.2f} "
-            f"| {r['single_speedup_vs_sparse_p50']:.1f}x | {r['bm25_batch_qps']:.0f} / {r['bm25_batch_qps_2threads']:.0f} "
+            f"| {r['single_speedup_vs_sparse_p50']:.1f}x | {r['bm25_batch_qps']:.0f} / "
+            f"{r['bm25_batch_qps_2threads']:.0f} "
             f"| {r['bm25s_retrieve_p50_ms']:.2f} | {fmt(r.get('rank_build_s'), '.1f')} | {fmt(r.get('rank_p50_ms'))} "
             f"| {fmt(r.get('speedup_p50'), '.0f')}{'x' if r.get('speedup_p50') else ''} |"
         )
@@ -187,8 +198,20 @@ def main(argv=None) -> int:
     rows = []
     for size in a.sizes:
         print(f"measuring {size:,} documents ...", file=sys.stderr, flush=True)
-        cmd = [sys.executable, __file__, "--one", str(size), "--queries", str(a.queries), "--batch", str(a.batch),
-               "--rank-queries", str(a.rank_queries), "--rank-max", str(a.rank_max)]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--one",
+            str(size),
+            "--queries",
+            str(a.queries),
+            "--batch",
+            str(a.batch),
+            "--rank-queries",
+            str(a.rank_queries),
+            "--rank-max",
+            str(a.rank_max),
+        ]
         out = subprocess.run(cmd, capture_output=True, text=True)
         if out.returncode != 0:
             print(out.stderr, file=sys.stderr)
@@ -197,12 +220,19 @@ def main(argv=None) -> int:
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     info = machine()
     load = os.getloadavg()
-    result = {"machine": info, "load_avg_at_end": load, "k": 3, "rows": rows,
-              "note": "shared machine: other jobs ran concurrently, timings are noisy"}
+    result = {
+        "machine": info,
+        "load_avg_at_end": load,
+        "k": 3,
+        "rows": rows,
+        "note": "shared machine: other jobs ran concurrently, timings are noisy",
+    }
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(result, indent=2))
-    print(f"Machine: {info['cpu']}, {info['cores']} cores, {info['memory_gb']} GB; Python {info['python']}; "
-          f"load average at end {load[0]:.1f} (other jobs running)\n")
+    print(
+        f"Machine: {info['cpu']}, {info['cores']} cores, {info['memory_gb']} GB; Python {info['python']}; "
+        f"load average at end {load[0]:.1f} (other jobs running)\n"
+    )
     print(table(rows))
     print(f"\nwritten to {a.out}")
     return 0

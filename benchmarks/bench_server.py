@@ -2,7 +2,8 @@
 
 A ``searchgym`` retrieval server (BM25 over the default world) runs in its own process; 64 client
 threads (spread over ``--client-procs`` processes, as rollouts are) start together and each sends
-``--requests`` ``POST /retrieve`` requests back to back, every one on a new connection (connect timeout 0.9 s, so a connection attempt the server's listen
+``--requests`` ``POST /retrieve`` requests back to back, every one on a new connection (connect timeout 0.9 s, so a
+connection attempt the server's listen
 queue dropped — which the kernel retries only after 1 s — counts as an error). The same burst runs
 against a server with Python's default listen backlog of 5 (the baseline: the old behaviour) and
 against the default server (backlog 1024, a pool of 256 workers), alternating, ``--rounds`` times
@@ -60,15 +61,23 @@ def run_burst(backlog: int, queries: list[str], clients: int, requests: int, pro
     """Start a server with ``backlog`` in a child process, run one burst of ``clients`` threads over
     ``procs`` client processes against it, stop it."""
     env = {**os.environ, "PYTHONPATH": str(HERE.parent), "OMP_NUM_THREADS": "1"}
-    server = subprocess.Popen([sys.executable, "-c", SERVER, str(backlog)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, env=env)
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVER, str(backlog)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
     try:
         port = int(server.stdout.readline())
         new_connection_load("127.0.0.1", port, queries[:8], clients=4, requests_per_client=2)  # warm-up
         start = time.time() + 2.0
-        kids = [subprocess.Popen([sys.executable, "-c", CLIENT, str(port), str(clients // procs), str(requests),
-                                  str(start)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-                for _ in range(procs)]
+        kids = [
+            subprocess.Popen(
+                [sys.executable, "-c", CLIENT, str(port), str(clients // procs), str(requests), str(start)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                env=env,
+            )
+            for _ in range(procs)
+        ]
         merged = LoadResult()
         for kid in kids:
             out = json.loads(kid.communicate(json.dumps(queries), timeout=600)[0])
@@ -87,10 +96,14 @@ def summary(results: list[LoadResult]) -> dict:
         merged.latencies_ms += r.latencies_ms
         merged.errors += r.errors
     return {
-        "requests": len(merged.latencies_ms) + len(merged.errors), "errors": len(merged.errors),
-        "p50_ms": round(merged.percentile(50), 2), "p95_ms": round(merged.percentile(95), 2),
-        "p99_ms": round(merged.percentile(99), 2), "max_ms": round(max(merged.latencies_ms, default=float("nan")), 2),
-        "over_900ms": sum(x > 900 for x in merged.latencies_ms), "first_errors": merged.errors[:3],
+        "requests": len(merged.latencies_ms) + len(merged.errors),
+        "errors": len(merged.errors),
+        "p50_ms": round(merged.percentile(50), 2),
+        "p95_ms": round(merged.percentile(95), 2),
+        "p99_ms": round(merged.percentile(99), 2),
+        "max_ms": round(max(merged.latencies_ms, default=float("nan")), 2),
+        "over_900ms": sum(x > 900 for x in merged.latencies_ms),
+        "first_errors": merged.errors[:3],
         "p99_ms_drops_as_1s": round(LoadResult(merged.latencies_ms + [1000.0] * len(merged.errors)).percentile(99), 2),
     }
 
@@ -116,20 +129,31 @@ def main(argv=None) -> int:
     rows = {name: summary(res) for name, res in runs.items()}
     info = machine_info()
     load = os.getloadavg()
-    out = {"machine": info, "load_avg_at_end": load, "clients": a.clients, "requests_per_client": a.requests,
-           "rounds": a.rounds, "client_procs": a.client_procs, "rows": rows,
-           "note": "server in its own process, clients in threads of --client-procs others, all on the same cores; "
-           "shared machine: other jobs ran concurrently, timings are noisy"}
+    out = {
+        "machine": info,
+        "load_avg_at_end": load,
+        "clients": a.clients,
+        "requests_per_client": a.requests,
+        "rounds": a.rounds,
+        "client_procs": a.client_procs,
+        "rows": rows,
+        "note": "server in its own process, clients in threads of --client-procs others, all on the same cores; "
+        "shared machine: other jobs ran concurrently, timings are noisy",
+    }
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(out, indent=2))
     print(f"Machine: {info['cpu']}, {info['cores']} cores, {info['memory_gb']} GB; load average at end {load[0]:.1f}\n")
-    print(f"{a.clients} clients ({a.client_procs} processes) x {a.requests} requests x {a.rounds} rounds, "
-          "a new connection per request\n")
+    print(
+        f"{a.clients} clients ({a.client_procs} processes) x {a.requests} requests x {a.rounds} rounds, "
+        "a new connection per request\n"
+    )
     print("| server | requests | dropped connections | p50 | p95 | p99 | max | p99, a drop = 1 s |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, r in rows.items():
-        print(f"| {name} | {r['requests']} | {r['errors']} | {r['p50_ms']} ms | {r['p95_ms']} ms | {r['p99_ms']} ms "
-              f"| {r['max_ms']} ms | {r['p99_ms_drops_as_1s']} ms |")
+        print(
+            f"| {name} | {r['requests']} | {r['errors']} | {r['p50_ms']} ms | {r['p95_ms']} ms | {r['p99_ms']} ms "
+            f"| {r['max_ms']} ms | {r['p99_ms_drops_as_1s']} ms |"
+        )
     print(f"\nwritten to {a.out}")
     return 0
 

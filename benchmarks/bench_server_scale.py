@@ -78,9 +78,16 @@ print(json.dumps({"latencies_ms": lat, "errors": errors, "wall_s": time.perf_cou
 def run_load(port: int, queries: list[str], clients: int, requests: int, procs: int, env: dict) -> dict:
     """``clients`` threads over ``procs`` processes, ``requests`` each; latencies and queries/s."""
     start = time.time() + 3.0
-    kids = [subprocess.Popen([sys.executable, "-c", CLIENT, str(port), str(clients // procs), str(requests),
-                              str(start)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-            for _ in range(procs)]
+    kids = [
+        subprocess.Popen(
+            [sys.executable, "-c", CLIENT, str(port), str(clients // procs), str(requests), str(start)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(procs)
+    ]
     lat, errors, walls = [], [], []
     for kid in kids:
         out = json.loads(kid.communicate(json.dumps(queries), timeout=900)[0])
@@ -91,8 +98,13 @@ def run_load(port: int, queries: list[str], clients: int, requests: int, procs: 
 
 
 def one_config(processes: int, queries, a, env) -> dict:
-    server = subprocess.Popen([sys.executable, "-c", SERVER, str(processes)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, env=env)
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVER, str(processes)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         port = int(server.stdout.readline())
         single = run_load(port, queries, 1, a.single_requests, 1, env)
@@ -129,8 +141,12 @@ def main(argv=None) -> int:
         for name, procs in configs.items():
             res = one_config(procs, queries, a, env)
             runs[name].append(res)
-            print(f"round {r + 1} {name}: 1 client {res['single']['qps']:.0f} q/s, {a.clients} clients "
-                  f"{res['many']['qps']:.0f} q/s, errors {len(res['many']['errors'])}", file=sys.stderr, flush=True)
+            print(
+                f"round {r + 1} {name}: 1 client {res['single']['qps']:.0f} q/s, {a.clients} clients "
+                f"{res['many']['qps']:.0f} q/s, errors {len(res['many']['errors'])}",
+                file=sys.stderr,
+                flush=True,
+            )
     rows = {}
     for name, res in runs.items():
         lat = [x for r in res for x in r["many"]["latencies_ms"]]
@@ -139,7 +155,8 @@ def main(argv=None) -> int:
             "single_qps": round(statistics.median(r["single"]["qps"] for r in res), 1),
             "single_p50_ms": round(pct(single_lat, 50), 2),
             "many_qps": round(statistics.median(r["many"]["qps"] for r in res), 1),
-            "many_p50_ms": round(pct(lat, 50), 2), "many_p99_ms": round(pct(lat, 99), 2),
+            "many_p50_ms": round(pct(lat, 50), 2),
+            "many_p99_ms": round(pct(lat, 99), 2),
             "many_max_ms": round(max(lat, default=float("nan")), 2),
             "errors": sum(len(r["many"]["errors"]) for r in res),
             "qps_per_round": [round(r["many"]["qps"], 1) for r in res],
@@ -150,18 +167,27 @@ def main(argv=None) -> int:
         row["many_qps_over_today"] = round(row["many_qps"] / base["many_qps"], 2)
     info = machine_info()
     load = os.getloadavg()
-    out = {"machine": info, "load_avg_at_end": load, "clients": a.clients, "requests_per_client": a.requests,
-           "rounds": a.rounds, "client_procs": a.client_procs, "rows": rows,
-           "note": "servers and clients on the same cores, loopback; shared machine: other jobs ran concurrently"}
+    out = {
+        "machine": info,
+        "load_avg_at_end": load,
+        "clients": a.clients,
+        "requests_per_client": a.requests,
+        "rounds": a.rounds,
+        "client_procs": a.client_procs,
+        "rows": rows,
+        "note": "servers and clients on the same cores, loopback; shared machine: other jobs ran concurrently",
+    }
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(out, indent=2))
     print(f"Machine: {info['cpu']}, {info['cores']} cores, {info['memory_gb']} GB; load average at end {load[0]:.1f}\n")
     print("| server | 1 client q/s (p50) | 64 clients q/s | p50 | p99 | max | errors | 64 / 1 client | q/s vs today |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, r in rows.items():
-        print(f"| {name} | {r['single_qps']} ({r['single_p50_ms']} ms) | {r['many_qps']} | {r['many_p50_ms']} ms | "
-              f"{r['many_p99_ms']} ms | {r['many_max_ms']} ms | {r['errors']} | {r['many_over_single']}x | "
-              f"{r['many_qps_over_today']}x |")
+        print(
+            f"| {name} | {r['single_qps']} ({r['single_p50_ms']} ms) | {r['many_qps']} | {r['many_p50_ms']} ms | "
+            f"{r['many_p99_ms']} ms | {r['many_max_ms']} ms | {r['errors']} | {r['many_over_single']}x | "
+            f"{r['many_qps_over_today']}x |"
+        )
     print(f"\nwritten to {a.out}")
     return 0
 

@@ -41,15 +41,27 @@ def demonstrations(path: Path, n: int) -> Path:
     return path
 
 
-def measure(model_name: str, data: Path, *, lora: bool, steps: int, batch: int, tokens: int, threads: int,
-            device: str) -> dict:
+def measure(
+    model_name: str, data: Path, *, lora: bool, steps: int, batch: int, tokens: int, threads: int, device: str
+) -> dict:
     """Median tokens/s over ``steps - 1`` timed steps of one mode."""
     from searchgym.agents.sft import SFTConfig, SFTRun
     from searchgym.agents.sft_data import load_demonstrations
 
-    cfg = SFTConfig(model=model_name, data=[str(data)], lora=lora, batch_size=batch, micro_batch_size=batch,
-                    max_tokens=tokens, device=device, cpu_threads=threads, lr=1e-5, val_fraction=0.0,
-                    output_dir=tempfile.mkdtemp(prefix="bench_sft_"), progress=False)
+    cfg = SFTConfig(
+        model=model_name,
+        data=[str(data)],
+        lora=lora,
+        batch_size=batch,
+        micro_batch_size=batch,
+        max_tokens=tokens,
+        device=device,
+        cpu_threads=threads,
+        lr=1e-5,
+        val_fraction=0.0,
+        output_dir=tempfile.mkdtemp(prefix="bench_sft_"),
+        progress=False,
+    )
     train, _ = load_demonstrations(cfg.data)
     run = SFTRun(cfg, train, [])
     recs = [run.train_step() for _ in range(steps)]
@@ -58,8 +70,14 @@ def measure(model_name: str, data: Path, *, lora: bool, steps: int, batch: int, 
     tps = statistics.median(r["sft/tokens_per_s"] for r in timed)
     agent = statistics.median(r["sft/agent_tokens"] / r["sft/tokens"] * r["sft/tokens_per_s"] for r in timed)
     trainable = sum(p.numel() for p in run.policy.parameters() if p.requires_grad)
-    return {"mode": "LoRA" if lora else "full", "tokens_per_s": tps, "agent_tokens_per_s": agent,
-            "step_s": batch * seq / tps, "mean_seq_tokens": seq, "trainable_params": trainable}
+    return {
+        "mode": "LoRA" if lora else "full",
+        "tokens_per_s": tps,
+        "agent_tokens_per_s": agent,
+        "step_s": batch * seq / tps,
+        "mean_seq_tokens": seq,
+        "trainable_params": trainable,
+    }
 
 
 def main(argv=None) -> int:
@@ -83,19 +101,40 @@ def main(argv=None) -> int:
         tok.save_pretrained(model)
     data = demonstrations(Path(tempfile.mkdtemp()) / "demos.jsonl", 16)
     load_before = os.getloadavg()[0]
-    rows = [measure(model, data, lora=lora, steps=args.steps, batch=args.batch, tokens=args.tokens,
-                    threads=args.threads, device=args.device) for lora in (False, True)]
+    rows = [
+        measure(
+            model,
+            data,
+            lora=lora,
+            steps=args.steps,
+            batch=args.batch,
+            tokens=args.tokens,
+            threads=args.threads,
+            device=args.device,
+        )
+        for lora in (False, True)
+    ]
     print(f"SFT throughput, {args.model}, {args.device}, {args.threads} torch threads, {machine_line()}")
     print("| mode | trainable params | seq tokens | tokens/s | agent tokens/s | step (batch %d) |" % args.batch)
     print("|---|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['mode']} | {r['trainable_params']:,} | {r['mean_seq_tokens']:.0f} | {r['tokens_per_s']:.0f} | "
-              f"{r['agent_tokens_per_s']:.0f} | {r['step_s']:.1f} s |")
+        print(
+            f"| {r['mode']} | {r['trainable_params']:,} | {r['mean_seq_tokens']:.0f} | {r['tokens_per_s']:.0f} | "
+            f"{r['agent_tokens_per_s']:.0f} | {r['step_s']:.1f} s |"
+        )
     print(f"1-min load average before / after: {load_before:.1f} / {os.getloadavg()[0]:.1f} (the machine is shared)")
     print(f"LoRA / full: {rows[1]['tokens_per_s'] / rows[0]['tokens_per_s']:.2f}x")
-    out = {"model": args.model, "device": args.device, "threads": args.threads, "batch": args.batch,
-           "max_tokens": args.tokens, "steps": args.steps, "machine": machine_info(), "rows": rows,
-           "loadavg_1min": {"before": load_before, "after": os.getloadavg()[0]}}
+    out = {
+        "model": args.model,
+        "device": args.device,
+        "threads": args.threads,
+        "batch": args.batch,
+        "max_tokens": args.tokens,
+        "steps": args.steps,
+        "machine": machine_info(),
+        "rows": rows,
+        "loadavg_1min": {"before": load_before, "after": os.getloadavg()[0]},
+    }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=1))
     print(f"wrote {args.out}")

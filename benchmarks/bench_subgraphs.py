@@ -67,11 +67,19 @@ def bench_heuristic(world, n: int, n_large: int) -> dict:
     st = pool_stats(big.subgraphs)
     st_small = pool_stats(res.subgraphs)
     return {
-        "n": n, "seconds": dt, "subgraphs_per_s": n / dt, "seeds_tried": res.attempted,
-        "subgraphs_per_s_no_plan_retries": n / dt_no_plan, "plan": st_small["plan"],
-        "n_large": n_large, "seconds_large": dt_large, "subgraphs_per_s_large": n_large / dt_large,
-        "jsonl_bytes_large": size, "rejections_large": dict(big.rejections),
-        "path_length_hist": st["path_length"]["histogram"], "mean_hops": st["path_length"]["mean"],
+        "n": n,
+        "seconds": dt,
+        "subgraphs_per_s": n / dt,
+        "seeds_tried": res.attempted,
+        "subgraphs_per_s_no_plan_retries": n / dt_no_plan,
+        "plan": st_small["plan"],
+        "n_large": n_large,
+        "seconds_large": dt_large,
+        "subgraphs_per_s_large": n_large / dt_large,
+        "jsonl_bytes_large": size,
+        "rejections_large": dict(big.rejections),
+        "path_length_hist": st["path_length"]["histogram"],
+        "mean_hops": st["path_length"]["mean"],
         "mean_nodes": st["node_count"]["mean"],
     }
 
@@ -88,9 +96,15 @@ def bench_llm(world, delay: float, n1: int, n10: int) -> dict:
             dt = time.perf_counter() - t0
             gen.close()
             calls = len(server.requests) - before
-            out[workers] = {"n": n, "seconds": dt, "subgraphs_per_s": n / dt, "calls": calls,
-                            "calls_per_s": calls / dt, "seeds_tried": res.attempted,
-                            "failures": sel.failures}
+            out[workers] = {
+                "n": n,
+                "seconds": dt,
+                "subgraphs_per_s": n / dt,
+                "calls": calls,
+                "calls_per_s": calls / dt,
+                "seeds_tried": res.attempted,
+                "failures": sel.failures,
+            }
     return out
 
 
@@ -99,7 +113,9 @@ def main() -> None:
     ap.add_argument("--n-heuristic", type=int, default=5000)
     ap.add_argument("--n-large", type=int, default=50000)
     ap.add_argument("--delay", type=float, default=0.2, help="seconds the loopback endpoint takes per request")
-    ap.add_argument("--n-llm-1", type=int, default=50, help="subgraphs for the 1-worker baseline (same seeds as 10 workers)")
+    ap.add_argument(
+        "--n-llm-1", type=int, default=50, help="subgraphs for the 1-worker baseline (same seeds as 10 workers)"
+    )
     ap.add_argument("--n-llm-10", type=int, default=50)
     args = ap.parse_args()
 
@@ -114,35 +130,73 @@ def main() -> None:
 
     machine = f"{cpu_model()}, 2 cores (shared with other jobs running concurrently; timings are noisy)"
     rows = [
-        ("heuristic, default world", f"{h['n']} subgraphs", f"{h['seconds']:.2f} s",
-         f"{h['subgraphs_per_s']:,.0f} subgraphs/s", f"{h['subgraphs_per_s'] / 1000:.1f}x the 1,000/s target"),
-        ("heuristic, plan_retries=0 (no re-drawn paths)", f"{h['n']} subgraphs", "",
-         f"{h['subgraphs_per_s_no_plan_retries']:,.0f} subgraphs/s",
-         f"plan re-draws cost {h['subgraphs_per_s_no_plan_retries'] / h['subgraphs_per_s']:.2f}x"),
-        ("heuristic, 50k pool to JSONL", f"{h['n_large']} subgraphs", f"{h['seconds_large']:.1f} s",
-         f"{h['subgraphs_per_s_large']:,.0f} subgraphs/s",
-         f"{paper_50k_s / h['seconds_large']:,.0f}x faster than the paper's ~5 h (LLM selector)"),
-        (f"LLM selector, {args.delay * 1000:.0f} ms endpoint, 1 worker", f"{llm[1]['n']} subgraphs",
-         f"{llm[1]['seconds']:.2f} s", f"{llm[1]['subgraphs_per_s']:.2f} subgraphs/s ({llm[1]['calls_per_s']:.1f} calls/s)",
-         "baseline"),
-        (f"LLM selector, {args.delay * 1000:.0f} ms endpoint, 10 workers", f"{llm[10]['n']} subgraphs",
-         f"{llm[10]['seconds']:.2f} s", f"{llm[10]['subgraphs_per_s']:.2f} subgraphs/s ({llm[10]['calls_per_s']:.1f} calls/s)",
-         f"{speedup:.1f}x subgraphs/s, {call_speedup:.1f}x calls/s (target >= 8x)"),
+        (
+            "heuristic, default world",
+            f"{h['n']} subgraphs",
+            f"{h['seconds']:.2f} s",
+            f"{h['subgraphs_per_s']:,.0f} subgraphs/s",
+            f"{h['subgraphs_per_s'] / 1000:.1f}x the 1,000/s target",
+        ),
+        (
+            "heuristic, plan_retries=0 (no re-drawn paths)",
+            f"{h['n']} subgraphs",
+            "",
+            f"{h['subgraphs_per_s_no_plan_retries']:,.0f} subgraphs/s",
+            f"plan re-draws cost {h['subgraphs_per_s_no_plan_retries'] / h['subgraphs_per_s']:.2f}x",
+        ),
+        (
+            "heuristic, 50k pool to JSONL",
+            f"{h['n_large']} subgraphs",
+            f"{h['seconds_large']:.1f} s",
+            f"{h['subgraphs_per_s_large']:,.0f} subgraphs/s",
+            f"{paper_50k_s / h['seconds_large']:,.0f}x faster than the paper's ~5 h (LLM selector)",
+        ),
+        (
+            f"LLM selector, {args.delay * 1000:.0f} ms endpoint, 1 worker",
+            f"{llm[1]['n']} subgraphs",
+            f"{llm[1]['seconds']:.2f} s",
+            f"{llm[1]['subgraphs_per_s']:.2f} subgraphs/s ({llm[1]['calls_per_s']:.1f} calls/s)",
+            "baseline",
+        ),
+        (
+            f"LLM selector, {args.delay * 1000:.0f} ms endpoint, 10 workers",
+            f"{llm[10]['n']} subgraphs",
+            f"{llm[10]['seconds']:.2f} s",
+            f"{llm[10]['subgraphs_per_s']:.2f} subgraphs/s ({llm[10]['calls_per_s']:.1f} calls/s)",
+            f"{speedup:.1f}x subgraphs/s, {call_speedup:.1f}x calls/s (target >= 8x)",
+        ),
     ]
     print(f"Machine: {machine}. Default world: {world!r} (built in {world_s:.1f} s).\n")
     print("| workload | size | time | throughput | vs baseline/target |")
     print("|---|---|---|---|---|")
     for r in rows:
         print("| " + " | ".join(r) + " |")
-    print(f"\n50k pool: mean {h['mean_hops']:.2f} hops, {h['mean_nodes']:.2f} nodes; path lengths "
-          f"{h['path_length_hist']}; rejections {h['rejections_large']}; {h['jsonl_bytes_large'] / 1e6:.1f} MB JSONL")
+    print(
+        f"\n50k pool: mean {h['mean_hops']:.2f} hops, {h['mean_nodes']:.2f} nodes; path lengths "
+        f"{h['path_length_hist']}; rejections {h['rejections_large']}; {h['jsonl_bytes_large'] / 1e6:.1f} MB JSONL"
+    )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({
-        "machine": machine, "python": platform.python_version(), "world": repr(world), "world_build_s": world_s,
-        "heuristic": h, "llm": {"delay_s": args.delay, "workers_1": llm[1], "workers_10": llm[10],
-                                "speedup_subgraphs": speedup, "speedup_calls": call_speedup},
-        "targets": {"heuristic_per_s": 1000, "llm_speedup": 8, "paper_50k_llm_s": paper_50k_s},
-    }, indent=2, default=str))
+    RESULTS.write_text(
+        json.dumps(
+            {
+                "machine": machine,
+                "python": platform.python_version(),
+                "world": repr(world),
+                "world_build_s": world_s,
+                "heuristic": h,
+                "llm": {
+                    "delay_s": args.delay,
+                    "workers_1": llm[1],
+                    "workers_10": llm[10],
+                    "speedup_subgraphs": speedup,
+                    "speedup_calls": call_speedup,
+                },
+                "targets": {"heuristic_per_s": 1000, "llm_speedup": 8, "paper_50k_llm_s": paper_50k_s},
+            },
+            indent=2,
+            default=str,
+        )
+    )
     print(f"\nwrote {RESULTS}")
 
 

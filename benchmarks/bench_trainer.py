@@ -73,14 +73,34 @@ def ours_trainer(model, tok, world, tasks, args, *, share: bool):
     from searchgym.agents.config import TrainConfig
     from searchgym.agents.trainer import SelfPlayTrainer
 
-    envs = [gym.make("KGSolverGroup-v0", world=world, tasks=tasks, group_size=args.group, max_turns=1)
-            for _ in range(args.batch)]
+    envs = [
+        gym.make("KGSolverGroup-v0", world=world, tasks=tasks, group_size=args.group, max_turns=1)
+        for _ in range(args.batch)
+    ]
     bg = args.batch * args.group
-    cfg = TrainConfig(device=args.device, batch_size=args.batch, group_size=args.group, max_turns=1,
-                      max_new_tokens=args.max_new_tokens, lr=1e-6, warmup_steps=0, kl_coef=0.01, mini_batch_size=bg,
-                      micro_batch_size=bg, total_steps=args.warmup + args.steps + 1, output_dir=tempfile.mkdtemp(),
-                      tensorboard=False, progress=False, save_every=0, val_every=0, train_proposer=False,
-                      gradient_checkpointing=False, share_prompt=share, temperature=1.0, top_p=1.0)
+    cfg = TrainConfig(
+        device=args.device,
+        batch_size=args.batch,
+        group_size=args.group,
+        max_turns=1,
+        max_new_tokens=args.max_new_tokens,
+        lr=1e-6,
+        warmup_steps=0,
+        kl_coef=0.01,
+        mini_batch_size=bg,
+        micro_batch_size=bg,
+        total_steps=args.warmup + args.steps + 1,
+        output_dir=tempfile.mkdtemp(),
+        tensorboard=False,
+        progress=False,
+        save_every=0,
+        val_every=0,
+        train_proposer=False,
+        gradient_checkpointing=False,
+        share_prompt=share,
+        temperature=1.0,
+        top_p=1.0,
+    )
     tr = SelfPlayTrainer(cfg, envs=envs, model=model, tokenizer=tok)
     tr.agent.config.stop = ()  # EOS only, as TRL
     return tr
@@ -100,9 +120,15 @@ def ours_step(tr, baseline) -> dict:
     sync()
     t3 = time.perf_counter()
     tr.step += 1
-    return {"step_s": t2 - t0, "rollout_s": batch.rollout_s, "env_s": batch.env_s, "update_s": t2 - t1,
-            "update_unshared_s": t3 - t2, "sampled_tokens": batch.new_tokens,
-            "trained_tokens": stats.get("solver/tokens", 0) * stats.get("solver/sequences", 0)}
+    return {
+        "step_s": t2 - t0,
+        "rollout_s": batch.rollout_s,
+        "env_s": batch.env_s,
+        "update_s": t2 - t1,
+        "update_unshared_s": t3 - t2,
+        "sampled_tokens": batch.new_tokens,
+        "trained_tokens": stats.get("solver/tokens", 0) * stats.get("solver/sequences", 0),
+    }
 
 
 def _sync(tr):
@@ -133,8 +159,10 @@ def trl_trainer(path, tok, tasks, args, between):
 
     total = args.warmup + args.steps
     n_rows = args.batch * (total + 1)
-    rows = [{"prompt": [{"role": "user", "content": render_solver(t.question)}], "question": t.question}
-            for t in (tasks * (n_rows // max(1, len(tasks)) + 1))[:n_rows]]
+    rows = [
+        {"prompt": [{"role": "user", "content": render_solver(t.question)}], "question": t.question}
+        for t in (tasks * (n_rows // max(1, len(tasks)) + 1))[:n_rows]
+    ]
     record: dict = {"times": [], "lengths": []}
 
     class Interleave(TrainerCallback):
@@ -152,14 +180,39 @@ def trl_trainer(path, tok, tasks, args, between):
                 record["lengths"].append(logs["completions/mean_length"])
 
     bg = args.batch * args.group
-    cfg = GRPOConfig(output_dir=tempfile.mkdtemp(), per_device_train_batch_size=bg, num_generations=args.group,
-                     max_completion_length=args.max_new_tokens, beta=0.01, epsilon=0.2, epsilon_high=0.28,
-                     loss_type="grpo", learning_rate=1e-6, lr_scheduler_type="constant", max_steps=total,
-                     use_cpu=args.device == "cpu", report_to=[], logging_steps=1, save_strategy="no", temperature=1.0,
-                     top_p=1.0, gradient_checkpointing=False, shuffle_dataset=False, bf16=False, fp16=False,
-                     disable_tqdm=True, seed=0)
-    trainer = GRPOTrainer(model=path, reward_funcs=[reward], args=cfg, train_dataset=Dataset.from_list(rows),
-                          processing_class=tok, callbacks=[Interleave()])
+    cfg = GRPOConfig(
+        output_dir=tempfile.mkdtemp(),
+        per_device_train_batch_size=bg,
+        num_generations=args.group,
+        max_completion_length=args.max_new_tokens,
+        beta=0.01,
+        epsilon=0.2,
+        epsilon_high=0.28,
+        loss_type="grpo",
+        learning_rate=1e-6,
+        lr_scheduler_type="constant",
+        max_steps=total,
+        use_cpu=args.device == "cpu",
+        report_to=[],
+        logging_steps=1,
+        save_strategy="no",
+        temperature=1.0,
+        top_p=1.0,
+        gradient_checkpointing=False,
+        shuffle_dataset=False,
+        bf16=False,
+        fp16=False,
+        disable_tqdm=True,
+        seed=0,
+    )
+    trainer = GRPOTrainer(
+        model=path,
+        reward_funcs=[reward],
+        args=cfg,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tok,
+        callbacks=[Interleave()],
+    )
     return trainer, record
 
 
@@ -177,16 +230,24 @@ def summary(xs: list[float]) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="smollm2", help="'smollm2' (bundled), 'tiny' (random 4-layer Llama) or a local HF dir")
+    ap.add_argument(
+        "--model", default="smollm2", help="'smollm2' (bundled), 'tiny' (random 4-layer Llama) or a local HF dir"
+    )
     ap.add_argument("--steps", type=int, default=5, help="timed steps per trainer (>= 5 for a median with a spread)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed steps first")
     ap.add_argument("--batch", type=int, default=2, help="questions per step (B)")
     ap.add_argument("--group", type=int, default=4, help="completions per question (G)")
     ap.add_argument("--max-new-tokens", type=int, default=32)
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="runs BOTH trainers on this device")
-    ap.add_argument("--threads", type=int, default=1,
-                    help="torch CPU threads for BOTH trainers (1 is fastest on a small, busy 2-core machine)")
-    ap.add_argument("--out", default=None, help="result JSON (default benchmarks/results/trainer_<model>_<device>.json)")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch CPU threads for BOTH trainers (1 is fastest on a small, busy 2-core machine)",
+    )
+    ap.add_argument(
+        "--out", default=None, help="result JSON (default benchmarks/results/trainer_<model>_<device>.json)"
+    )
     args = ap.parse_args()
 
     import logging
@@ -209,39 +270,60 @@ def main() -> int:
     rows: list[dict] = []
     trl, trl_rec = trl_trainer(path, tok, tasks, args, between=lambda: rows.append(ours_step(ours, unshared)))
     trl.train()
-    timed = rows[args.warmup:]
-    trl_times = trl_rec["times"][args.warmup:]
+    timed = rows[args.warmup :]
+    trl_times = trl_rec["times"][args.warmup :]
     keys = ("step_s", "rollout_s", "env_s", "update_s", "update_unshared_s", "sampled_tokens", "trained_tokens")
     mine = {k: summary([r[k] for r in timed]) for k in keys}
-    lengths = trl_rec["lengths"][args.warmup:]
-    theirs = {"step_s": summary(trl_times),
-              "completion_tokens": summary([x * args.batch * args.group for x in lengths]) if lengths else None}
+    lengths = trl_rec["lengths"][args.warmup :]
+    theirs = {
+        "step_s": summary(trl_times),
+        "completion_tokens": summary([x * args.batch * args.group for x in lengths]) if lengths else None,
+    }
     ratio = mine["step_s"]["median"] / theirs["step_s"]["median"]
     share_speedup = statistics.median(r["update_unshared_s"] / r["update_s"] for r in timed)
     gpu = torch.cuda.get_device_name(0) if args.device == "cuda" else None
-    result = {"machine": machine(), "device": args.device, "gpu": gpu, "model": args.model, "batch": args.batch,
-              "group": args.group, "max_new_tokens": args.max_new_tokens, "threads": args.threads,
-              "warmup_steps": args.warmup, "timed_steps": args.steps, "searchgym": mine, "trl": theirs,
-              "ratio_ours_over_trl": ratio, "update_speedup_from_prompt_sharing": share_speedup,
-              "settings": "matched: EOS-only stop, gradient checkpointing off, fp32, temperature 1, top-p 1, "
-                          "clip 0.2/0.28, beta 0.01, lr 1e-6, one optimizer step per step; steps interleaved",
-              "note": "CPU shared with other jobs during the run" if args.device == "cpu" else ""}
+    result = {
+        "machine": machine(),
+        "device": args.device,
+        "gpu": gpu,
+        "model": args.model,
+        "batch": args.batch,
+        "group": args.group,
+        "max_new_tokens": args.max_new_tokens,
+        "threads": args.threads,
+        "warmup_steps": args.warmup,
+        "timed_steps": args.steps,
+        "searchgym": mine,
+        "trl": theirs,
+        "ratio_ours_over_trl": ratio,
+        "update_speedup_from_prompt_sharing": share_speedup,
+        "settings": "matched: EOS-only stop, gradient checkpointing off, fp32, temperature 1, top-p 1, "
+        "clip 0.2/0.28, beta 0.01, lr 1e-6, one optimizer step per step; steps interleaved",
+        "note": "CPU shared with other jobs during the run" if args.device == "cpu" else "",
+    }
     out = Path(args.out or ROOT / "benchmarks" / "results" / f"trainer_{args.model}_{args.device}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
     fmt = lambda d, p=2: f"{d['median']:.{p}f} ({d['min']:.{p}f}-{d['max']:.{p}f})"  # noqa: E731
     where = gpu or machine()
-    print(f"device: {args.device} ({where}); model {args.model}; B={args.batch} G={args.group} "
-          f"max_new_tokens={args.max_new_tokens}; torch threads {args.threads}; interleaved, median (min-max) of "
-          f"{args.steps} steps after {args.warmup} warm-up\n")
+    print(
+        f"device: {args.device} ({where}); model {args.model}; B={args.batch} G={args.group} "
+        f"max_new_tokens={args.max_new_tokens}; torch threads {args.threads}; interleaved, median (min-max) of "
+        f"{args.steps} steps after {args.warmup} warm-up\n"
+    )
     print("| trainer | step (s) | rollout (s) | env+reward (s) | update (s) | sampled / trained tokens per step |")
     print("|---|---|---|---|---|---|")
-    print(f"| searchgym | {fmt(mine['step_s'])} | {fmt(mine['rollout_s'])} | {fmt(mine['env_s'], 4)} | "
-          f"{fmt(mine['update_s'])} | {mine['sampled_tokens']['median']:.0f} / {mine['trained_tokens']['median']:.0f} |")
+    print(
+        f"| searchgym | {fmt(mine['step_s'])} | {fmt(mine['rollout_s'])} | {fmt(mine['env_s'], 4)} | "
+        f"{fmt(mine['update_s'])} | {mine['sampled_tokens']['median']:.0f} / {mine['trained_tokens']['median']:.0f} |"
+    )
     print(f"| searchgym, prompt sharing off (same samples) | | | | {fmt(mine['update_unshared_s'])} | |")
     ct = theirs["completion_tokens"]
-    print(f"| TRL GRPOTrainer | {fmt(theirs['step_s'])} | | | | {ct['median']:.0f} |" if ct else
-          f"| TRL GRPOTrainer | {fmt(theirs['step_s'])} | | | | |")
+    print(
+        f"| TRL GRPOTrainer | {fmt(theirs['step_s'])} | | | | {ct['median']:.0f} |"
+        if ct
+        else f"| TRL GRPOTrainer | {fmt(theirs['step_s'])} | | | | |"
+    )
     print(f"\nsearchgym / TRL step time: {ratio:.2f}x; update speed-up from prompt sharing: {share_speedup:.2f}x")
     return 0
 

@@ -123,10 +123,18 @@ def run_case(num_waypoints: int, group: int, tokens: int, repeat: int, seed: int
     assert ours() == naive(), "strategies disagree"
     assert all(i == -1 for i in floor()), "the floor's character occurs in the text"
     res = {
-        "waypoints": num_waypoints, "text_set": text_set, "seed": seed, "group": group, "tokens": tokens, "chars_per_group": sum(map(len, texts)),
-        "ours_ms": timeit(ours, repeat) * 1e3, "naive_ms": timeit(naive, repeat) * 1e3,
-        "scan_ms": timeit(forced(scan), repeat) * 1e3, "automaton_ms": timeit(forced(auto), repeat) * 1e3,
-        "floor_ms": timeit(floor, repeat) * 1e3, "strategy": get_matcher(waypoints).strategy,
+        "waypoints": num_waypoints,
+        "text_set": text_set,
+        "seed": seed,
+        "group": group,
+        "tokens": tokens,
+        "chars_per_group": sum(map(len, texts)),
+        "ours_ms": timeit(ours, repeat) * 1e3,
+        "naive_ms": timeit(naive, repeat) * 1e3,
+        "scan_ms": timeit(forced(scan), repeat) * 1e3,
+        "automaton_ms": timeit(forced(auto), repeat) * 1e3,
+        "floor_ms": timeit(floor, repeat) * 1e3,
+        "strategy": get_matcher(waypoints).strategy,
         "native_ms": timeit(forced(native), repeat) * 1e3 if native else None,
     }
     res["naive_over_ours"] = res["naive_ms"] / res["ours_ms"]
@@ -164,21 +172,38 @@ def main(argv=None) -> dict:
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     seeds = [int(s) for s in args.seeds.split(",")]
-    rows = [combine([run_case(n, args.group, args.tokens, args.repeat, seed, text_set) for seed in seeds])
-            for text_set in args.texts.split(",") for n in sizes]
+    rows = [
+        combine([run_case(n, args.group, args.tokens, args.repeat, seed, text_set) for seed in seeds])
+        for text_set in args.texts.split(",")
+        for n in sizes
+    ]
     machine = {"cpu": cpu_model(), "python": platform.python_version(), "cores_note": "2 cores, shared with other jobs"}
-    print(f"WCR group scoring: G={args.group} rollouts x {args.tokens} tokens; {machine['cpu']}; "
-          f"median of {args.repeat} calls per seed, median over seeds {seeds}; native extension built: {NATIVE_AVAILABLE}; "
-          f"pure-Python AUTOMATON_THRESHOLD={AUTOMATON_THRESHOLD}\n")
-    print("| text | waypoints | ours (ms) | ours min-max over seeds | strategy | naive `in` loop (ms) | naive/ours "
-          "| pure-Python fallback (ms) | forced scan (ms) | forced automaton (ms) | memory-scan floor (ms) |")
+    print(
+        f"WCR group scoring: G={args.group} rollouts x {args.tokens} tokens; {machine['cpu']}; "
+        f"median of {args.repeat} calls per seed, median over seeds {seeds}; native extension built: "
+        f"{NATIVE_AVAILABLE}; "
+        f"pure-Python AUTOMATON_THRESHOLD={AUTOMATON_THRESHOLD}\n"
+    )
+    print(
+        "| text | waypoints | ours (ms) | ours min-max over seeds | strategy | naive `in` loop (ms) | naive/ours "
+        "| pure-Python fallback (ms) | forced scan (ms) | forced automaton (ms) | memory-scan floor (ms) |"
+    )
     print("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['text_set']} | {r['waypoints']} | {r['ours_ms']:.3f} | {r['ours_min_ms']:.3f}-{r['ours_max_ms']:.3f} "
-              f"| {r['strategy']} | {r['naive_ms']:.3f} | {r['naive_over_ours']:.2f}x "
-              f"| {r['fallback_ms']:.3f} | {r['scan_ms']:.3f} | {r['automaton_ms']:.3f} | {r['floor_ms']:.3f} |")
-    result = {"benchmark": "bench_wcr", "machine": machine, "args": vars(args), "rows": rows,
-              "automaton_threshold": AUTOMATON_THRESHOLD, "native_available": NATIVE_AVAILABLE}
+        print(
+            f"| {r['text_set']} | {r['waypoints']} | {r['ours_ms']:.3f} | "
+            f"{r['ours_min_ms']:.3f}-{r['ours_max_ms']:.3f} "
+            f"| {r['strategy']} | {r['naive_ms']:.3f} | {r['naive_over_ours']:.2f}x "
+            f"| {r['fallback_ms']:.3f} | {r['scan_ms']:.3f} | {r['automaton_ms']:.3f} | {r['floor_ms']:.3f} |"
+        )
+    result = {
+        "benchmark": "bench_wcr",
+        "machine": machine,
+        "args": vars(args),
+        "rows": rows,
+        "automaton_threshold": AUTOMATON_THRESHOLD,
+        "native_available": NATIVE_AVAILABLE,
+    }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))

@@ -48,11 +48,22 @@ def _dir_mb(path: Path) -> float:
 
 def _columns(world) -> dict:
     """What a World is made of (the constructor's arguments)."""
-    return dict(entity_ids=world._ent_ids, titles=world._titles, aliases=world._aliases, descriptions=world._descs,
-                types=world._types, relation_ids=world._rel_ids, relation_labels=world._rel_labels,
-                literal_values=world._lit_values, literal_kinds=world._lit_kinds, triples=world._triples,
-                doc_ids=world._doc_ids, doc_titles=world._doc_titles, doc_texts=world._doc_texts,
-                doc_entities=world._doc_ent)
+    return dict(
+        entity_ids=world._ent_ids,
+        titles=world._titles,
+        aliases=world._aliases,
+        descriptions=world._descs,
+        types=world._types,
+        relation_ids=world._rel_ids,
+        relation_labels=world._rel_labels,
+        literal_values=world._lit_values,
+        literal_kinds=world._lit_kinds,
+        triples=world._triples,
+        doc_ids=world._doc_ids,
+        doc_titles=world._doc_titles,
+        doc_texts=world._doc_texts,
+        doc_entities=world._doc_ent,
+    )
 
 
 def child_pickle(path: Path) -> dict:
@@ -81,10 +92,17 @@ def child_generate(n: int, seed: int, out: Path, version: int = 2) -> dict:
         pickle.dump(_columns(world), f, protocol=5)
     t3 = time.perf_counter()
     return {
-        "pickle_save_s": t3 - t2, "format_version": version,
-        "entities": world.num_entities, "triples": world.num_triples, "documents": world.num_documents,
-        "relations": world.num_relations, "generate_s": t1 - t0, "entities_per_s": world.num_entities / (t1 - t0),
-        "peak_rss_generate_mb": peak_gen, "save_s": t2 - t1, "peak_rss_save_mb": _peak_mb(),
+        "pickle_save_s": t3 - t2,
+        "format_version": version,
+        "entities": world.num_entities,
+        "triples": world.num_triples,
+        "documents": world.num_documents,
+        "relations": world.num_relations,
+        "generate_s": t1 - t0,
+        "entities_per_s": world.num_entities / (t1 - t0),
+        "peak_rss_generate_mb": peak_gen,
+        "save_s": t2 - t1,
+        "peak_rss_save_mb": _peak_mb(),
         "disk_mb": _dir_mb(out),
         "doc_chars_mean": sum(map(len, world.doc_texts)) / world.num_documents,
     }
@@ -101,8 +119,12 @@ def child_load(path: Path) -> dict:
     hits = world.find_entities(world.entity_at(world.num_entities // 2).title)
     t2 = time.perf_counter()
     assert hits, "loaded world cannot find its own entity"
-    return {"load_s": t1 - t0, "peak_rss_load_mb": _peak_mb(), "rss_world_mb": _rss_now_mb() - base,
-            "first_lookup_s": t2 - t1}
+    return {
+        "load_s": t1 - t0,
+        "peak_rss_load_mb": _peak_mb(),
+        "rss_world_mb": _rss_now_mb() - base,
+        "first_lookup_s": t2 - t1,
+    }
 
 
 def child_networkx(path: Path) -> dict:
@@ -114,11 +136,21 @@ def child_networkx(path: Path) -> dict:
     world_graph_mb = sum(a.nbytes for a in arrays) / 2**20
     t0 = time.perf_counter()
     World(
-        name="rebuild", entity_ids=world._ent_ids, titles=world._titles, aliases=world._aliases,
-        descriptions=world._descs, types=world._types, relation_ids=world._rel_ids,
-        relation_labels=world._rel_labels, literal_values=world._lit_values, literal_kinds=world._lit_kinds,
-        triples=world._triples, doc_ids=world._doc_ids, doc_titles=world._doc_titles,
-        doc_texts=world._doc_texts, doc_entities=world._doc_ent,
+        name="rebuild",
+        entity_ids=world._ent_ids,
+        titles=world._titles,
+        aliases=world._aliases,
+        descriptions=world._descs,
+        types=world._types,
+        relation_ids=world._rel_ids,
+        relation_labels=world._rel_labels,
+        literal_values=world._lit_values,
+        literal_kinds=world._lit_kinds,
+        triples=world._triples,
+        doc_ids=world._doc_ids,
+        doc_titles=world._doc_titles,
+        doc_texts=world._doc_texts,
+        doc_entities=world._doc_ent,
     )
     t1 = time.perf_counter()
     before = _rss_now_mb()
@@ -126,8 +158,13 @@ def child_networkx(path: Path) -> dict:
     g = world.to_networkx()
     t3 = time.perf_counter()
     nx_mb = _rss_now_mb() - before
-    return {"world_index_s": t1 - t0, "world_graph_mb": world_graph_mb, "networkx_build_s": t3 - t2,
-            "networkx_mb": nx_mb, "networkx_edges": g.number_of_edges()}
+    return {
+        "world_index_s": t1 - t0,
+        "world_graph_mb": world_graph_mb,
+        "networkx_build_s": t3 - t2,
+        "networkx_mb": nx_mb,
+        "networkx_edges": g.number_of_edges(),
+    }
 
 
 def _run_child(*args: str) -> dict:
@@ -170,7 +207,9 @@ def main(argv: list[str] | None = None) -> int:
         for n in args.sizes:
             for version in args.formats:
                 d = work / f"w{n}_v{version}"
-                print(f"[bench_world] {n:,} entities, format {version}: generate + save ...", file=sys.stderr, flush=True)
+                print(
+                    f"[bench_world] {n:,} entities, format {version}: generate + save ...", file=sys.stderr, flush=True
+                )
                 row = {"size": n, **_run_child("generate", str(n), str(args.seed), str(d), str(version))}
                 print(f"[bench_world] {n:,} entities: load, pickle baseline ...", file=sys.stderr, flush=True)
                 row.update(_run_child("load", str(d)))
@@ -185,32 +224,51 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)
 
     machine = _machine()
-    print(f"\nMachine: {machine['cpu']}, {machine['cores']} cores, {machine['memory_gb']} GB RAM; "
-          "other jobs shared the machine, so times are noisy.\n")
-    print("| entities | format | triples | documents | generate (s) | entities/s | peak RSS generate (GB) | save (s) "
-          "| load (s) | pickle save / load (s) | peak RSS load (GB) | on disk (MB) |")
+    print(
+        f"\nMachine: {machine['cpu']}, {machine['cores']} cores, {machine['memory_gb']} GB RAM; "
+        "other jobs shared the machine, so times are noisy.\n"
+    )
+    print(
+        "| entities | format | triples | documents | generate (s) | entities/s | peak RSS generate (GB) | save (s) "
+        "| load (s) | pickle save / load (s) | peak RSS load (GB) | on disk (MB) |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['entities']:,} | {r['format_version']} | {r['triples']:,} | {r['documents']:,} | {r['generate_s']:.1f} | "
-              f"{r['entities_per_s']:,.0f} | {r['peak_rss_generate_mb'] / 1024:.2f} | {r['save_s']:.2f} | "
-              f"{r['load_s']:.2f} | {r['pickle_save_s']:.2f} / {r['pickle_load_s']:.2f} | "
-              f"{r['peak_rss_load_mb'] / 1024:.2f} | {r['disk_mb']:,.0f} |")
+        print(
+            f"| {r['entities']:,} | {r['format_version']} | {r['triples']:,} | {r['documents']:,} | "
+            f"{r['generate_s']:.1f} | "
+            f"{r['entities_per_s']:,.0f} | {r['peak_rss_generate_mb'] / 1024:.2f} | {r['save_s']:.2f} | "
+            f"{r['load_s']:.2f} | {r['pickle_save_s']:.2f} / {r['pickle_load_s']:.2f} | "
+            f"{r['peak_rss_load_mb'] / 1024:.2f} | {r['disk_mb']:,.0f} |"
+        )
     nx_rows = [r for r in rows if "networkx_mb" in r]
     if nx_rows:
         print("\nBaseline (same run): the KG as a networkx MultiDiGraph vs the World's columnar arrays")
-        print("\n| entities | World graph arrays (MB) | networkx graph (MB) | memory ratio | World index build (s) "
-              "| networkx build (s) | time ratio |")
+        print(
+            "\n| entities | World graph arrays (MB) | networkx graph (MB) | memory ratio | World index build (s) "
+            "| networkx build (s) | time ratio |"
+        )
         print("|---:|---:|---:|---:|---:|---:|---:|")
         for r in nx_rows:
-            print(f"| {r['entities']:,} | {r['world_graph_mb']:.1f} | {r['networkx_mb']:.0f} | "
-                  f"{r['networkx_mb'] / r['world_graph_mb']:.0f}x | {r['world_index_s']:.2f} | "
-                  f"{r['networkx_build_s']:.2f} | {r['networkx_build_s'] / r['world_index_s']:.0f}x |")
+            print(
+                f"| {r['entities']:,} | {r['world_graph_mb']:.1f} | {r['networkx_mb']:.0f} | "
+                f"{r['networkx_mb'] / r['world_graph_mb']:.0f}x | {r['world_index_s']:.2f} | "
+                f"{r['networkx_build_s']:.2f} | {r['networkx_build_s'] / r['world_index_s']:.0f}x |"
+            )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({
-        "benchmark": "world", "machine": machine, "seed": args.seed,
-        "note": "each size in fresh subprocesses; other jobs ran concurrently on the machine",
-        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "results": rows,
-    }, indent=2))
+    args.out.write_text(
+        json.dumps(
+            {
+                "benchmark": "world",
+                "machine": machine,
+                "seed": args.seed,
+                "note": "each size in fresh subprocesses; other jobs ran concurrently on the machine",
+                "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "results": rows,
+            },
+            indent=2,
+        )
+    )
     print(f"\nwrote {args.out}")
     return 0
 

@@ -33,8 +33,9 @@ def make_vocab(size: int, rng: np.random.Generator) -> list[str]:
     return words
 
 
-def make_corpus(num_docs: int, *, seed: int = 0, vocab_size: int = 50_000, s: float = 1.0,
-                min_len: int = 60, max_len: int = 100):
+def make_corpus(
+    num_docs: int, *, seed: int = 0, vocab_size: int = 50_000, s: float = 1.0, min_len: int = 60, max_len: int = 100
+):
     """Return ``(doc_ids, titles, texts, vocab)`` for a reproducible synthetic corpus."""
     rng = np.random.default_rng(seed)
     vocab = np.array(make_vocab(vocab_size, rng), dtype=object)

@@ -23,8 +23,12 @@ def cpu_model() -> str:
 def machine_info() -> dict:
     """CPU model, core count, total memory (GB) and Python version, for result JSON files."""
     mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return {"cpu": cpu_model(), "cores": os.cpu_count(), "memory_gb": round(mem_gb, 1),
-            "python": platform.python_version()}
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "memory_gb": round(mem_gb, 1),
+        "python": platform.python_version(),
+    }
 
 
 def machine_line() -> str:
@@ -34,8 +38,9 @@ def machine_line() -> str:
 
 def add_device_argument(parser) -> None:
     """``--device cpu|cuda`` (default cpu): every side of a comparison runs on that one device."""
-    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
-                        help="device every measured side runs on (default cpu)")
+    parser.add_argument(
+        "--device", choices=("cpu", "cuda"), default="cpu", help="device every measured side runs on (default cpu)"
+    )
 
 
 def device_info(device: str) -> dict:
@@ -46,11 +51,17 @@ def device_info(device: str) -> dict:
         import torch
 
         if not torch.cuda.is_available():
-            raise SystemExit("--device cuda: torch sees no CUDA GPU here (torch %s); run with --device cpu"
-                             % torch.__version__)
+            raise SystemExit(
+                "--device cuda: torch sees no CUDA GPU here (torch %s); run with --device cpu" % torch.__version__
+            )
         props = torch.cuda.get_device_properties(0)
-        return {"device": "cuda", "name": props.name, "memory_gb": round(props.total_memory / 2**30, 1),
-                "torch": torch.__version__, "host": machine_line()}
+        return {
+            "device": "cuda",
+            "name": props.name,
+            "memory_gb": round(props.total_memory / 2**30, 1),
+            "torch": torch.__version__,
+            "host": machine_line(),
+        }
     return {"device": "cpu", "name": cpu_model(), "cores": os.cpu_count()}
 
 

@@ -46,8 +46,9 @@ class SearchEfficiencyBonus(RewardShapingWrapper):
                 credit = min(self.cap, self.bonus * useful)
             extra = max(0, traj.num_searches - (traj.task.hops or 0))
             penalty = -self.cost * extra
-            self.set_reward(ev, ev["reward"] + credit + penalty,
-                            search_useful=useful, search_credit=credit, search_penalty=penalty)
+            self.set_reward(
+                ev, ev["reward"] + credit + penalty, search_useful=useful, search_credit=credit, search_penalty=penalty
+            )
 
 
 # ------------------------------------------------------------------ the experiment
@@ -72,8 +73,10 @@ class MixedGroup:
     def act(self, obs, info):
         if int(obs["role"]) == 0:
             return self.proposer.act(obs, info)
-        return tuple(s.turn(t, i) if active else "" for i, (s, t, active)
-                     in enumerate(zip(self.solvers, info["trajectories"], obs["active"])))
+        return tuple(
+            s.turn(t, i) if active else ""
+            for i, (s, t, active) in enumerate(zip(self.solvers, info["trajectories"], obs["active"]))
+        )
 
 
 def run(make_env, episodes: int) -> dict:

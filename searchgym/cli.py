@@ -32,8 +32,11 @@ def build_parser() -> argparse.ArgumentParser:
     """The full argument parser with every sub-command registered."""
     parser = argparse.ArgumentParser(prog="searchgym", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
-    parser.add_argument("--debug", action="store_true",
-                        help="show the full traceback of searchgym's own errors too (others always show one)")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="show the full traceback of searchgym's own errors too (others always show one)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
@@ -44,7 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``searchgym`` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:  # output piped into `head` and closed early: not an error

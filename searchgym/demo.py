@@ -31,8 +31,11 @@ def _print_world(world, out):
     from .retrieval.bm25 import BM25Retriever
 
     s = world.stats()
-    print(f"World {s.name!r}: {s.entities} entities, {s.relations} relations, {s.triples} triples "
-          f"({s.literal_triples} literal), {s.documents} documents", file=out)
+    print(
+        f"World {s.name!r}: {s.entities} entities, {s.relations} relations, {s.triples} triples "
+        f"({s.literal_triples} literal), {s.documents} documents",
+        file=out,
+    )
     print("  entity types: " + ", ".join(f"{k} {v}" for k, v in s.entity_types.items()), file=out)
     print("  top relations: " + ", ".join(f"{k} ({v})" for k, v in s.top_relations[:8]), file=out)
     t0 = time.perf_counter()
@@ -105,9 +108,12 @@ def run_demo(args: argparse.Namespace) -> int:
         source = {True: "replay buffer", "dummy": "fallback template task"}.get(info.get("replay"), "verified question")
         valid = validation.get("valid") if validation else None
         reason = "" if valid else f" ({validation.get('reason')})" if validation else ""
-        print(f"game {game}: question valid={valid}{reason}; proposer reward {proposer:.2f}; "
-              f"solver rewards {[round(r, 2) for r in solvers]}; WCR coverage {[round(c, 2) for c in wcr]}; "
-              f"{time.perf_counter() - t0:.1f} s\n  solver task ({source}): {q}", file=out)
+        print(
+            f"game {game}: question valid={valid}{reason}; proposer reward {proposer:.2f}; "
+            f"solver rewards {[round(r, 2) for r in solvers]}; WCR coverage {[round(c, 2) for c in wcr]}; "
+            f"{time.perf_counter() - t0:.1f} s\n  solver task ({source}): {q}",
+            file=out,
+        )
     env.close()
     print(f"\nTrajectories written to {outdir / 'trajectories.jsonl'}", file=out)
     return 0
@@ -116,12 +122,15 @@ def run_demo(args: argparse.Namespace) -> int:
 def show_learning(args, world, outdir: Path, out):
     """Held-out accuracy of the base model and of the cold-started one; returns the model to play with."""
     from .agents.cold_start import load_cold_start, shipped_adapter
-    from .agents.pretrained import open_model
     from .agents.learning import heldout_report, llm_eval_agent
+    from .agents.pretrained import open_model
 
     per_hop = {1: args.eval_1hop, 2: args.eval_2hop}
-    print(f"\nLearning check: {sum(per_hop.values())} held-out questions ({args.eval_1hop} 1-hop, {args.eval_2hop} "
-          f"2-hop) whose answers no training task has; greedy, cold-start env settings", file=out)
+    print(
+        f"\nLearning check: {sum(per_hop.values())} held-out questions ({args.eval_1hop} 1-hop, {args.eval_2hop} "
+        f"2-hop) whose answers no training task has; greedy, cold-start env settings",
+        file=out,
+    )
     rows, model = [], None
     adapter = shipped_adapter() if args.model == "smollm2" else None
     stages = [("base " + args.model, lambda: open_model(args.model))]
@@ -130,12 +139,19 @@ def show_learning(args, world, outdir: Path, out):
     for name, load in stages:
         t0 = time.perf_counter()
         model, tok = load()
-        report = heldout_report(llm_eval_agent(model, tok, name, max_new_tokens=args.max_new_tokens), world,
-                                per_hop=per_hop, max_turns=args.max_turns)
+        report = heldout_report(
+            llm_eval_agent(model, tok, name, max_new_tokens=args.max_new_tokens),
+            world,
+            per_hop=per_hop,
+            max_turns=args.max_turns,
+        )
         by = report["solver"]["by_hops"]
         rows.append((name, by))
-        print(f"  {name:28s} 1-hop {by['1']['mean']:.2f}  2-hop {by['2']['mean']:.2f}  "
-              f"searches/rollout {report['solver']['searches'] or 0:.2f}  ({time.perf_counter() - t0:.0f} s)", file=out)
+        print(
+            f"  {name:28s} 1-hop {by['1']['mean']:.2f}  2-hop {by['2']['mean']:.2f}  "
+            f"searches/rollout {report['solver']['searches'] or 0:.2f}  ({time.perf_counter() - t0:.0f} s)",
+            file=out,
+        )
     if adapter is None:
         print("  (no cold-start adapter for this model: the games below are played by the base model)", file=out)
     if args.picture:
@@ -173,14 +189,20 @@ def _make_agent(args, model):
     from .agents.transformers_backend import TransformersGenerator
 
     generator = TransformersGenerator(*model, seed=args.seed)
-    return LLMAgent(generator, config=GenerationConfig(max_new_tokens=args.max_new_tokens, temperature=1.0, seed=args.seed))
+    return LLMAgent(
+        generator, config=GenerationConfig(max_new_tokens=args.max_new_tokens, temperature=1.0, seed=args.seed)
+    )
 
 
 def register(sub) -> None:
     """Add ``searchgym demo``."""
     p = sub.add_parser("demo", help="the main job: world, search, subgraphs and self-play games on the default world")
-    p.add_argument("--agent", choices=["llm", "scripted"], default="llm", help="bundled SmolLM2 agent or scripted agents")
-    p.add_argument("--model", default="smollm2", help="model for --agent llm: 'smollm2' (bundled) or a local HF directory")
+    p.add_argument(
+        "--agent", choices=["llm", "scripted"], default="llm", help="bundled SmolLM2 agent or scripted agents"
+    )
+    p.add_argument(
+        "--model", default="smollm2", help="model for --agent llm: 'smollm2' (bundled) or a local HF directory"
+    )
     p.add_argument("--games", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--pool-size", type=int, default=200)
@@ -190,6 +212,10 @@ def register(sub) -> None:
     p.add_argument("--eval-1hop", type=int, default=16, help="held-out 1-hop questions in the learning check")
     p.add_argument("--eval-2hop", type=int, default=16, help="held-out 2-hop questions in the learning check")
     p.add_argument("--out", default="out/demo", help="directory for trajectories.jsonl and subgraph.png")
-    p.add_argument("--no-picture", dest="picture", action="store_false",
-                   help="skip drawing subgraph.png (and importing matplotlib)")
+    p.add_argument(
+        "--no-picture",
+        dest="picture",
+        action="store_false",
+        help="skip drawing subgraph.png (and importing matplotlib)",
+    )
     p.set_defaults(func=run_demo)

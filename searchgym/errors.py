@@ -12,8 +12,14 @@ This module imports nothing from searchgym: it is the bottom floor every layer m
 
 from __future__ import annotations
 
-__all__ = ["SearchGymError", "InvalidArgumentError", "InvalidTypeError", "MissingFileError", "NotFoundError",
-           "SearchGymRuntimeError"]
+__all__ = [
+    "SearchGymError",
+    "InvalidArgumentError",
+    "InvalidTypeError",
+    "MissingFileError",
+    "NotFoundError",
+    "SearchGymRuntimeError",
+]
 
 
 class SearchGymError(Exception):

@@ -18,6 +18,7 @@ import socket
 import threading
 import time
 import urllib.parse
+
 from .errors import InvalidArgumentError, SearchGymError
 
 logger = logging.getLogger(__name__)
@@ -49,8 +50,14 @@ def _cut(conn: http.client.HTTPConnection, expired: threading.Event) -> None:
             logger.debug("shutting down a late connection: %s", exc)
 
 
-def exchange(conn: http.client.HTTPConnection, method: str, path: str, body: bytes | None,
-             headers: dict[str, str], deadline_s: float) -> tuple[int, bytes, bool]:
+def exchange(
+    conn: http.client.HTTPConnection,
+    method: str,
+    path: str,
+    body: bytes | None,
+    headers: dict[str, str],
+    deadline_s: float,
+) -> tuple[int, bytes, bool]:
     """Send one request on ``conn`` and read the whole response within ``deadline_s`` seconds.
 
     Returns ``(status, body, will_close)``. Raises :class:`DeadlineExceeded` (after closing

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
+
 from .errors import InvalidArgumentError, SearchGymRuntimeError
 
 logger = logging.getLogger(__name__)
@@ -25,7 +26,15 @@ logger = logging.getLogger(__name__)
 #: Restarts of a dead actor (and retries of its chunk) before the run fails.
 MAX_RESTARTS = 3
 
-__all__ = ["MAX_RESTARTS", "RayConfig", "require_ray", "init_ray", "ordered_map", "add_ray_args", "ray_config_from_args"]
+__all__ = [
+    "MAX_RESTARTS",
+    "RayConfig",
+    "require_ray",
+    "init_ray",
+    "ordered_map",
+    "add_ray_args",
+    "ray_config_from_args",
+]
 
 
 @dataclass(frozen=True)
@@ -39,7 +48,9 @@ class RayConfig:
 
     def __post_init__(self) -> None:
         if self.workers < 1 or self.chunk < 0:
-            raise InvalidArgumentError(f"Ray needs workers >= 1 and chunk >= 0, got workers={self.workers}, chunk={self.chunk}")
+            raise InvalidArgumentError(
+                f"Ray needs workers >= 1 and chunk >= 0, got workers={self.workers}, chunk={self.chunk}"
+            )
         if self.address is not None and not str(self.address).strip():
             raise InvalidArgumentError("empty Ray address; use 'auto', 'local', ray://HOST:PORT or HOST:PORT")
 
@@ -59,14 +70,25 @@ def init_ray(config: RayConfig):
     if not ray.is_initialized():
         local = config.address in (None, "local")
         kwargs = dict(num_cpus=config.workers, include_dashboard=False) if local else {}
-        ray.init(address=None if local else config.address, log_to_driver=False, logging_level=logging.WARNING,
-                 configure_logging=False, **kwargs)
+        ray.init(
+            address=None if local else config.address,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+            configure_logging=False,
+            **kwargs,
+        )
         logger.info("Ray %s: %s", "local instance" if local else config.address, ray.cluster_resources())
     return ray
 
 
-def ordered_map(config: RayConfig, actor_cls: type, actor_args: tuple, chunks: Iterable[Any],
-                on_result: Callable[[Any, Any], None], should_stop: Callable[[], bool] = lambda: False) -> int:
+def ordered_map(
+    config: RayConfig,
+    actor_cls: type,
+    actor_args: tuple,
+    chunks: Iterable[Any],
+    on_result: Callable[[Any, Any], None],
+    should_stop: Callable[[], bool] = lambda: False,
+) -> int:
     """Run ``actor_cls(*actor_args).run(chunk)`` for each chunk on ``config.workers`` actors and call
     ``on_result(chunk, result)`` in chunk order; returns the number of chunks committed."""
     ray = init_ray(config)
@@ -113,8 +135,14 @@ def ordered_map(config: RayConfig, actor_cls: type, actor_args: tuple, chunks: I
 
 def add_ray_args(parser) -> None:
     """``--ray [ADDRESS]``, ``--ray-workers N`` and ``--ray-chunk N`` on a sub-command."""
-    parser.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
-                        help="fan out over Ray: no value starts a local instance; 'auto' or ray://HOST:PORT joins a cluster")
+    parser.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        default=None,
+        metavar="ADDRESS",
+        help="fan out over Ray: no value starts a local instance; 'auto' or ray://HOST:PORT joins a cluster",
+    )
     parser.add_argument("--ray-workers", type=int, default=2, help="Ray actors (default 2)")
     parser.add_argument("--ray-chunk", type=int, default=0, help="items per actor call (default: per command)")
 

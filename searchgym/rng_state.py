@@ -11,6 +11,7 @@ import random
 from typing import Any
 
 import numpy as np
+
 from .errors import InvalidArgumentError
 
 __all__ = ["random_state_from_data", "numpy_generator_from_state"]

@@ -72,9 +72,14 @@ def test_sampling_is_reproducible_per_seed_and_leaves_global_rng_alone(gen):
 
 
 def test_stop_strings_cut_after_first_stop_and_keep_it(tok):
-    g = _scripted(tok, ["<think> hm </think><search> Tarsk </search> never <answer> x </answer>",
-                        "<answer> Ostrel </answer> trailing",
-                        "no tag at all here"])
+    g = _scripted(
+        tok,
+        [
+            "<think> hm </think><search> Tarsk </search> never <answer> x </answer>",
+            "<answer> Ostrel </answer> trailing",
+            "no tag at all here",
+        ],
+    )
     out = g.generate(["p one", "p two", "p three"], GenerationConfig(max_new_tokens=40, stop=STOP, temperature=0))
     assert out[0] == "<think> hm </think><search> Tarsk </search>"
     assert out[1] == "<answer> Ostrel </answer>"
@@ -206,14 +211,21 @@ def test_agent_context_is_the_encoded_trajectory(tiny, tok):
     agent = LLMAgent(gen)
     t = _traj("Who?", [("<search> a </search>", "agent"), ("\n<information>doc</information>\n", "env")])
     ctx = agent.context(t)
-    parts = [gen.render([{"role": "user", "content": "Who?"}]), "<search> a </search>", "\n<information>doc</information>\n"]
+    parts = [
+        gen.render([{"role": "user", "content": "Who?"}]),
+        "<search> a </search>",
+        "\n<information>doc</information>\n",
+    ]
     assert ctx == [i for p in parts for i in gen.encode(p)]
 
 
 def test_agent_continues_partial_turns_on_servers_with_continue_final_message():
     gen = RecordingGenerator()
     agent = LLMAgent(gen)
-    fresh, partial = _traj("A"), _traj("B", [("<search> x </search>", "agent"), ("<information>i</information>", "env")])
+    fresh, partial = (
+        _traj("A"),
+        _traj("B", [("<search> x </search>", "agent"), ("<information>i</information>", "env")]),
+    )
     agent.act_batch([("A", {"trajectory": fresh}), ("B", {"trajectory": partial})])
     assert len(gen.batches) == 2  # different template flags → separate calls
     assert gen.batches[0] == [[{"role": "user", "content": "A"}]]

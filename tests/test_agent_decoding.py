@@ -18,8 +18,12 @@ from searchgym.agents.transformers_backend import TransformersGenerator  # noqa:
 from tests.support.scripted_lm import ScriptedLM  # noqa: E402
 from tests.support.tiny_lm import build_model, build_tokenizer  # noqa: E402
 
-PROMPTS = ["Tarsk is", "Merovia is a country founded in 1204 whose capital is", "a",
-           [{"role": "user", "content": "Where was Alice Varn born?"}]]
+PROMPTS = [
+    "Tarsk is",
+    "Merovia is a country founded in 1204 whose capital is",
+    "a",
+    [{"role": "user", "content": "Where was Alice Varn born?"}],
+]
 VARIANTS = {
     "static": DecodingConfig(cache="static"),
     "static-bucketed-check5": DecodingConfig(cache="static", bucket=True, check_every=5),
@@ -64,8 +68,11 @@ def test_static_cache_is_reused_across_calls_of_one_shape(tiny, tok):
 
 def test_delayed_host_checks_keep_eos_and_stop_cuts_exact(tok):
     """EOS and stop strings that fire between two host checks cut the row exactly where they fired."""
-    texts = ["<answer> Ostrel </answer> trailing words after the stop", "short then eos",
-             "<search> a query that never closes and keeps going on"]
+    texts = [
+        "<answer> Ostrel </answer> trailing words after the stop",
+        "short then eos",
+        "<search> a query that never closes and keeps going on",
+    ]
     scripts = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
     cfg = GenerationConfig(max_new_tokens=30, stop=("</answer>", "</search>"), temperature=0)
     outs = []
@@ -101,10 +108,13 @@ def test_compiled_static_step_gives_the_same_texts_on_cpu(tiny, tok):
     torch._dynamo.reset()
     counters = torch._dynamo.utils.counters
     ref = TransformersGenerator(tiny, tok).generate(PROMPTS, cfg)
-    gen = TransformersGenerator(tiny, tok, decoding=DecodingConfig(cache="static", compile=True, compile_mode="default"))
+    gen = TransformersGenerator(
+        tiny, tok, decoding=DecodingConfig(cache="static", compile=True, compile_mode="default")
+    )
     assert gen.generate(PROMPTS, cfg) == ref
     assert gen.generate(PROMPTS, cfg.with_(temperature=0.0)) == TransformersGenerator(tiny, tok).generate(
-        PROMPTS, cfg.with_(temperature=0.0))
+        PROMPTS, cfg.with_(temperature=0.0)
+    )
     assert not counters["graph_break"], dict(counters["graph_break"])
     assert counters["stats"]["unique_graphs"] == 1  # the second call reused the compiled step
 
@@ -118,8 +128,10 @@ def smollm():
     return load_policy("smollm2")
 
 
-CHATS = [[{"role": "user", "content": q}] for q in
-         ("What is the capital of France?", "Name a river in Germany.", "Who wrote Hamlet? Answer briefly.")]
+CHATS = [
+    [{"role": "user", "content": q}]
+    for q in ("What is the capital of France?", "Name a river in Germany.", "Who wrote Hamlet? Answer briefly.")
+]
 
 
 @pytest.mark.slow
@@ -127,8 +139,10 @@ def test_smollm2_static_cache_greedy_and_seeded_sampling_match(smollm):
     model, tok = smollm
     dyn = TransformersGenerator(model, tok, decoding=DecodingConfig(cache="dynamic"))
     sta = TransformersGenerator(model, tok, decoding=DecodingConfig(cache="static", bucket=True, check_every=4))
-    for cfg in (GenerationConfig(max_new_tokens=16, temperature=0.0, stop=("\n",)),
-                GenerationConfig(max_new_tokens=16, temperature=1.0, seed=3)):
+    for cfg in (
+        GenerationConfig(max_new_tokens=16, temperature=0.0, stop=("\n",)),
+        GenerationConfig(max_new_tokens=16, temperature=1.0, seed=3),
+    ):
         assert sta.generate(CHATS, cfg) == dyn.generate(CHATS, cfg)
 
 
@@ -154,6 +168,8 @@ def test_smollm2_static_cache_samples_the_same_distribution(smollm):
     # and the test has power: a different temperature is a different distribution
     hot = TransformersGenerator(model, tok, decoding=DecodingConfig(cache="static"), max_batch_size=160)
     c_hot = Counter(hot.generate([prompt] * 160, cfg.with_(seed=300, temperature=3.0)))
-    hot_table = [[counts[0][w] for w in common] + [sum(v for k, v in counts[0].items() if k not in common)],
-                 [c_hot[w] for w in common] + [sum(v for k, v in c_hot.items() if k not in common)]]
+    hot_table = [
+        [counts[0][w] for w in common] + [sum(v for k, v in counts[0].items() if k not in common)],
+        [c_hot[w] for w in common] + [sum(v for k, v in c_hot.items() if k not in common)],
+    ]
     assert chi2_contingency(hot_table).pvalue < 1e-3

@@ -32,8 +32,13 @@ def tiny(tok):
 
 def _rollouts(gen, tok, cfg_kw, turns=3):
     """Multi-turn contexts as the agent builds them: prompt ids + sampled ids + env ids, per turn."""
-    contexts = [tok(f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n",
-                    add_special_tokens=False)["input_ids"] for q in QUESTIONS]
+    contexts = [
+        tok(
+            f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n",
+            add_special_tokens=False,
+        )["input_ids"]
+        for q in QUESTIONS
+    ]
     env = tok(ENV, add_special_tokens=False)["input_ids"]
     history = []
     for turn in range(turns):
@@ -43,8 +48,10 @@ def _rollouts(gen, tok, cfg_kw, turns=3):
     return history
 
 
-@pytest.mark.parametrize("cfg_kw", [dict(max_new_tokens=12, temperature=0.0),
-                                    dict(max_new_tokens=12, temperature=1.0, top_p=0.9, stop=("e",))])
+@pytest.mark.parametrize(
+    "cfg_kw",
+    [dict(max_new_tokens=12, temperature=0.0), dict(max_new_tokens=12, temperature=1.0, top_p=0.9, stop=("e",))],
+)
 def test_multi_turn_rollouts_match_a_full_prefill(tiny, tok, cfg_kw):
     full = TransformersGenerator(tiny, tok, decoding=DecodingConfig(cache="dynamic", prefix_cache_mb=0))
     reuse = TransformersGenerator(tiny, tok, decoding=DecodingConfig(cache="dynamic"))
@@ -62,7 +69,9 @@ def test_a_shared_system_prompt_is_reused_across_different_questions(tiny, tok):
     first = gen.generate(msgs[:1], cfg)
     rest = gen.generate(msgs[1:], cfg)
     system_turn = gen.encode(gen.render([{"role": "system", "content": SYSTEM}]))
-    shared = len(system_turn) - len(gen.encode("<|im_start|>assistant\n"))  # the system turn, without the generation prompt
+    shared = len(system_turn) - len(
+        gen.encode("<|im_start|>assistant\n")
+    )  # the system turn, without the generation prompt
     assert gen.prefix_cache.stats.reused_tokens >= 2 * shared  # the system prompt was not prefilled again
     ref = TransformersGenerator(tiny, tok, decoding=DecodingConfig(prefix_cache_mb=0)).generate(msgs, cfg)
     assert first + rest == ref
@@ -73,7 +82,9 @@ def test_a_fresh_batch_prefills_its_shared_system_prompt_once(tiny, tok):
     cfg = GenerationConfig(max_new_tokens=6, temperature=0.0)
     msgs = [[{"role": "system", "content": SYSTEM}, {"role": "user", "content": q}] for q in QUESTIONS]
     got = gen.generate(msgs, cfg)
-    shared = len(gen.encode(gen.render([{"role": "system", "content": SYSTEM}]))) - len(gen.encode("<|im_start|>assistant\n"))
+    shared = len(gen.encode(gen.render([{"role": "system", "content": SYSTEM}]))) - len(
+        gen.encode("<|im_start|>assistant\n")
+    )
     assert gen.prefix_cache.stats.reused_tokens >= len(QUESTIONS) * shared  # every row took the system turn's KV
     assert got == TransformersGenerator(tiny, tok, decoding=DecodingConfig(prefix_cache_mb=0)).generate(msgs, cfg)
 
@@ -82,8 +93,10 @@ def test_a_batch_mixing_cached_and_fresh_rows_of_different_lengths(tiny, tok):
     gen = TransformersGenerator(tiny, tok)
     ref = TransformersGenerator(tiny, tok, decoding=DecodingConfig(prefix_cache_mb=0))
     cfg = GenerationConfig(max_new_tokens=10, temperature=0.0)
-    long = tok("Merovia is a country founded in 1204 whose capital is Tarsk, home of Alice Varn and Bob Varn",
-               add_special_tokens=False)["input_ids"]
+    long = tok(
+        "Merovia is a country founded in 1204 whose capital is Tarsk, home of Alice Varn and Bob Varn",
+        add_special_tokens=False,
+    )["input_ids"]
     out = gen.generate_with_stats([long], cfg)
     extended = long + list(out.token_ids[0]) + tok(" and then", add_special_tokens=False)["input_ids"]
     batch = [extended, tok("Tarsk is", add_special_tokens=False)["input_ids"], long[:20] + [5, 6, 7]]
@@ -95,7 +108,9 @@ def test_a_weight_update_empties_the_store(tok):
     model = build_model(tok, seed=3)
     gen = TransformersGenerator(model, tok)
     cfg = GenerationConfig(max_new_tokens=8, temperature=0.0)
-    prompt = tok("Alice Varn was born in Tarsk, a city of Merovia founded in 1204", add_special_tokens=False)["input_ids"]
+    prompt = tok("Alice Varn was born in Tarsk, a city of Merovia founded in 1204", add_special_tokens=False)[
+        "input_ids"
+    ]
     first = gen.generate_with_stats([prompt], cfg)
     with torch.no_grad():  # what an optimiser step does: an in-place update
         for p in model.parameters():
@@ -103,8 +118,12 @@ def test_a_weight_update_empties_the_store(tok):
     follow = [prompt + list(first.token_ids[0]) + prompt[:6]]
     got = gen.generate_with_stats(follow, cfg).texts
     assert gen.prefix_cache.stats.invalidations == 1
-    assert got == TransformersGenerator(model, tok, decoding=DecodingConfig(prefix_cache_mb=0)).generate_with_stats(
-        follow, cfg).texts
+    assert (
+        got
+        == TransformersGenerator(model, tok, decoding=DecodingConfig(prefix_cache_mb=0))
+        .generate_with_stats(follow, cfg)
+        .texts
+    )
 
 
 def test_the_store_stays_within_its_memory_bound(tiny, tok):

@@ -42,8 +42,13 @@ def test_rollouts_follow_the_weights_pushed_after_an_update(tok):
 
         gen.load_weights(policy.state_dict())
         assert gen.generate(PROMPTS, GREEDY) == wanted
-        assert server.events == ["init_weight_transfer_engine", "start_weight_update", "update_weights",
-                                 "finish_weight_update", "reset_prefix_cache"]
+        assert server.events == [
+            "init_weight_transfer_engine",
+            "start_weight_update",
+            "update_weights",
+            "finish_weight_update",
+            "reset_prefix_cache",
+        ]
         assert [n for n, _, _ in server.received] == list(policy.state_dict())
         assert all(torch.equal(a, b) for a, b in zip(served.state_dict().values(), policy.state_dict().values()))
 
@@ -56,8 +61,10 @@ def test_rollouts_follow_the_weights_pushed_after_an_update(tok):
 
 def test_identical_prompts_of_a_group_get_distinct_seeds(tok):
     seeds = []
-    routes = {("GET", "/server_info?config_format=json"): lambda _: (200, {"vllm_config": {"weight_transfer_config": {}}}),
-              ("GET", "/get_world_size"): lambda _: (200, {"world_size": 2})}
+    routes = {
+        ("GET", "/server_info?config_format=json"): lambda _: (200, {"vllm_config": {"weight_transfer_config": {}}}),
+        ("GET", "/get_world_size"): lambda _: (200, {"world_size": 2}),
+    }
 
     def reply(prompt, body):
         seeds.append(body["seed"])
@@ -100,6 +107,7 @@ def test_a_plain_openai_server_is_refused_for_weight_pushes():
 def test_nccl_transport_without_vllm_or_cuda_names_the_fix():
     try:
         import vllm  # noqa: F401
+
         has_vllm = True
     except ImportError:
         has_vllm = False

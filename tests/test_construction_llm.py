@@ -13,7 +13,12 @@ import pytest
 from searchgym.agents.base import GenerationError, TextGenerator
 from searchgym.agents.openai_compat import OpenAICompatibleGenerator
 from searchgym.construction import (
-    ExtractionConfig, LLMSelector, SelectionContext, SelectorError, build_pool, parse_selector_reply,
+    ExtractionConfig,
+    LLMSelector,
+    SelectionContext,
+    SelectorError,
+    build_pool,
+    parse_selector_reply,
     rejections_path,
 )
 from searchgym.construction.selectors import Candidate
@@ -58,14 +63,22 @@ def smart_reply(messages, body):
 
 
 def llm(url, **kw):
-    return LLMSelector(OpenAICompatibleGenerator(url, "stub", timeout=kw.pop("timeout", 5.0), max_retries=0,
-                                                 max_concurrency=kw.pop("max_concurrency", 8)), **kw)
+    return LLMSelector(
+        OpenAICompatibleGenerator(
+            url, "stub", timeout=kw.pop("timeout", 5.0), max_retries=0, max_concurrency=kw.pop("max_concurrency", 8)
+        ),
+        **kw,
+    )
 
 
 @pytest.mark.parametrize(
     "text,n,expected",
-    [('{"answer": 2}', 3, 2), ('  {"answer": 0}\n', 3, 0), ('```json\n{"answer": 3}\n```', 3, 3),
-     ('```\n{"answer": 1}\n```', 1, 1)],
+    [
+        ('{"answer": 2}', 3, 2),
+        ('  {"answer": 0}\n', 3, 0),
+        ('```json\n{"answer": 3}\n```', 3, 3),
+        ('```\n{"answer": 1}\n```', 1, 1),
+    ],
 )
 def test_parse_accepts_strict_json(text, n, expected):
     assert parse_selector_reply(text, n) == expected
@@ -73,10 +86,19 @@ def test_parse_accepts_strict_json(text, n, expected):
 
 @pytest.mark.parametrize(
     "text,kind",
-    [("2", "unparseable"), ("I choose 2", "unparseable"), ('{"answer": 2} because', "unparseable"),
-     ('{"answer": "2"}', "unparseable"), ('{"answer": true}', "unparseable"), ('{"answer": 2.0}', "unparseable"),
-     ('{"answer": 2, "why": "x"}', "unparseable"), ('[2]', "unparseable"), ("", "unparseable"),
-     ('{"answer": 4}', "out_of_range"), ('{"answer": -1}', "out_of_range")],
+    [
+        ("2", "unparseable"),
+        ("I choose 2", "unparseable"),
+        ('{"answer": 2} because', "unparseable"),
+        ('{"answer": "2"}', "unparseable"),
+        ('{"answer": true}', "unparseable"),
+        ('{"answer": 2.0}', "unparseable"),
+        ('{"answer": 2, "why": "x"}', "unparseable"),
+        ("[2]", "unparseable"),
+        ("", "unparseable"),
+        ('{"answer": 4}', "out_of_range"),
+        ('{"answer": -1}', "out_of_range"),
+    ],
 )
 def test_parse_rejects_everything_else(text, kind):
     with pytest.raises(SelectorError) as ei:
@@ -121,8 +143,16 @@ def test_pool_with_llm_selector_is_deterministic_across_workers(world):
 def test_garbage_replies_are_counted_rejections(world):
     with OpenAIStubServer(lambda m, b: "Sure! I'd pick edge number 2.") as server:
         sel = llm(server.url)
-        res = build_pool(world, 3, selector=sel, workers=2, progress=False, max_attempts=4,
-                         abort_after_selector_failures=0, config=ExtractionConfig(max_retries=2))
+        res = build_pool(
+            world,
+            3,
+            selector=sel,
+            workers=2,
+            progress=False,
+            max_attempts=4,
+            abort_after_selector_failures=0,
+            config=ExtractionConfig(max_retries=2),
+        )
     assert res.accepted == 0 and res.rejections == {"selector_failed": 4}
     assert sel.failures == {"unparseable": 12} and len(server.requests) == 12
     assert any("not JSON" in e for e in res.errors)
@@ -131,8 +161,15 @@ def test_garbage_replies_are_counted_rejections(world):
 def test_out_of_range_replies_are_counted(world):
     with OpenAIStubServer(lambda m, b: '{"answer": 99}') as server:
         sel = llm(server.url)
-        res = build_pool(world, 1, selector=sel, progress=False, max_attempts=2, abort_after_selector_failures=0,
-                         config=ExtractionConfig(max_retries=1))
+        res = build_pool(
+            world,
+            1,
+            selector=sel,
+            progress=False,
+            max_attempts=2,
+            abort_after_selector_failures=0,
+            config=ExtractionConfig(max_retries=1),
+        )
     assert res.rejections == {"selector_failed": 2} and sel.failures == {"out_of_range": 4}
 
 
@@ -154,8 +191,9 @@ def _free_port() -> int:
 def test_down_endpoint_stops_without_recording_rejections(world, tmp_path):
     sel = llm(f"http://127.0.0.1:{_free_port()}/v1")
     out = tmp_path / "pool.jsonl"
-    res = build_pool(world, 50, selector=sel, workers=4, progress=False, out=out,
-                     config=ExtractionConfig(max_retries=1))
+    res = build_pool(
+        world, 50, selector=sel, workers=4, progress=False, out=out, config=ExtractionConfig(max_retries=1)
+    )
     assert res.accepted == 0 and not res.rejections and res.attempted == 0
     assert "unavailable" in res.stopped_early and "cannot reach" in res.stopped_early
     assert "rerun the same command to resume" in res.stopped_early
@@ -188,16 +226,25 @@ def test_hung_endpoint_stops_in_time_and_resume_retries_its_seeds(world, tmp_pat
 
 def test_model_saying_no_is_a_rejection_not_an_outage(world):
     with OpenAIStubServer(lambda m, b: "no") as server:
-        res = build_pool(world, 2, selector=llm(server.url), progress=False, max_attempts=3,
-                         abort_after_selector_failures=0, config=ExtractionConfig(max_retries=0))
+        res = build_pool(
+            world,
+            2,
+            selector=llm(server.url),
+            progress=False,
+            max_attempts=3,
+            abort_after_selector_failures=0,
+            config=ExtractionConfig(max_retries=0),
+        )
     assert res.rejections == {"selector_failed": 3} and res.stopped_early.startswith("reached max_attempts")
 
 
 def test_http_4xx_is_a_bad_request_not_an_outage(world):
     ctx = SelectionContext([], "X", [Candidate("r", "rel", "t", "T")], 0, 3, 7, "s")
-    for message, kind in (("http://x answered HTTP 400: too long", "bad_request"),
-                          ("http://x answered HTTP 503: busy", "http_error"),
-                          ("http://x answered HTTP 429: slow down", "http_error")):
+    for message, kind in (
+        ("http://x answered HTTP 400: too long", "bad_request"),
+        ("http://x answered HTTP 503: busy", "http_error"),
+        ("http://x answered HTTP 429: slow down", "http_error"),
+    ):
         sel = LLMSelector(_Raising(message))
         with pytest.raises(SelectorError) as ei:
             sel.select(ctx)
@@ -254,18 +301,75 @@ def test_cli_build_with_llm_selector(world, tmp_path, capsys):
     world.save(wdir)
     out = tmp_path / "pool.jsonl"
     with OpenAIStubServer(smart_reply) as server:
-        rc = cli_main(["subgraphs", "build", "--world", str(wdir), "--n", "4", "--out", str(out), "--selector", "llm",
-                       "--endpoint", server.url, "--model", "stub-model", "--workers", "3", "--no-progress"])
+        rc = cli_main(
+            [
+                "subgraphs",
+                "build",
+                "--world",
+                str(wdir),
+                "--n",
+                "4",
+                "--out",
+                str(out),
+                "--selector",
+                "llm",
+                "--endpoint",
+                server.url,
+                "--model",
+                "stub-model",
+                "--workers",
+                "3",
+                "--no-progress",
+            ]
+        )
     assert rc == 0
     text = capsys.readouterr().out
     assert "4 subgraphs from" in text and "selector calls:" in text
     assert all(r["model"] == "stub-model" for r in server.requests)
     # the endpoint goes away: resuming needs no calls, a larger pool fails with a clear message and rc 1
     down = f"http://127.0.0.1:{_free_port()}/v1"
-    rc = cli_main(["subgraphs", "build", "--world", str(wdir), "--n", "4", "--out", str(out), "--selector", "llm",
-                   "--endpoint", down, "--model", "stub-model", "--workers", "3", "--no-progress"])
+    rc = cli_main(
+        [
+            "subgraphs",
+            "build",
+            "--world",
+            str(wdir),
+            "--n",
+            "4",
+            "--out",
+            str(out),
+            "--selector",
+            "llm",
+            "--endpoint",
+            down,
+            "--model",
+            "stub-model",
+            "--workers",
+            "3",
+            "--no-progress",
+        ]
+    )
     assert rc == 0
-    rc = cli_main(["subgraphs", "build", "--world", str(wdir), "--n", "400", "--out", str(out), "--selector", "llm",
-                   "--endpoint", down, "--model", "stub-model", "--workers", "3", "--no-progress"])
+    rc = cli_main(
+        [
+            "subgraphs",
+            "build",
+            "--world",
+            str(wdir),
+            "--n",
+            "400",
+            "--out",
+            str(out),
+            "--selector",
+            "llm",
+            "--endpoint",
+            down,
+            "--model",
+            "stub-model",
+            "--workers",
+            "3",
+            "--no-progress",
+        ]
+    )
     captured = capsys.readouterr()
     assert rc == 1 and "unavailable" in captured.err and "cannot reach" in captured.err

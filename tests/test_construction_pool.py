@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 
 from searchgym.construction import (
-    ExtractionConfig, HeuristicSelector, PoolFormatError, SubgraphPool, build_pool, load_pool, order_pool,
+    ExtractionConfig,
+    HeuristicSelector,
+    PoolFormatError,
+    SubgraphPool,
+    build_pool,
+    load_pool,
+    order_pool,
     rejections_path,
 )
 from searchgym.construction.pool import pool_fingerprint
@@ -142,8 +148,20 @@ def test_resume_after_killing_the_cli_process(world, tmp_path):
     wdir = tmp_path / "world"
     world.save(wdir)
     out = tmp_path / "pool.jsonl"
-    cmd = [sys.executable, "-m", "searchgym.commands.subgraphs", "subgraphs", "build", "--world", str(wdir),
-           "--n", "1000000", "--out", str(out), "--no-progress"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "searchgym.commands.subgraphs",
+        "subgraphs",
+        "build",
+        "--world",
+        str(wdir),
+        "--n",
+        "1000000",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120
@@ -198,8 +216,24 @@ def test_sigkill_and_resume_gives_the_uninterrupted_file(world, tmp_path, worker
     reference = tmp_path / "reference.jsonl"
     build_pool(world, n, seed=1, out=reference, progress=False)
     out = tmp_path / "pool.jsonl"
-    cmd = [sys.executable, "-m", "searchgym.commands.subgraphs", "subgraphs", "build", "--world", str(wdir),
-           "--n", str(n), "--seed", "1", "--out", str(out), "--no-progress", "--workers", str(workers)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "searchgym.commands.subgraphs",
+        "subgraphs",
+        "build",
+        "--world",
+        str(wdir),
+        "--n",
+        str(n),
+        "--seed",
+        "1",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--workers",
+        str(workers),
+    ]
     for at in (5, 60, 150):
         _kill_cli_at(cmd, out, at)
     assert 5 <= len(lines(out)) < n
@@ -218,7 +252,8 @@ def test_resume_with_other_settings_is_refused(world, tmp_path):
     with pytest.raises(PoolFormatError, match="different settings"):
         build_pool(world, 5, seed=1, out=out, progress=False, config=ExtractionConfig(max_hops=5))
     assert pool_fingerprint(world, 1, ExtractionConfig(), HeuristicSelector(1)) != pool_fingerprint(
-        world, 1, ExtractionConfig(), HeuristicSelector(2))
+        world, 1, ExtractionConfig(), HeuristicSelector(2)
+    )
 
 
 def test_load_pool_errors_name_the_line(world, tmp_path):

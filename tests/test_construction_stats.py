@@ -8,10 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from searchgym.construction import (
-    Branch, Subgraph, SubgraphNode, build_pool, format_stats, load_pool, plot_stats, plot_subgraph, pool_stats,
-)
 from searchgym.commands.subgraphs import main as cli_main
+from searchgym.construction import (
+    Branch,
+    Subgraph,
+    SubgraphNode,
+    build_pool,
+    format_stats,
+    load_pool,
+    plot_stats,
+    plot_subgraph,
+    pool_stats,
+)
 from searchgym.construction.plot import subgraph_layout
 from tests.support.construction_world import build_random_world
 
@@ -92,14 +100,46 @@ def saved_world(tmp_path_factory):
 
 def test_cli_build_stats_show(saved_world, tmp_path, capsys):
     out = tmp_path / "pool.jsonl"
-    assert cli_main(["subgraphs", "build", "--world", str(saved_world), "--n", "25", "--out", str(out),
-                     "--no-progress", "--seed", "4"]) == 0
+    assert (
+        cli_main(
+            [
+                "subgraphs",
+                "build",
+                "--world",
+                str(saved_world),
+                "--n",
+                "25",
+                "--out",
+                str(out),
+                "--no-progress",
+                "--seed",
+                "4",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "25 subgraphs from" in text and "pool.rejections.jsonl" in text
     assert len(load_pool(out)) == 25
     # resuming a finished pool does no new work
-    assert cli_main(["subgraphs", "build", "--world", str(saved_world), "--n", "25", "--out", str(out),
-                     "--no-progress", "--seed", "4"]) == 0
+    assert (
+        cli_main(
+            [
+                "subgraphs",
+                "build",
+                "--world",
+                str(saved_world),
+                "--n",
+                "25",
+                "--out",
+                str(out),
+                "--no-progress",
+                "--seed",
+                "4",
+            ]
+        )
+        == 0
+    )
     m = re.search(r"25 subgraphs from (\d+) seeds \((\d+) resumed\)", capsys.readouterr().out)
     assert m and m.group(1) == m.group(2)
     assert len(out.read_text().splitlines()) == 25
@@ -127,8 +167,21 @@ def test_cli_errors_are_clear(saved_world, tmp_path):
     with pytest.raises(ValueError, match="--endpoint"):
         cli_main(["subgraphs", "build", "--world", str(saved_world), "--out", str(out), "--selector", "llm"])
     with pytest.raises(ValueError, match="no eligible relation"):
-        cli_main(["subgraphs", "build", "--world", str(saved_world), "--out", str(out), "--n", "3",
-                  "--relation-allowlist", "nothing", "--no-progress"])
+        cli_main(
+            [
+                "subgraphs",
+                "build",
+                "--world",
+                str(saved_world),
+                "--out",
+                str(out),
+                "--n",
+                "3",
+                "--relation-allowlist",
+                "nothing",
+                "--no-progress",
+            ]
+        )
     with pytest.raises(FileNotFoundError):
         cli_main(["subgraphs", "stats", str(tmp_path / "missing.jsonl")])
     build_pool(build_random_world(300, seed=9), 3, out=out, progress=False)

@@ -14,9 +14,26 @@ print("MPL", any(m == "matplotlib" or m.startswith("matplotlib.") for m in sys.m
 
 
 def _run(tmp_path, *extra):
-    out = subprocess.run([sys.executable, "-c", PROBE, "demo", "--agent", "scripted", "--games", "1",
-                          "--pool-size", "20", "--out", str(tmp_path), *extra],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            PROBE,
+            "demo",
+            "--agent",
+            "scripted",
+            "--games",
+            "1",
+            "--pool-size",
+            "20",
+            "--out",
+            str(tmp_path),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     return out.stdout
 

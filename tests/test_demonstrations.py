@@ -5,7 +5,11 @@ import json
 import pytest
 
 from searchgym.agents.demonstrations import (
-    ProposerExpert, SolverExpert, cold_start_env_kwargs, discovered_backwards, generate_demonstrations,
+    ProposerExpert,
+    SolverExpert,
+    cold_start_env_kwargs,
+    discovered_backwards,
+    generate_demonstrations,
 )
 from searchgym.commands.demos import parse_hop_counts
 from searchgym.envs.heldout import hop_tasks, is_heldout_name
@@ -21,14 +25,20 @@ def world():
 @pytest.fixture(scope="module")
 def demos(world, tmp_path_factory):
     path = tmp_path_factory.mktemp("demos") / "demos.jsonl"
-    stats = generate_demonstrations(world, path, solver_tasks=hop_tasks(world, 1, 30, seed=1) + hop_tasks(world, 2, 30, seed=2),
-                                    proposer_tasks=hop_tasks(world, 2, 16, seed=3), seed=0)
+    stats = generate_demonstrations(
+        world,
+        path,
+        solver_tasks=hop_tasks(world, 1, 30, seed=1) + hop_tasks(world, 2, 30, seed=2),
+        proposer_tasks=hop_tasks(world, 2, 16, seed=3),
+        seed=0,
+    )
     return path, stats, [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def test_split_passages_keeps_titles_and_every_sentence():
-    ids, titles, texts = split_passages(["d1", "d2"], ["Ana", "Bo"], ["A one. He two. He three.", "No boundary here"],
-                                        sentences=2)
+    ids, titles, texts = split_passages(
+        ["d1", "d2"], ["Ana", "Bo"], ["A one. He two. He three.", "No boundary here"], sentences=2
+    )
     assert ids == ["d1#0", "d1#1", "d2#0"] and titles == ["Ana", "Ana", "Bo"]
     assert texts == ["A one. He two.", "He three.", "No boundary here"]
     with pytest.raises(ValueError, match="sentences must be >= 1"):
@@ -92,8 +102,11 @@ def test_experts_need_kg_tasks_and_vanilla_walks_backwards(world):
     from searchgym.envs.tasks import ListTaskSource
     from searchgym.envs.types import Task
 
-    env = gym.make("KGSolver-v0", tasks=ListTaskSource([Task(id="x", question="Who?", answers=["A"])]),
-                   **cold_start_env_kwargs(world))
+    env = gym.make(
+        "KGSolver-v0",
+        tasks=ListTaskSource([Task(id="x", question="Who?", answers=["A"])]),
+        **cold_start_env_kwargs(world),
+    )
     obs, info = env.reset(seed=0)
     with pytest.raises(ValueError, match="KG subgraph"):
         SolverExpert().act(obs, info)

@@ -73,8 +73,11 @@ def _plain(obs):
 
 
 def _events(info):
-    return [(e["role"], e["slot"], e["reward"], sorted(e["components"].items())) for e in info.get("rewards", [])] \
-        if "rewards" in info else [info["success"], info["node"]]
+    return (
+        [(e["role"], e["slot"], e["reward"], sorted(e["components"].items())) for e in info.get("rewards", [])]
+        if "rewards" in info
+        else [info["success"], info["node"]]
+    )
 
 
 def _started(env_id):
@@ -100,7 +103,9 @@ def test_copy_continues_exactly_like_the_original(env_id, how):
     env, driver, obs, info = _started(env_id)
     # obs/info hold the live trajectories: copy them with the env, as a snapshot would
     state = (env, driver, obs, info)
-    twin, twin_driver, twin_obs, twin_info = copy.deepcopy(state) if how == "deepcopy" else pickle.loads(pickle.dumps(state))
+    twin, twin_driver, twin_obs, twin_info = (
+        copy.deepcopy(state) if how == "deepcopy" else pickle.loads(pickle.dumps(state))
+    )
     assert twin.unwrapped is not env.unwrapped
     assert twin.unwrapped.world is env.unwrapped.world is default_world()  # re-attached, not copied
     if env_id != "KGNavigate-v0":
@@ -154,7 +159,12 @@ def test_pickled_env_continues_in_a_fresh_process():
     blob = pickle.dumps((env, driver, obs, info))
     expected = json.loads(json.dumps(driver.run(env, obs, info, 8), default=repr))
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    proc = subprocess.run([sys.executable, "-c", CHILD, root], input=blob, capture_output=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join([root, *sys.path])})
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, root],
+        input=blob,
+        capture_output=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([root, *sys.path])},
+    )
     assert proc.returncode == 0, proc.stderr.decode()[-3000:]
     assert json.loads(proc.stdout) == expected

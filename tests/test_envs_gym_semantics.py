@@ -38,8 +38,10 @@ def _last_step(env, texts):
 
 @pytest.mark.parametrize(
     "texts, flags",
-    [(["thinking", "still thinking", "hmm"], (False, True)),  # every Solver ran out of turns: the time limit
-     (["<answer>Ostrel</answer>", "hmm", "hmm"], (True, False))],  # one Solver answered
+    [
+        (["thinking", "still thinking", "hmm"], (False, True)),  # every Solver ran out of turns: the time limit
+        (["<answer>Ostrel</answer>", "hmm", "hmm"], (True, False)),
+    ],  # one Solver answered
     ids=["all_out_of_turns", "one_answered"],
 )
 def test_group_and_selfplay_agree_on_terminated_and_truncated(tiny_world, texts, flags):

@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from searchgym.envs.export import read_trajectories
 from searchgym.envs.group import KGSolverGroupEnv
@@ -19,9 +20,26 @@ from tests.conftest import build_tiny_world
 from tests.support.env_helpers import tiny_subgraph
 
 WORLD = build_tiny_world()
-TAGS = ["<think>", "</think>", "<search>", "</search>", "<answer>", "</answer>", "<question>", "</question>",
-        "<information>", "</information>", "<tool_call>", "</tool_call>", "<evidence>", "</evidence>",
-        "< SEARCH >", '{"query": "Tarsk", "entity": ["Tarsk"], "relation": ["located in"]}', "Ostrel", "Tarsk"]
+TAGS = [
+    "<think>",
+    "</think>",
+    "<search>",
+    "</search>",
+    "<answer>",
+    "</answer>",
+    "<question>",
+    "</question>",
+    "<information>",
+    "</information>",
+    "<tool_call>",
+    "</tool_call>",
+    "<evidence>",
+    "</evidence>",
+    "< SEARCH >",
+    '{"query": "Tarsk", "entity": ["Tarsk"], "relation": ["located in"]}',
+    "Ostrel",
+    "Tarsk",
+]
 piece = st.one_of(st.text(max_size=40), st.sampled_from(TAGS))
 turn_text = st.lists(piece, max_size=12).map("".join)
 turns = st.lists(turn_text, min_size=1, max_size=12)
@@ -46,8 +64,12 @@ def _check_traj(traj):
     assert text == "".join(s.text for s in traj.segments)
     env_texts = [text[a:b] for a, b in traj.env_spans]
     # every env insertion is either a turn's retrieved information (in order) or a corrective message
-    assert [x for x in env_texts if x.startswith("\n<information>")] == [t.information for t in traj.turns if t.information]
-    assert all(x.startswith("\nMy previous action is invalid.") for x in env_texts if not x.startswith("\n<information>"))
+    assert [x for x in env_texts if x.startswith("\n<information>")] == [
+        t.information for t in traj.turns if t.information
+    ]
+    assert all(
+        x.startswith("\nMy previous action is invalid.") for x in env_texts if not x.startswith("\n<information>")
+    )
     for t in traj.turns:
         assert "<information>" not in t.think  # forged observations never count as thinking
     assert len(traj.turns) <= traj.metadata["max_turns"]
@@ -62,7 +84,7 @@ def _run(env, texts, multi):
         assert obs in env.observation_space and isinstance(reward, float) and math.isfinite(reward)
         assert reward == pytest.approx(sum(e["reward"] for e in info["rewards"]))
         assert all(e["reward"] >= 0.0 and e["role"] in ("solver", "proposer") for e in info["rewards"])
-        for t in (info["trajectories"] if multi else [info["trajectory"]]):
+        for t in info["trajectories"] if multi else [info["trajectory"]]:
             if t is not None:
                 _check_traj(t)
         if term or trunc:
@@ -113,7 +135,7 @@ def test_text_space_contains_every_unicode_string(s):
 
 def test_text_space_bounds_and_samples():
     space = UnicodeText(10, min_length=2, seed=0)
-    assert "a" not in space and "a" * 11 not in space and 5 not in space and "é\U0001F600" in space
+    assert "a" not in space and "a" * 11 not in space and 5 not in space and "é\U0001f600" in space
     samples = [space.sample() for _ in range(50)]
     assert all(s in space for s in samples) and len(set(samples)) > 40
     assert len(text_space(0).sample(mask=(1000, None))) == 1000
@@ -123,8 +145,11 @@ def test_text_space_bounds_and_samples():
 # ---------------------------------------------------------------- export on
 # Any code point, surrogates included (an LLM's byte-level decoding can produce lone surrogates).
 any_char = st.characters(codec=None, categories=None)
-wild_piece = st.one_of(st.text(alphabet=any_char, max_size=20), st.sampled_from(TAGS),
-                       st.sampled_from(["\ud800", "\udfff", "\ud83d\ude00", "\x00", "\ufffe", "<answer>\ud800</answer>"]))
+wild_piece = st.one_of(
+    st.text(alphabet=any_char, max_size=20),
+    st.sampled_from(TAGS),
+    st.sampled_from(["\ud800", "\udfff", "\ud83d\ude00", "\x00", "\ufffe", "<answer>\ud800</answer>"]),
+)
 wild_turns = st.lists(st.lists(wild_piece, max_size=8).map("".join), min_size=1, max_size=6)
 
 
@@ -142,8 +167,9 @@ def exporting_envs(tmp_path_factory):
         "solver": KGSolverEnv(WORLD, _source(), max_turns=3, export_path=d / "solver.jsonl"),
         "proposer": KGProposerEnv(WORLD, _source(), max_turns=3, export_path=d / "proposer.jsonl"),
         "group": KGSolverGroupEnv(WORLD, _source(), group_size=2, max_turns=2, export_path=d / "group.jsonl"),
-        "selfplay": KGSelfPlayEnv(WORLD, pool=[tiny_subgraph()], group_size=2, max_turns=2,
-                                  export_path=d / "selfplay.jsonl"),
+        "selfplay": KGSelfPlayEnv(
+            WORLD, pool=[tiny_subgraph()], group_size=2, max_turns=2, export_path=d / "selfplay.jsonl"
+        ),
     }
     yield envs
     for env in envs.values():

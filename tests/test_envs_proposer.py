@@ -7,10 +7,10 @@ import pytest
 
 import searchgym  # noqa: F401
 from searchgym.agents.scripted import LeakyProposer, RandomAgent, ScriptedProposer
+from searchgym.envs.judge import ExactMatchJudge
 from searchgym.envs.proposer import KGProposerEnv
 from searchgym.envs.tasks import JsonlTaskSource, SubgraphTaskSource
 from searchgym.envs.verifier import RAGVerifier, ReaderError
-from searchgym.envs.judge import ExactMatchJudge
 from tests.support.env_helpers import AcceptAll, RecordingVerifier, play, tiny_subgraph
 
 
@@ -44,7 +44,10 @@ def test_leaky_proposer_is_rejected_for_answer_leak(tiny_world):
     steps, _ = play(env, LeakyProposer(), seed=0)
     *_, r, term, trunc, info = steps[-1]
     assert r == 0.0 and info["validation"]["valid"] is False and info["validation"]["reason"] == "answer_leak"
-    assert info["validation"]["stage"] == "filters" and info["rewards"][0]["components"] == {"valid": 0.0, "outcome": 0.0}
+    assert info["validation"]["stage"] == "filters" and info["rewards"][0]["components"] == {
+        "valid": 0.0,
+        "outcome": 0.0,
+    }
 
 
 def test_leaky_proposer_is_rejected_on_the_default_world():
@@ -57,7 +60,9 @@ def test_leaky_proposer_is_rejected_on_the_default_world():
 def test_question_without_searches_is_rejected(tiny_world):
     env = _env(tiny_world, verifier=AcceptAll())
     env.reset(seed=0)
-    *_, r, term, trunc, info = env.step("<question>What is the capital of the country where Alice Varn was born, in the end?</question>")
+    *_, r, term, trunc, info = env.step(
+        "<question>What is the capital of the country where Alice Varn was born, in the end?</question>"
+    )
     assert term and r == 0.0 and info["validation"]["reason"] == "no_information"
 
 
@@ -77,7 +82,9 @@ def test_verifier_errors_fail_closed(tiny_world):
     env = _env(tiny_world, verifier=RAGVerifier(Broken(), ExactMatchJudge()))
     steps, _ = play(env, ScriptedProposer(), seed=0)
     v = steps[-1][4]["validation"]
-    assert v["valid"] is False and v["reason"] == "verifier_error" and "server down" in v["error"] and steps[-1][1] == 0.0
+    assert (
+        v["valid"] is False and v["reason"] == "verifier_error" and "server down" in v["error"] and steps[-1][1] == 0.0
+    )
 
 
 def test_noise_comes_from_a_bounded_window_of_recent_proposer_rollouts(tiny_world):

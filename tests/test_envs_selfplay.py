@@ -99,7 +99,10 @@ def test_invalid_question_with_empty_buffer_uses_the_dummy_template_task(tiny_wo
     while info["role"] == "proposer":
         obs, _, _, _, info = env.step(agent.act(obs, info))
     assert info["replay"] == "dummy" and info["task"].source == "dummy"
-    assert info["task"].question.startswith("What place is the capital of") and info["validation"]["reason"] == "verifier_incorrect"
+    assert (
+        info["task"].question.startswith("What place is the capital of")
+        and info["validation"]["reason"] == "verifier_incorrect"
+    )
     assert len(env.replay) == 0  # invalid questions never enter the buffer
 
 

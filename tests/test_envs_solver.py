@@ -142,7 +142,12 @@ def test_answer_in_the_same_turn_as_a_search_ends_without_searching(tiny_env):
 
 def test_env_spans_cover_exactly_the_inserted_text(tiny_env):
     obs, info = tiny_env.reset(seed=0)
-    actions = ["<search>Alice Varn</search>", "nonsense", "<search>Tarsk</search><search>Merovia</search>", "<answer>Ostrel</answer>"]
+    actions = [
+        "<search>Alice Varn</search>",
+        "nonsense",
+        "<search>Tarsk</search><search>Merovia</search>",
+        "<answer>Ostrel</answer>",
+    ]
     inserted = []
     for a in actions:
         obs, r, term, trunc, info = tiny_env.step(a)
@@ -161,7 +166,7 @@ def test_search_results_follow_search_r1_format_and_top_k(tiny_world):
     env = KGSolverEnv(tiny_world, SubgraphTaskSource([tiny_subgraph()], tiny_world), top_k=2, doc_max_chars=20)
     env.reset(seed=0)
     obs, *_ = env.step("<search>Varn</search>")
-    body = obs[len("\n<information>"):-len("</information>\n")]
+    body = obs[len("\n<information>") : -len("</information>\n")]
     lines = body.split("\n")
     assert len(lines) == 2 and lines[0].startswith('Doc 1 (Title: "') and lines[0].endswith("...")
 
@@ -170,7 +175,9 @@ def test_kg_tool_answers_json_searches(tiny_world):
     env = KGSolverEnv(tiny_world, SubgraphTaskSource([tiny_subgraph()], tiny_world), kg_tool=True)
     obs, _ = env.reset(seed=0)
     assert '"entity"' in obs  # the prompt documents the JSON form
-    obs, *_, info = env.step('<search>{"query": "Merovia capital", "entity": ["merovia"], "relation": ["capital"]}</search>')
+    obs, *_, info = env.step(
+        '<search>{"query": "Merovia capital", "entity": ["merovia"], "relation": ["capital"]}</search>'
+    )
     call = info["turn"].searches[0]
     assert call.kg_triples and any("Ostrel" in t for t in call.kg_triples) and "Ostrel" in obs
 
@@ -192,7 +199,10 @@ def test_reset_with_a_given_task_and_determinism(tiny_world, tiny_env):
 
 def test_subgraph_task_template_and_gold_titles(tiny_world):
     (task,) = list(SubgraphTaskSource([tiny_subgraph()], tiny_world))
-    assert task.question == "What place is the capital of the place in which the place where Alice Varn was born is located?"
+    assert (
+        task.question
+        == "What place is the capital of the place in which the place where Alice Varn was born is located?"
+    )
     assert task.answers == ["Ostrel"] and task.waypoints == ["Alice Varn", "Tarsk", "Merovia"]
     assert task.gold_titles == ["Alice Varn", "Tarsk", "Merovia", "Ostrel"]
     assert "Ostrel" not in task.question and "Tarsk" not in task.question
@@ -202,7 +212,12 @@ def test_jsonl_task_source_accepts_search_r1_fields(tmp_path, tiny_world):
     p = tmp_path / "qa.jsonl"
     rows = [
         {"id": "a", "question": "Where was Alice Varn born?", "golden_answers": ["Tarsk", "Tarsk city"]},
-        {"question": "Capital of Merovia?", "answer": "Ostrel", "supporting_titles": ["Merovia"], "waypoints": ["Merovia"]},
+        {
+            "question": "Capital of Merovia?",
+            "answer": "Ostrel",
+            "supporting_titles": ["Merovia"],
+            "waypoints": ["Merovia"],
+        },
     ]
     p.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
     src = JsonlTaskSource(p)
@@ -212,12 +227,15 @@ def test_jsonl_task_source_accepts_search_r1_fields(tmp_path, tiny_world):
     assert info["task"].waypoints == ["Merovia"]
 
 
-@pytest.mark.parametrize("line,match", [
-    ('{"question": "q"}', "no gold answer"),
-    ('{"answer": "x"}', "question"),
-    ("not json", "not valid JSON"),
-    ('{"question": "q", "answers": []}', "empty"),
-])
+@pytest.mark.parametrize(
+    "line,match",
+    [
+        ('{"question": "q"}', "no gold answer"),
+        ('{"answer": "x"}', "question"),
+        ("not json", "not valid JSON"),
+        ('{"question": "q", "answers": []}', "empty"),
+    ],
+)
 def test_jsonl_task_source_errors_name_the_line(tmp_path, line, match):
     p = tmp_path / "bad.jsonl"
     p.write_text('{"question": "ok", "answer": "a"}\n' + line + "\n")
@@ -247,7 +265,9 @@ def test_sync_vector_env_runs_solver_envs(tiny_world):
     venv = gym.vector.SyncVectorEnv([base.clone for _ in range(3)])
     obs, infos = venv.reset(seed=0)
     assert len(obs) == 3 and all("Alice Varn" in o for o in obs)
-    obs, rew, term, trunc, infos = venv.step(("<search>Merovia</search>", "<answer>Ostrel</answer>", "<answer>no</answer>"))
+    obs, rew, term, trunc, infos = venv.step(
+        ("<search>Merovia</search>", "<answer>Ostrel</answer>", "<answer>no</answer>")
+    )
     assert list(rew) == [0.0, 1.0, 0.0] and list(term) == [False, True, True]
     assert obs[0].startswith("\n<information>")
     venv.close()
@@ -261,13 +281,19 @@ def test_group_env_rewards_arrive_together(tiny_world):
     env = KGSolverEnv(tiny_world, SubgraphTaskSource([tiny_subgraph()], tiny_world)).make_group(3)
     obs, info = env.reset(seed=0)
     assert obs["role"] == 1 and list(obs["active"]) == [1, 1, 1] and len(set(obs["texts"])) == 1
-    obs, r, term, trunc, info = env.step(("<answer>Ostrel</answer>", "<search>Merovia</search>", "<answer>Tarsk</answer>"))
+    obs, r, term, trunc, info = env.step(
+        ("<answer>Ostrel</answer>", "<search>Merovia</search>", "<answer>Tarsk</answer>")
+    )
     assert r == 0.0 and info["rewards"] == [] and not term and list(obs["active"]) == [0, 1, 0]
     assert obs["texts"][0] == "" and obs["texts"][1].startswith("\n<information>")
     assert info["reward_components"]["solver"]["outcome"] == [None, None, None]
     obs, r, term, trunc, info = env.step(("ignored", "<answer>Ostrel</answer>", "ignored"))
     assert term and not trunc and r == 2.0
-    assert [(e["role"], e["slot"], e["reward"]) for e in info["rewards"]] == [("solver", 0, 1.0), ("solver", 1, 1.0), ("solver", 2, 0.0)]
+    assert [(e["role"], e["slot"], e["reward"]) for e in info["rewards"]] == [
+        ("solver", 0, 1.0),
+        ("solver", 1, 1.0),
+        ("solver", 2, 0.0),
+    ]
     assert info["reward_components"]["solver"]["outcome"] == [1.0, 1.0, 0.0]
     assert len({id(t) for t in info["trajectories"]}) == 3 and len({t.task.id for t in info["trajectories"]}) == 1
     assert [len(t.turns) for t in info["trajectories"]] == [1, 2, 1]  # ignored texts were not recorded
@@ -293,7 +319,13 @@ def test_group_env_batches_searches_in_one_call(tiny_world):
             return super().batch_search(queries, k)
 
     r = Counting(list(tiny_world.doc_ids), list(tiny_world.doc_titles), list(tiny_world.doc_texts))
-    env = gym.make("KGSolverGroup-v0", world=tiny_world, tasks=SubgraphTaskSource([tiny_subgraph()], tiny_world), retriever=r, group_size=4)
+    env = gym.make(
+        "KGSolverGroup-v0",
+        world=tiny_world,
+        tasks=SubgraphTaskSource([tiny_subgraph()], tiny_world),
+        retriever=r,
+        group_size=4,
+    )
     env.reset(seed=0)
     env.step(tuple(f"<search>q{i} Tarsk</search>" for i in range(4)))
     assert Counting.calls == 1
@@ -357,8 +389,11 @@ def test_import_registers_envs_without_heavy_imports():
     import subprocess
     import sys
 
-    code = ("import sys, gymnasium as gym, searchgym; "
-            "assert all(i in gym.registry for i in ['KGSolver-v0','KGProposer-v0','KGSolverGroup-v0','KGSelfPlay-v0','KGNavigate-v0']); "
-            "print(sorted(m for m in ('torch', 'transformers', 'faiss', 'bm25s', 'scipy') if m in sys.modules))")
+    code = (
+        "import sys, gymnasium as gym, searchgym; "
+        "assert all(i in gym.registry for i in "
+        "['KGSolver-v0','KGProposer-v0','KGSolverGroup-v0','KGSelfPlay-v0','KGNavigate-v0']); "
+        "print(sorted(m for m in ('torch', 'transformers', 'faiss', 'bm25s', 'scipy') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"

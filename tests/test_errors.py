@@ -47,7 +47,9 @@ def test_no_module_raises_a_bare_builtin_error():
         for lineno, line in enumerate(path.read_text().splitlines(), 1):
             if BUILTIN_RAISE.search(line):
                 offenders.append(f"{path.relative_to(PACKAGE.parent)}:{lineno}: {line.strip()}")
-    assert not offenders, "raise a searchgym.errors class instead (it keeps the built-in type):\n" + "\n".join(offenders)
+    assert not offenders, "raise a searchgym.errors class instead (it keeps the built-in type):\n" + "\n".join(
+        offenders
+    )
 
 
 def test_the_built_in_types_are_kept_for_older_except_clauses():

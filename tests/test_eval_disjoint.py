@@ -73,9 +73,20 @@ def test_disjoint_from_the_demo_pool(default_world, bench, monkeypatch, tmp_path
         return captured[-1]
 
     monkeypatch.setattr(heldout, "training_subgraphs", spy)
-    args = argparse.Namespace(agent="scripted", model="smollm2", games=1, seed=0, pool_size=200, max_turns=3,
-                              max_new_tokens=16, group_size=3, eval_1hop=0, eval_2hop=0, picture=False,
-                              out=str(tmp_path))
+    args = argparse.Namespace(
+        agent="scripted",
+        model="smollm2",
+        games=1,
+        seed=0,
+        pool_size=200,
+        max_turns=3,
+        max_new_tokens=16,
+        group_size=3,
+        eval_1hop=0,
+        eval_2hop=0,
+        picture=False,
+        out=str(tmp_path),
+    )
     assert run_demo(args) == 0
     assert captured and len(captured[0]) == 200
     _assert_disjoint(bench, captured[0], "the demo's pool")

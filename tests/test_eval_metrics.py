@@ -10,19 +10,22 @@ from searchgym.evaluation.metrics import answer_scores, bootstrap_ci, check_metr
 
 # Expected values worked out by hand from Search-R1's qa_em.normalize_answer (lower → drop
 # string.punctuation → articles to spaces → collapse whitespace), which FlashRAG copies.
-@pytest.mark.parametrize("raw, norm", [
-    ("The Eiffel Tower", "eiffel tower"),
-    ("  the   Beatles!! ", "beatles"),
-    ("U.S.A.", "usa"),
-    ("Rock-'n'-Roll", "rocknroll"),            # hyphen and quotes are ASCII punctuation: removed, not spaced
-    ("An apple a day", "apple day"),
-    ("theatre", "theatre"),                     # articles only as whole words
-    ("Café Müller", "café müller"),             # non-ASCII letters kept, lowercased
-    ("l’Orange", "l’orange"),                   # the typographic apostrophe is not in string.punctuation
-    ("1,204", "1204"),
-    ("A", ""),                                  # an article alone normalises to nothing
-    (None, ""),
-])
+@pytest.mark.parametrize(
+    "raw, norm",
+    [
+        ("The Eiffel Tower", "eiffel tower"),
+        ("  the   Beatles!! ", "beatles"),
+        ("U.S.A.", "usa"),
+        ("Rock-'n'-Roll", "rocknroll"),  # hyphen and quotes are ASCII punctuation: removed, not spaced
+        ("An apple a day", "apple day"),
+        ("theatre", "theatre"),  # articles only as whole words
+        ("Café Müller", "café müller"),  # non-ASCII letters kept, lowercased
+        ("l’Orange", "l’orange"),  # the typographic apostrophe is not in string.punctuation
+        ("1,204", "1204"),
+        ("A", ""),  # an article alone normalises to nothing
+        (None, ""),
+    ],
+)
 def test_normalize_answer_matches_search_r1(raw, norm):
     assert normalize_answer(raw) == norm
 
@@ -46,7 +49,7 @@ def test_token_f1_is_flashrag_f1():
 
 def test_cover_em_is_search_r1_subem():
     assert cover_exact_match("It is Ostrel, in Merovia", ["Ostrel"])
-    assert cover_exact_match("Parisian", ["Paris"])              # plain substring, as subem_check
+    assert cover_exact_match("Parisian", ["Paris"])  # plain substring, as subem_check
     assert not cover_exact_match("Parisian", ["Paris"], whole_words=True)
     assert not cover_exact_match("", ["Paris"])
 
@@ -60,7 +63,9 @@ def test_answer_scores_zero_for_no_or_invalid_answer():
 def test_env_judge_and_eval_share_one_definition():
     from searchgym.envs import judge
 
-    assert judge.exact_match is exact_match and judge.token_f1 is token_f1 and judge.normalize_answer is normalize_answer
+    assert (
+        judge.exact_match is exact_match and judge.token_f1 is token_f1 and judge.normalize_answer is normalize_answer
+    )
 
 
 def test_bootstrap_interval():
@@ -88,7 +93,9 @@ def test_unknown_metric_lists_valid_ones():
 
 
 def test_summarize_counts():
-    recs = [{"em": 1.0, "searches": 2, "turns": 3, "tokens": 10, "invalid_format": 0},
-            {"em": 0.0, "searches": 0, "turns": 1, "tokens": 4, "invalid_format": 1}]
+    recs = [
+        {"em": 1.0, "searches": 2, "turns": 3, "tokens": 10, "invalid_format": 0},
+        {"em": 0.0, "searches": 0, "turns": 1, "tokens": 4, "invalid_format": 1},
+    ]
     s = summarize(recs, ["em"])
     assert s["n"] == 2 and s["em"]["mean"] == 0.5 and s["searches"] == 1.0 and s["invalid_format"] == 0.5

@@ -69,12 +69,18 @@ def _tasks():
 def test_openai_endpoint_with_real_retrieval_server(tiny_world, retrieval_server, tmp_path):
     with OpenAIStubServer(stub_model) as srv:
         agent = make_agent(AgentSpec("openai", endpoint=srv.url, model="stub", concurrency=4))
-        res = evaluate(agent, _tasks(), retriever=retrieval_server.url, world=tiny_world,
-                       config=EvalConfig(concurrency=4, progress=False), out_dir=tmp_path)
+        res = evaluate(
+            agent,
+            _tasks(),
+            retriever=retrieval_server.url,
+            world=tiny_world,
+            config=EvalConfig(concurrency=4, progress=False),
+            out_dir=tmp_path,
+        )
         agent.close()
     by_id = {r["id"]: r for r in res.records}
     assert by_id["q1"]["em"] == 1.0 and by_id["q1"]["searches"] == 1 and by_id["q1"]["turns"] == 2
-    assert by_id["q3"]["em"] == 1.0                      # "the Republic of Merovia" is a gold alias
+    assert by_id["q3"]["em"] == 1.0  # "the Republic of Merovia" is a gold alias
     assert by_id["q5"]["em"] == by_id["q5"]["cover_em"] == 0.0
     assert by_id["q6"]["em"] == 0.0 and by_id["q6"]["cover_em"] == 1.0 and by_id["q6"]["f1"] == pytest.approx(2 / 3)
     d = res.summary["datasets"]["tiny"]
@@ -92,8 +98,13 @@ def test_search_r1_layout_is_byte_exact(tiny_world, retrieval_server):
     with OpenAIStubServer(stub_model) as srv:
         agent = make_agent(AgentSpec("openai", endpoint=srv.url, concurrency=1))
         tasks = load_tasksets("tiny=" + str(FIX / "tiny_qa.jsonl"), limit=1, seed=0)
-        evaluate(agent, tasks, retriever=retrieval_server.url, world=tiny_world,
-                 config=EvalConfig(layout="search-r1", concurrency=1, progress=False))
+        evaluate(
+            agent,
+            tasks,
+            retriever=retrieval_server.url,
+            world=tiny_world,
+            config=EvalConfig(layout="search-r1", concurrency=1, progress=False),
+        )
         agent.close()
     from searchgym.evaluation.tasksets import search_r1_prompt
 
@@ -103,15 +114,19 @@ def test_search_r1_layout_is_byte_exact(tiny_world, retrieval_server):
     assert "as many times as your want." in second[0]["content"]
     text = second[1]["content"]
     search, _ = PLAN[_question(second)]
-    head = f"<think>I need to look up {search}.</think>\n<search>{search}</search>\n\n<information>Doc 1(Title: \""
+    head = f'<think>I need to look up {search}.</think>\n<search>{search}</search>\n\n<information>Doc 1(Title: "'
     assert text.startswith(head) and text.endswith("</information>\n\n"), text
-    assert "\nDoc 2(Title: \"" in text and "Doc 1 (Title" not in text
+    assert '\nDoc 2(Title: "' in text and "Doc 1 (Title" not in text
 
 
 def test_trajectories_on_request_and_tokens(tiny_world):
     tasks = _tasks()
-    res = evaluate(make_agent(AgentSpec("scripted"), world=tiny_world), tasks, world=tiny_world,
-                   config=EvalConfig(save_trajectories=True, progress=False, concurrency=2))
+    res = evaluate(
+        make_agent(AgentSpec("scripted"), world=tiny_world),
+        tasks,
+        world=tiny_world,
+        config=EvalConfig(save_trajectories=True, progress=False, concurrency=2),
+    )
     rec = res.records[0]
     assert rec["trajectory"]["task"]["question"] == rec["question"] and rec["tokens"] > 0
     assert rec["trajectory"]["segments"][0]["source"] == "prompt"
@@ -146,12 +161,17 @@ def test_llm_judge_fails_closed_and_counts_errors(tiny_world):
     with OpenAIStubServer(stub_model) as model_srv, OpenAIStubServer(judge_reply) as judge_srv:
         agent = make_agent(AgentSpec("openai", endpoint=model_srv.url, concurrency=3))
         judge = LLMJudge(OpenAICompatibleGenerator(judge_srv.url))
-        res = evaluate(agent, _tasks(), world=tiny_world, judge=judge,
-                       config=EvalConfig(metrics=("em", "llm_judge"), concurrency=3, progress=False))
+        res = evaluate(
+            agent,
+            _tasks(),
+            world=tiny_world,
+            judge=judge,
+            config=EvalConfig(metrics=("em", "llm_judge"), concurrency=3, progress=False),
+        )
         agent.close()
     by_id = {r["id"]: r for r in res.records}
     assert by_id["q1"]["llm_judge"] == 1.0 and by_id["q1"]["llm_judge_error"] is None  # EM first, no call
-    assert by_id["q6"]["llm_judge"] == 1.0                                                # judged Correct
+    assert by_id["q6"]["llm_judge"] == 1.0  # judged Correct
     assert by_id["q5"]["llm_judge"] == 0.0 and "unparseable" in by_id["q5"]["llm_judge_error"]
     assert res.summary["datasets"]["tiny"]["llm_judge_errors"] == 1
     assert len(judge_srv.requests) == 2
@@ -167,9 +187,27 @@ def test_resume_after_kill(retrieval_server, saved_tiny, tmp_path):
 
     out = tmp_path / "run"
     with OpenAIStubServer(slow_model, delay=0.25) as srv:
-        cmd = [sys.executable, "-m", "searchgym.cli", "eval", "--agent", "openai", "--endpoint", srv.url,
-               "--tasks", "tiny=" + str(FIX / "tiny_qa.jsonl"), "--world", str(saved_tiny),
-               "--retriever", retrieval_server.url, "--concurrency", "1", "--out", str(out), "--no-progress"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "searchgym.cli",
+            "eval",
+            "--agent",
+            "openai",
+            "--endpoint",
+            srv.url,
+            "--tasks",
+            "tiny=" + str(FIX / "tiny_qa.jsonl"),
+            "--world",
+            str(saved_tiny),
+            "--retriever",
+            retrieval_server.url,
+            "--concurrency",
+            "1",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
         env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         records = out / "eval.jsonl"
@@ -187,8 +225,8 @@ def test_resume_after_kill(retrieval_server, saved_tiny, tmp_path):
         res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert res.returncode == 0, res.stderr
     keys = [json.loads(x)["key"] for x in records.read_text().splitlines()]
-    assert sorted(keys) == [f"tiny/q{i}" for i in range(1, 7)]          # all six, none twice
-    assert not set(before) & set(asked)                                  # finished questions not asked again
+    assert sorted(keys) == [f"tiny/q{i}" for i in range(1, 7)]  # all six, none twice
+    assert not set(before) & set(asked)  # finished questions not asked again
     assert "| tiny | 6 |" in res.stdout
 
 
@@ -196,8 +234,13 @@ def test_compare_two_runs(tiny_world, tmp_path):
     from searchgym.evaluation import compare_runs
 
     tasks = _tasks()
-    evaluate(make_agent(AgentSpec("random")), tasks, world=tiny_world, out_dir=tmp_path / "a",
-             config=EvalConfig(progress=False))
+    evaluate(
+        make_agent(AgentSpec("random")),
+        tasks,
+        world=tiny_world,
+        out_dir=tmp_path / "a",
+        config=EvalConfig(progress=False),
+    )
     with OpenAIStubServer(stub_model) as srv:
         agent = make_agent(AgentSpec("openai", endpoint=srv.url))
         evaluate(agent, _tasks(), world=tiny_world, out_dir=tmp_path / "b", config=EvalConfig(progress=False))
@@ -213,8 +256,20 @@ def test_cli_scripted_and_bad_input(saved_tiny, tmp_path, capsys):
     from searchgym.cli import main
 
     out = tmp_path / "cli"
-    rc = main(["eval", "--agent", "scripted", "--tasks", "tiny=" + str(FIX / "tiny_qa.jsonl"), "--world",
-               str(saved_tiny), "--out", str(out), "--no-progress"])
+    rc = main(
+        [
+            "eval",
+            "--agent",
+            "scripted",
+            "--tasks",
+            "tiny=" + str(FIX / "tiny_qa.jsonl"),
+            "--world",
+            str(saved_tiny),
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert rc == 0
     printed = capsys.readouterr().out
     assert "| tiny | 6 |" in printed and "questions/s" in printed
@@ -228,8 +283,25 @@ def test_cli_scripted_and_bad_input(saved_tiny, tmp_path, capsys):
     assert main(["eval", "--tasks", str(FIX / "tiny_nogold.jsonl"), "--world", str(saved_tiny)]) == 2
     assert "golden_answers" in capsys.readouterr().err
     # the same --out with other settings is refused instead of mixing two runs
-    assert main(["eval", "--agent", "scripted", "--tasks", "tiny=" + str(FIX / "tiny_qa.jsonl"), "--world",
-                 str(saved_tiny), "--out", str(out), "--max-turns", "3", "--no-progress"]) == 2
+    assert (
+        main(
+            [
+                "eval",
+                "--agent",
+                "scripted",
+                "--tasks",
+                "tiny=" + str(FIX / "tiny_qa.jsonl"),
+                "--world",
+                str(saved_tiny),
+                "--out",
+                str(out),
+                "--max-turns",
+                "3",
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     assert "--restart" in capsys.readouterr().err
 
 

@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 
 from searchgym.evaluation.tasksets import (
-    DatasetFormatError, load_flashrag_jsonl, load_searchr1_parquet, load_tasksets, parse_spec, sample_tasks, task_key,
+    DatasetFormatError,
+    load_flashrag_jsonl,
+    load_searchr1_parquet,
+    load_tasksets,
+    parse_spec,
+    sample_tasks,
+    task_key,
 )
 
 FIX = Path(__file__).parent / "fixtures" / "eval"
@@ -42,19 +48,21 @@ def _write_parquet(path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    prompt = ("Answer the given question. ... For example, <answer> Beijing </answer>. Question: {q}\n")
+    prompt = "Answer the given question. ... For example, <answer> Beijing </answer>. Question: {q}\n"
     rows = [
         ("nq", "who wrote hamlet?", ["William Shakespeare"], 0),
         ("hotpotqa", "which city is the capital of france?", ["Paris"], 1),
         ("nq", "what is the capital of merovia?", ["Ostrel", "Ostrel city"], 2),
     ]
-    table = pa.table({
-        "data_source": [r[0] for r in rows],
-        "prompt": [[{"role": "user", "content": prompt.format(q=r[1])}] for r in rows],
-        "ability": ["fact-reasoning"] * 3,
-        "reward_model": [{"style": "rule", "ground_truth": {"target": r[2]}} for r in rows],
-        "extra_info": [{"split": "test", "index": r[3]} for r in rows],
-    })
+    table = pa.table(
+        {
+            "data_source": [r[0] for r in rows],
+            "prompt": [[{"role": "user", "content": prompt.format(q=r[1])}] for r in rows],
+            "ability": ["fact-reasoning"] * 3,
+            "reward_model": [{"style": "rule", "ground_truth": {"target": r[2]}} for r in rows],
+            "extra_info": [{"split": "test", "index": r[3]} for r in rows],
+        }
+    )
     pq.write_table(table, path)
 
 
@@ -120,10 +128,18 @@ def test_atlas_task_set_is_searched_in_the_atlas_world():
     assert ts.name == "atlas" and len(ts.tasks) == 6 and ts.world.name == "atlas"
     assert all(3 <= t.hops <= 7 and t.subgraph is not None for t in ts.tasks)
     assert [t.id for t in load_tasksets("atlas", limit=6, seed=0)[0].tasks] == [t.id for t in ts.tasks]  # fixed
-    res = evaluate(make_agent(AgentSpec("scripted"), world=ts.world), [ts],
-                   config=EvalConfig(save_trajectories=True, progress=False))
-    titles = {title for r in res.records for turn in r["trajectory"]["turns"] for s in turn["searches"]
-              for title in s["titles"]}
+    res = evaluate(
+        make_agent(AgentSpec("scripted"), world=ts.world),
+        [ts],
+        config=EvalConfig(save_trajectories=True, progress=False),
+    )
+    titles = {
+        title
+        for r in res.records
+        for turn in r["trajectory"]["turns"]
+        for s in turn["searches"]
+        for title in s["titles"]
+    }
     default_titles = set(default_world().doc_titles)
     assert titles and titles <= set(ts.world.doc_titles) and not titles & default_titles  # the atlas corpus
     assert set(res.summary["datasets"]["atlas"]["by_hops"]) <= {"3", "4", "5", "6", "7"}

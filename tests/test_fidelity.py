@@ -70,7 +70,9 @@ def test_proposer_baseline_is_taken_over_verified_questions():
     rewards, valid = [1.0, 0.6, 0.0, 0.0], [True, True, False, False]
     assert proposer_advantages(rewards, valid) == pytest.approx([0.2, -0.2, 0.0, 0.0])
     # the former behaviour, kept as an explicit option: every proposer event in the baseline
-    assert proposer_advantages(rewards, valid, baseline="all") == pytest.approx([0.6, 0.2, -0.4, -0.4])  # invalid: -mean
+    assert proposer_advantages(rewards, valid, baseline="all") == pytest.approx(
+        [0.6, 0.2, -0.4, -0.4]
+    )  # invalid: -mean
     assert proposer_advantages([0.0, 0.0], [False, False]) == [0.0, 0.0]
     with pytest.raises(ValueError, match="baseline"):
         proposer_advantages(rewards, valid, baseline="mean")
@@ -82,8 +84,10 @@ def test_trainer_uses_the_verified_baseline_by_default():
     from searchgym.agents.trainer import Sample, SelfPlayTrainer
 
     task = make_task("p")
-    samples = [Sample("proposer", make_traj(task, role="proposer"), r, {"valid": int(v)}, None)
-               for r, v in zip([1.0, 0.6, 0.0, 0.0], [1, 1, 0, 0])]
+    samples = [
+        Sample("proposer", make_traj(task, role="proposer"), r, {"valid": int(v)}, None)
+        for r, v in zip([1.0, 0.6, 0.0, 0.0], [1, 1, 0, 0])
+    ]
 
     class Bare:  # advantages() reads only the config
         pass
@@ -153,9 +157,17 @@ INFO2 = 'Doc 1 (Title: "Ostrel") Ostrel is the capital of Merovia.'
 
 def _eve_proposer(valid: bool, question: str, evidence: str = "Its capital is Ostrel."):
     task = make_task("p1", answers=["Ostrel"], hops=4)
-    return make_traj(task, ["plan", "found it"], [INFO1, INFO2], role="proposer", question=question,
-                     evidence=evidence, answer="Ostrel", valid=valid,
-                     actions=["<think>plan</think><search>Merovia</search>", "<search>Ostrel</search>"])
+    return make_traj(
+        task,
+        ["plan", "found it"],
+        [INFO1, INFO2],
+        role="proposer",
+        question=question,
+        evidence=evidence,
+        answer="Ostrel",
+        valid=valid,
+        actions=["<think>plan</think><search>Merovia</search>", "<search>Ostrel</search>"],
+    )
 
 
 def _eve_solvers():
@@ -184,7 +196,9 @@ def test_eve_invalid_question_gets_half_the_format_score():
     ev = _proposer_event(EvidenceVerifierReward(EventEnv(_eve_solvers(), proposer=bad_span), oracle))
     assert ev["reward"] == pytest.approx(0.5 * format_score(bad_span, hops=4))
     # the former behaviour, as an option
-    zero = _proposer_event(EvidenceVerifierReward(EventEnv(_eve_solvers(), proposer=leak), oracle, invalid_reward="zero"))
+    zero = _proposer_event(
+        EvidenceVerifierReward(EventEnv(_eve_solvers(), proposer=leak), oracle, invalid_reward="zero")
+    )
     assert zero["reward"] == 0.0
     with pytest.raises(ValueError, match="invalid_reward"):
         EvidenceVerifierReward(EventEnv(_eve_solvers(), proposer=leak), oracle, invalid_reward="negative")

@@ -16,19 +16,27 @@ def test_good_question_passes_with_details():
     assert res.details["searches"] == 2 and res.details["information_blocks"] == 2 and res.details["words"] == 16
 
 
-@pytest.mark.parametrize("question,reason", [
-    (None, "no_question"), ("   ", "no_question"), ("Who?", "too_short"), ("x" * 1001, "too_long"),
-    ("Which city is the capital there?", "too_few_words"),
-    ("Is Ostrel the capital of the country in which the chemist Alice Varn was born?", "answer_leak"),
-    ("Is OSTREL the capital of the country in which the chemist Alice Varn was born?", "answer_leak"),
-])
+@pytest.mark.parametrize(
+    "question,reason",
+    [
+        (None, "no_question"),
+        ("   ", "no_question"),
+        ("Who?", "too_short"),
+        ("x" * 1001, "too_long"),
+        ("Which city is the capital there?", "too_few_words"),
+        ("Is Ostrel the capital of the country in which the chemist Alice Varn was born?", "answer_leak"),
+        ("Is OSTREL the capital of the country in which the chemist Alice Varn was born?", "answer_leak"),
+    ],
+)
 def test_question_shape_rules(question, reason):
     res = check_question(question, ["Ostrel"], proposer_trajectory(["a", "b"]))
     assert not res.ok and res.reason == reason and reason in REASONS
 
 
 def test_trajectory_rules():
-    assert check_question(GOOD_Q, "Ostrel", proposer_trajectory(["a", "b"], information=False)).reason == "no_information"
+    assert (
+        check_question(GOOD_Q, "Ostrel", proposer_trajectory(["a", "b"], information=False)).reason == "no_information"
+    )
     assert check_question(GOOD_Q, "Ostrel", proposer_trajectory(["only one"])).reason == "too_few_searches"
     res = check_question(GOOD_Q, "Ostrel", proposer_trajectory(["Tarsk  country", "tarsk COUNTRY"]))
     assert res.reason == "duplicate_queries" and res.details["duplicate_queries"] == ["tarsk country"]
@@ -44,8 +52,13 @@ def test_alias_leak_is_opt_in():
 
 
 def test_rules_can_be_disabled():
-    cfg = FilterConfig(min_searches=0, require_information=False, forbid_duplicate_queries=False,
-                       forbid_answer_in_question=False, min_words=0)
+    cfg = FilterConfig(
+        min_searches=0,
+        require_information=False,
+        forbid_duplicate_queries=False,
+        forbid_answer_in_question=False,
+        min_words=0,
+    )
     assert check_question("Ostrel? sure", "Ostrel", proposer_trajectory([]), cfg).ok
 
 

@@ -5,7 +5,12 @@ from collections import Counter
 import pytest
 
 from searchgym.envs.heldout import (
-    BENCHMARK_SIZES, HELDOUT_FRACTION, builtin_benchmark, hop_tasks, is_heldout_answer, is_heldout_name,
+    BENCHMARK_SIZES,
+    HELDOUT_FRACTION,
+    builtin_benchmark,
+    hop_tasks,
+    is_heldout_answer,
+    is_heldout_name,
     training_subgraphs,
 )
 from searchgym.envs.resources import default_pool

@@ -9,20 +9,31 @@ import pytest
 from searchgym.agents.base import GenerationConfig, GenerationError, TextGenerator
 from searchgym.agents.openai_compat import OpenAICompatibleGenerator
 from searchgym.envs.judge import (
-    CoverEMJudge, ExactMatchJudge, F1Judge, LLMJudge, Verdict, cover_exact_match, exact_match, normalize_answer,
-    parse_verdict, token_f1,
+    CoverEMJudge,
+    ExactMatchJudge,
+    F1Judge,
+    LLMJudge,
+    Verdict,
+    cover_exact_match,
+    exact_match,
+    normalize_answer,
+    parse_verdict,
+    token_f1,
 )
 from tests.support.openai_server import OpenAIStubServer
 
 
-@pytest.mark.parametrize("raw,norm", [
-    ("The Eiffel Tower!", "eiffel tower"),
-    ("  an  apple, a pear ", "apple pear"),
-    ("Theatre", "theatre"),                 # 'the' only dropped as a whole word
-    ("U.S.A.", "usa"),
-    ("", ""),
-    (None, ""),
-])
+@pytest.mark.parametrize(
+    "raw,norm",
+    [
+        ("The Eiffel Tower!", "eiffel tower"),
+        ("  an  apple, a pear ", "apple pear"),
+        ("Theatre", "theatre"),  # 'the' only dropped as a whole word
+        ("U.S.A.", "usa"),
+        ("", ""),
+        (None, ""),
+    ],
+)
 def test_normalize_answer(raw, norm):
     assert normalize_answer(raw) == norm
 
@@ -62,13 +73,26 @@ def test_rule_judges_and_stats():
         F1Judge(0)
 
 
-@pytest.mark.parametrize("reply,expected", [
-    ("Correct", True), ("correct.", True), ("**Correct**", True), ("  CORRECT\n", True),
-    ("Correct. The model answer matches.", True), ("<think>hmm, wrong?</think>Correct", True),
-    ("Wrong", False), ("Incorrect", False), ("wrong.", False), ("The answer is not correct", False),
-    ("Incorrect, it is correct", False),
-    ("Correct? No, wrong", None), ("banana", None), ("", None), (None, None),
-])
+@pytest.mark.parametrize(
+    "reply,expected",
+    [
+        ("Correct", True),
+        ("correct.", True),
+        ("**Correct**", True),
+        ("  CORRECT\n", True),
+        ("Correct. The model answer matches.", True),
+        ("<think>hmm, wrong?</think>Correct", True),
+        ("Wrong", False),
+        ("Incorrect", False),
+        ("wrong.", False),
+        ("The answer is not correct", False),
+        ("Incorrect, it is correct", False),
+        ("Correct? No, wrong", None),
+        ("banana", None),
+        ("", None),
+        (None, None),
+    ],
+)
 def test_parse_verdict_strict(reply, expected):
     assert parse_verdict(reply) is expected
 
@@ -83,10 +107,17 @@ def scripted():
         gen.close()
 
 
-@pytest.mark.parametrize("reply,correct,error", [
-    ("Correct", True, False), ("correct.", True, False), ("Wrong", False, False), ("Incorrect", False, False),
-    ("The answer is not correct", False, False), ("I cannot decide", False, True),
-])
+@pytest.mark.parametrize(
+    "reply,correct,error",
+    [
+        ("Correct", True, False),
+        ("correct.", True, False),
+        ("Wrong", False, False),
+        ("Incorrect", False, False),
+        ("The answer is not correct", False, False),
+        ("I cannot decide", False, True),
+    ],
+)
 def test_llm_judge_through_real_server(scripted, reply, correct, error):
     state, srv, gen = scripted
     state["reply"] = reply
@@ -142,8 +173,11 @@ def test_llm_judge_batch_and_each_reference():
         gen = OpenAICompatibleGenerator(srv.url, timeout=5, max_retries=0)
         canon = LLMJudge(gen)
         each = LLMJudge(gen, references="each")
-        items = [("q1", "Merovia republic", ["Merovia", "Republic of Merovia"]), ("q2", "Merovia", ["Merovia"]),
-                 ("q3", None, ["x"])]
+        items = [
+            ("q1", "Merovia republic", ["Merovia", "Republic of Merovia"]),
+            ("q2", "Merovia", ["Merovia"]),
+            ("q3", None, ["x"]),
+        ]
         assert [v.correct for v in canon.judge_batch(items)] == [False, True, False]
         assert [v.correct for v in each.judge_batch(items)] == [True, True, False]
         gen.close()

@@ -23,15 +23,37 @@ from pathlib import Path
 import searchgym
 
 PACKAGE = Path(searchgym.__file__).parent
-FLOORS = ["core", "world", "retrieval", "construction", "envs", "wrappers", "evaluation", "agents", "integrations",
-          "commands"]
-TOP_LEVEL_MODULES = {"errors": "core", "http_deadline": "core", "rng_state": "core", "ray_support": "core",
-                     "cli": "commands", "demo": "commands", "__init__": "commands", "assets": "core"}
+FLOORS = [
+    "core",
+    "world",
+    "retrieval",
+    "construction",
+    "envs",
+    "wrappers",
+    "evaluation",
+    "agents",
+    "integrations",
+    "commands",
+]
+TOP_LEVEL_MODULES = {
+    "errors": "core",
+    "http_deadline": "core",
+    "rng_state": "core",
+    "ray_support": "core",
+    "cli": "commands",
+    "demo": "commands",
+    "__init__": "commands",
+    "assets": "core",
+}
 # the package's own __init__ re-exports the public API of every floor: it sits on top, like the CLI
 # Documented import paths kept after a module moved up a floor, served lazily (module __getattr__) so that
 # importing the lower floor never imports the higher one: (file, imported module) pairs, each still needed.
-FACADES = {("searchgym/evaluation/__init__.py", "searchgym.agents.eval_agents"):
-           "`from searchgym.evaluation import make_agent, AgentSpec` (docs/evaluation.md); the agents moved to agents/"}
+FACADES = {
+    (
+        "searchgym/evaluation/__init__.py",
+        "searchgym.agents.eval_agents",
+    ): "`from searchgym.evaluation import make_agent, AgentSpec` (docs/evaluation.md); the agents moved to agents/"
+}
 
 
 def floor_of(module: str) -> str:
@@ -44,7 +66,9 @@ def floor_of(module: str) -> str:
         return head
     if head in TOP_LEVEL_MODULES:
         return TOP_LEVEL_MODULES[head]
-    raise AssertionError(f"{module}: no floor assigned; add it to FLOORS or TOP_LEVEL_MODULES in tests/test_layering.py")
+    raise AssertionError(
+        f"{module}: no floor assigned; add it to FLOORS or TOP_LEVEL_MODULES in tests/test_layering.py"
+    )
 
 
 def module_name(path: Path) -> str:
@@ -112,8 +136,13 @@ def private_module_attributes(path: Path):
     """``(lineno, text)`` of every ``module._name`` where ``module`` is a searchgym module imported here."""
     aliases = module_aliases(path)
     for node in ast.walk(ast.parse(path.read_text())):
-        if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
-                and isinstance(node.value, ast.Name) and node.value.id in aliases):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+        ):
             yield node.lineno, f"{node.value.id}.{node.attr}"
 
 
@@ -166,9 +195,14 @@ def test_the_scan_catches_an_upward_import_and_a_private_name(tmp_path, monkeypa
     import sys
 
     pkg = tmp_path / "searchgym"
-    for sub, text in {"__init__.py": "", "envs/__init__.py": "", "agents/__init__.py": "", "agents/llm.py": "X = 1\n",
-                      "envs/judge.py": "def f():\n    from ..agents.llm import X\n    return X\n",
-                      "envs/solver.py": "from . import judge\nfrom .judge import _helper\nY = judge._cache\n"}.items():
+    for sub, text in {
+        "__init__.py": "",
+        "envs/__init__.py": "",
+        "agents/__init__.py": "",
+        "agents/llm.py": "X = 1\n",
+        "envs/judge.py": "def f():\n    from ..agents.llm import X\n    return X\n",
+        "envs/solver.py": "from . import judge\nfrom .judge import _helper\nY = judge._cache\n",
+    }.items():
         (pkg / sub).parent.mkdir(parents=True, exist_ok=True)
         (pkg / sub).write_text(text)
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", pkg)

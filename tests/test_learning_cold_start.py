@@ -23,11 +23,11 @@ pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
 from searchgym.agents.demonstrations import demonstrations_by_hops  # noqa: E402
+from searchgym.agents.learning import heldout_report, heldout_solver_tasks, llm_eval_agent  # noqa: E402
 from searchgym.agents.pretrained import open_model  # noqa: E402
 from searchgym.agents.sft import SFTConfig, run_sft  # noqa: E402
 from searchgym.agents.smollm import ensure_smollm2  # noqa: E402
 from searchgym.core.answers import normalize_answer  # noqa: E402
-from searchgym.agents.learning import heldout_report, heldout_solver_tasks, llm_eval_agent  # noqa: E402
 from searchgym.world.synthetic import default_world  # noqa: E402
 
 N_DEMOS, STEPS, N_EVAL, MAX_TURNS = 160, 20, 32, 3
@@ -36,8 +36,9 @@ MIN_COLD_START_EM, MAX_BASE_EM = 0.25, 0.05
 
 def _held_out_em(model_dir: str, world) -> float:
     model, tok = open_model(model_dir)
-    report = heldout_report(llm_eval_agent(model, tok, "learning-test", max_new_tokens=48), world,
-                            per_hop={1: N_EVAL}, max_turns=MAX_TURNS)
+    report = heldout_report(
+        llm_eval_agent(model, tok, "learning-test", max_new_tokens=48), world, per_hop={1: N_EVAL}, max_turns=MAX_TURNS
+    )
     return report["solver"]["overall"]["mean"]
 
 
@@ -49,18 +50,40 @@ def test_a_short_cold_start_teaches_smollm2_to_answer_held_out_questions(tmp_pat
     stats = demonstrations_by_hops(world, demos, solver={1: N_DEMOS}, proposer={}, vanilla={}, seed=0)
     assert stats.written["solver"] >= 100
 
-    trained = {normalize_answer(a) for line in demos.read_text().splitlines() for a in json.loads(line)["task"]["answers"]}
+    trained = {
+        normalize_answer(a) for line in demos.read_text().splitlines() for a in json.loads(line)["task"]["answers"]
+    }
     held_out = heldout_solver_tasks(world, {1: N_EVAL})
     assert len(held_out) == N_EVAL
-    assert not trained & {normalize_answer(a) for t in held_out for a in t.answers}  # different answers, not just questions
+    assert not trained & {
+        normalize_answer(a) for t in held_out for a in t.answers
+    }  # different answers, not just questions
 
     base_dir = str(ensure_smollm2())
     base_em = _held_out_em(base_dir, world)
 
-    result = run_sft(SFTConfig(model=base_dir, data=[str(demos)], output_dir=str(tmp_path / "sft"), seed=0,
-                               lora=True, lora_r=8, save_adapter=True, lr=4e-4, max_steps=STEPS, epochs=10.0,
-                               batch_size=8, micro_batch_size=4, val_fraction=0.05, eval_every=STEPS, patience=0,
-                               save_every=STEPS, max_tokens=1024, progress=False))
+    result = run_sft(
+        SFTConfig(
+            model=base_dir,
+            data=[str(demos)],
+            output_dir=str(tmp_path / "sft"),
+            seed=0,
+            lora=True,
+            lora_r=8,
+            save_adapter=True,
+            lr=4e-4,
+            max_steps=STEPS,
+            epochs=10.0,
+            batch_size=8,
+            micro_batch_size=4,
+            val_fraction=0.05,
+            eval_every=STEPS,
+            patience=0,
+            save_every=STEPS,
+            max_tokens=1024,
+            progress=False,
+        )
+    )
     assert result.val_loss_best < result.val_loss_initial  # it fitted the protocol on held-out demonstrations too
     cold_em = _held_out_em(result.final_dir, world)
 

@@ -11,7 +11,12 @@ from pathlib import Path
 import pytest
 
 from searchgym.world.loaders import (
-    LoaderError, link_to_world, load_flashrag_corpus, load_wikidata5m, read_flashrag_corpus, save_flashrag_corpus,
+    LoaderError,
+    link_to_world,
+    load_flashrag_corpus,
+    load_wikidata5m,
+    read_flashrag_corpus,
+    save_flashrag_corpus,
 )
 from searchgym.world.loaders.flashrag import format_contents, parse_contents
 
@@ -25,7 +30,10 @@ def kg():
 
 
 def test_parse_contents():
-    assert parse_contents('"Paris"\nParis is the capital.\nSecond line.') == ("Paris", "Paris is the capital.\nSecond line.")
+    assert parse_contents('"Paris"\nParis is the capital.\nSecond line.') == (
+        "Paris",
+        "Paris is the capital.\nSecond line.",
+    )
     assert parse_contents('"The "Quoted" Title"\nbody') == ('The "Quoted" Title', "body")
     assert parse_contents("Unquoted title\nbody") == ("Unquoted title", "body")
     assert parse_contents("no newline at all") == ("", "no newline at all")
@@ -48,8 +56,10 @@ def test_malformed_lines_reported_and_skipped():
     corpus = read_flashrag_corpus(FIXTURE)
     errors = [(e["line"], e["problem"]) for e in corpus.report.errors]
     assert errors[0][0] == 6 and errors[0][1].startswith("bad JSON")
-    assert errors[1:] == [(7, "missing or empty 'id' (a string or integer)"),
-                          (8, "duplicate document id '0' (first seen in line 1)")]
+    assert errors[1:] == [
+        (7, "missing or empty 'id' (a string or integer)"),
+        (8, "duplicate document id '0' (first seen in line 1)"),
+    ]
     assert corpus.report.malformed == {"bad JSON": 1, "missing field": 1, "duplicate id": 1}
 
 
@@ -131,8 +141,10 @@ def test_max_docs_and_bad_options(tmp_path):
 
 def test_invalid_utf8_line_is_reported_with_its_number(tmp_path):
     p = tmp_path / "c.jsonl"
-    p.write_bytes(b'{"id": "1", "contents": "\\"A\\"\\nok"}\n{"id": "2", "contents": "\xff\xfe"}\n'
-                  b'{"id": "3", "contents": "\\"B\\"\\nfine"}\n')
+    p.write_bytes(
+        b'{"id": "1", "contents": "\\"A\\"\\nok"}\n{"id": "2", "contents": "\xff\xfe"}\n'
+        b'{"id": "3", "contents": "\\"B\\"\\nfine"}\n'
+    )
     corpus = read_flashrag_corpus(p)
     assert corpus.ids == ["1", "3"]
     assert corpus.report.errors[0]["line"] == 2 and "not valid UTF-8" in corpus.report.errors[0]["problem"]
@@ -151,5 +163,10 @@ def test_ambiguous_titles_link_to_the_first_and_are_counted():
     w = b.build()
     report = LoadReport(source="test")
     assert link_to_world(["Springfield", "springfield", "Shelby", "Nowhere", ""], w, report=report) == [
-        "E1", "E1", None, None, None]
+        "E1",
+        "E1",
+        None,
+        None,
+        None,
+    ]
     assert report.counts["ambiguous_links"] == 2 and report.counts["linked_documents"] == 2

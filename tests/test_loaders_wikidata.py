@@ -32,7 +32,11 @@ def test_entities_labels_aliases_descriptions_types(world):
     assert world.num_entities == 10
     paris = world.entity("Q90")
     assert (paris.title, paris.aliases, paris.description, paris.type) == (
-        "Paris", ("City of Light",), "capital and largest city of France", "location")
+        "Paris",
+        ("City of Light",),
+        "capital and largest city of France",
+        "location",
+    )
     curie = world.entity("Q7186")
     assert curie.aliases == ("Maria Salomea Skłodowska", "Madame Curie")
     assert curie.type == "person"
@@ -49,9 +53,17 @@ def test_entities_labels_aliases_descriptions_types(world):
 
 def test_item_valued_claims_become_entity_triples(world):
     facts = _facts(world)
-    for f in [("Q142", "P36", "Q90"), ("Q142", "P47", "Q183"), ("Q183", "P36", "Q64"), ("Q90", "P17", "Q142"),
-              ("Q7186", "P27", "Q142"), ("Q7186", "P166", "Q38104"), ("Q209842", "P159", "Q90"),
-              ("Q142", "P37", "Q150"), ("Q142", "P38", "Q4916")]:
+    for f in [
+        ("Q142", "P36", "Q90"),
+        ("Q142", "P47", "Q183"),
+        ("Q183", "P36", "Q64"),
+        ("Q90", "P17", "Q142"),
+        ("Q7186", "P27", "Q142"),
+        ("Q7186", "P166", "Q38104"),
+        ("Q209842", "P159", "Q90"),
+        ("Q142", "P37", "Q150"),
+        ("Q142", "P38", "Q4916"),
+    ]:
         assert f in facts
     # Q46 (Europe), Q270 (Warsaw) and the P31 classes are not in the excerpt: dangling, dropped, counted
     assert not any(t == "Q46" or t == "Q270" for _, _, t in facts)
@@ -96,7 +108,10 @@ def test_strings_are_opt_in():
     w = load_wikidata_dump(FIXTURE, include_strings=True)
     strings = {(t.head, t.relation, t.tail) for t in w.triples() if t.tail_is_literal and t.tail.kind == "string"}
     # monolingual text only in the requested languages; the Commons category string is still blocked
-    assert strings == {("Q142", "P1448", Literal("French Republic", "string")), ("Q11573", "P5061", Literal("m", "string"))}
+    assert strings == {
+        ("Q142", "P1448", Literal("French Republic", "string")),
+        ("Q11573", "P5061", Literal("m", "string")),
+    }
 
 
 def test_allowlist_and_custom_blocklist():
@@ -209,17 +224,20 @@ def test_bad_options_and_missing_file(tmp_path):
         load_wikidata_dump(tmp_path / "missing.json.gz")
 
 
-@pytest.mark.parametrize("time,precision,expected", [
-    ("+1952-03-11T00:00:00Z", 11, "11 March 1952"),
-    ("+1952-03-11T00:00:00Z", 10, "March 1952"),
-    ("+1952-03-11T00:00:00Z", 9, "1952"),
-    ("+1952-00-00T00:00:00Z", 11, "1952"),  # day precision claimed but no day: fall back
-    ("+1952-00-00T00:00:00Z", 8, "1950s"),
-    ("+2000-00-00T00:00:00Z", 7, "20th century"),
-    ("+2001-00-00T00:00:00Z", 6, "3rd millennium"),
-    ("-0044-03-15T00:00:00Z", 11, "15 March 44 BC"),
-    ("-13798000000-00-00T00:00:00Z", 3, "13798000000 BC"),
-])
+@pytest.mark.parametrize(
+    "time,precision,expected",
+    [
+        ("+1952-03-11T00:00:00Z", 11, "11 March 1952"),
+        ("+1952-03-11T00:00:00Z", 10, "March 1952"),
+        ("+1952-03-11T00:00:00Z", 9, "1952"),
+        ("+1952-00-00T00:00:00Z", 11, "1952"),  # day precision claimed but no day: fall back
+        ("+1952-00-00T00:00:00Z", 8, "1950s"),
+        ("+2000-00-00T00:00:00Z", 7, "20th century"),
+        ("+2001-00-00T00:00:00Z", 6, "3rd millennium"),
+        ("-0044-03-15T00:00:00Z", 11, "15 March 44 BC"),
+        ("-13798000000-00-00T00:00:00Z", 3, "13798000000 BC"),
+    ],
+)
 def test_time_formatting(time, precision, expected):
     assert format_wikidata_time({"time": time, "precision": precision}) == expected
 

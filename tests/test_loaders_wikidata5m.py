@@ -32,14 +32,22 @@ def test_entities_titles_aliases_and_types(world):
 
 def test_triples_and_relation_labels(world):
     assert [(t.head, t.relation, t.tail) for t in world.triples()] == [
-        ("Q90", "P31", "Q515"), ("Q90", "P17", "Q142"), ("Q142", "P36", "Q90"), ("Q7186", "P31", "Q5"),
-        ("Q7186", "P27", "Q142"), ("Q7186", "P166", "Q38104"),
+        ("Q90", "P31", "Q515"),
+        ("Q90", "P17", "Q142"),
+        ("Q142", "P36", "Q90"),
+        ("Q7186", "P31", "Q5"),
+        ("Q7186", "P27", "Q142"),
+        ("Q7186", "P166", "Q38104"),
     ]
     assert world.relation("P36").label == "capital"
     assert world.relation("P166").label == "award received"  # not in relation.txt: built-in label
     dropped = world.metadata["load_report"]["dropped"]
-    assert dropped == {"dangling_triple": 1, "blocked_relation": 1, "relation_without_label": 1,
-                       "text_of_unknown_entity": 1}
+    assert dropped == {
+        "dangling_triple": 1,
+        "blocked_relation": 1,
+        "relation_without_label": 1,
+        "text_of_unknown_entity": 1,
+    }
 
 
 def test_corpus_is_the_entity_descriptions(world):
@@ -74,7 +82,8 @@ def test_gzipped_files_and_explicit_paths(tmp_path, world):
     assert list(w.triples()) == list(world.triples())
     assert list(w.documents()) == list(world.documents())
     w = load_wikidata5m(
-        entity_file=FIXTURES / "wikidata5m_entity.txt", relation_file=FIXTURES / "wikidata5m_relation.txt",
+        entity_file=FIXTURES / "wikidata5m_entity.txt",
+        relation_file=FIXTURES / "wikidata5m_relation.txt",
         triplet_files=[FIXTURES / "wikidata5m_all_triplet.txt"],
     )
     assert w.num_documents == 0 and w.num_triples == world.num_triples
@@ -86,7 +95,10 @@ def test_split_files_used_when_there_is_no_triplet_file(tmp_path):
     (tmp_path / "wikidata5m_transductive_train.txt").write_text("Q90\tP17\tQ142\n", encoding="utf-8")
     (tmp_path / "wikidata5m_transductive_valid.txt").write_text("Q142\tP36\tQ90\n", encoding="utf-8")
     files = find_wikidata5m_files(tmp_path)
-    assert [p.name for p in files.triplets] == ["wikidata5m_transductive_train.txt", "wikidata5m_transductive_valid.txt"]
+    assert [p.name for p in files.triplets] == [
+        "wikidata5m_transductive_train.txt",
+        "wikidata5m_transductive_valid.txt",
+    ]
     assert files.text is None
     w = load_wikidata5m(tmp_path)
     assert {(t.head, t.relation, t.tail) for t in w.triples()} == {("Q90", "P17", "Q142"), ("Q142", "P36", "Q90")}

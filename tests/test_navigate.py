@@ -12,21 +12,37 @@ from searchgym.envs.navigate import KGNavigateEnv, evaluate_policy
 
 
 def _sg(world, sid, path, rels, forward=None, literal=None):
-    nodes = {n: SubgraphNode(n, world.title(n), tuple(world.entity(n).aliases), world.entity(n).type) for n in path
-             if not n.startswith("lit:")}
+    nodes = {
+        n: SubgraphNode(n, world.title(n), tuple(world.entity(n).aliases), world.entity(n).type)
+        for n in path
+        if not n.startswith("lit:")
+    }
     if literal:
         nodes[path[-1]] = SubgraphNode(path[-1], literal, (), "date", True)
     labels = [world.relation(r).label for r in rels]
-    return Subgraph(sid, path[0], list(path), labels, list(rels), nodes, forward=list(forward or []),
-                    answer_type=nodes[path[-1]].type)
+    return Subgraph(
+        sid,
+        path[0],
+        list(path),
+        labels,
+        list(rels),
+        nodes,
+        forward=list(forward or []),
+        answer_type=nodes[path[-1]].type,
+    )
 
 
 @pytest.fixture(scope="module")
 def tiny_tasks(tiny_world):
     return [
         _sg(tiny_world, "capital", ["E1", "E2", "E3", "E4"], ["born_in", "located_in", "capital"]),
-        _sg(tiny_world, "founded", ["E6", "E2", "E3", literal_node_id("date", "1204")], ["hq", "located_in", "founded"],
-            literal="1204"),
+        _sg(
+            tiny_world,
+            "founded",
+            ["E6", "E2", "E3", literal_node_id("date", "1204")],
+            ["hq", "located_in", "founded"],
+            literal="1204",
+        ),
     ]
 
 
@@ -47,8 +63,10 @@ def _oracle_episode(env, index):
 
 def test_check_env_passes(env, tiny_world, tiny_tasks):
     check_env(env, skip_render_check=True)
-    check_env(KGNavigateEnv(tiny_world, tiny_tasks, max_candidates=2, search="bm25", candidate_order="stable"),
-              skip_render_check=True)
+    check_env(
+        KGNavigateEnv(tiny_world, tiny_tasks, max_candidates=2, search="bm25", candidate_order="stable"),
+        skip_render_check=True,
+    )
 
 
 def test_spaces(env):
@@ -183,8 +201,17 @@ def test_short_ppo_run_beats_random(default_world):
     torch.set_num_threads(1)
     kwargs = {"world": default_world, "num_tasks": 200, "search": "none"}
     venv = make_vec_env(KGNavigateEnv, n_envs=4, seed=1, env_kwargs=kwargs)
-    model = PPO("MlpPolicy", venv, seed=1, n_steps=256, batch_size=256, learning_rate=1e-3, ent_coef=0.0,
-                device="cpu", verbose=0)
+    model = PPO(
+        "MlpPolicy",
+        venv,
+        seed=1,
+        n_steps=256,
+        batch_size=256,
+        learning_rate=1e-3,
+        ent_coef=0.0,
+        device="cpu",
+        verbose=0,
+    )
     model.learn(total_timesteps=20_000)  # seed 1 reached ~0.9 success by 18k steps in our runs
     nav = KGNavigateEnv(**kwargs)
     rng = np.random.default_rng(0)
@@ -236,8 +263,12 @@ def test_sb3_make_vec_env_by_id(tiny_world, tiny_tasks):
     pytest.importorskip("stable_baselines3")
     from stable_baselines3.common.env_util import make_vec_env
 
-    venv = make_vec_env("KGNavigate-v0", n_envs=2, seed=0,
-                        env_kwargs={"world": tiny_world, "tasks": tiny_tasks, "max_candidates": 4, "search": "none"})
+    venv = make_vec_env(
+        "KGNavigate-v0",
+        n_envs=2,
+        seed=0,
+        env_kwargs={"world": tiny_world, "tasks": tiny_tasks, "max_candidates": 4, "search": "none"},
+    )
     obs = venv.reset()
     assert obs.shape == (2, 4 * 7 + 7)
     obs, rewards, dones, infos = venv.step(np.array([0, 5]))

@@ -10,9 +10,9 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="needs the ray extra (pip install -e '.[ray]')")
 
+from searchgym.agents.eval_agents import AgentSpec, make_agent  # noqa: E402
 from searchgym.construction.pool import build_pool, load_pool  # noqa: E402
 from searchgym.construction.selectors import HeuristicSelector  # noqa: E402
-from searchgym.agents.eval_agents import AgentSpec, make_agent  # noqa: E402
 from searchgym.evaluation.runner import EvalConfig, evaluate  # noqa: E402
 from searchgym.evaluation.tasksets import load_tasksets  # noqa: E402
 from searchgym.ray_support import RayConfig  # noqa: E402
@@ -57,10 +57,18 @@ def test_pool_on_ray_equals_the_local_pool(default_world, tmp_path):
 
 def test_ray_worker_killed_mid_build_loses_and_duplicates_nothing(default_world, tmp_path):
     marker = str(tmp_path / "killed")
-    local = build_pool(default_world, 200, seed=1, progress=False,
-                       selector=KillOnceSelector(str(tmp_path / "never"), os.getpid()))
-    remote = build_pool(default_world, 200, seed=1, progress=False, out=tmp_path / "pool.jsonl",
-                        selector=KillOnceSelector(marker, os.getpid()), ray=RAY)
+    local = build_pool(
+        default_world, 200, seed=1, progress=False, selector=KillOnceSelector(str(tmp_path / "never"), os.getpid())
+    )
+    remote = build_pool(
+        default_world,
+        200,
+        seed=1,
+        progress=False,
+        out=tmp_path / "pool.jsonl",
+        selector=KillOnceSelector(marker, os.getpid()),
+        ray=RAY,
+    )
     assert os.path.exists(marker)  # a worker really died
     assert dicts(remote.subgraphs) == dicts(local.subgraphs)
     ids = [json.loads(line)["id"] for line in (tmp_path / "pool.jsonl").read_text().splitlines()]
@@ -84,5 +92,3 @@ def test_eval_on_ray_equals_the_local_eval(default_world, tmp_path):
     remote = evaluate(agent, tasksets, world=default_world, config=config, out_dir=tmp_path / "ray", ray=RAY)
     assert remote.records == local.records
     assert remote.summary["overall"] == local.summary["overall"]
-
-

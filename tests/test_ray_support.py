@@ -14,8 +14,22 @@ def test_without_ray_the_error_says_how_to_install(monkeypatch, capsys, tmp_path
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
     with pytest.raises(RuntimeError, match=r"pip install 'searchgym\[ray\]'"):
         require_ray()
-    assert cli_main(["subgraphs", "build", "--synthetic", "--n", "5", "--out", str(tmp_path / "p.jsonl"), "--ray",
-                     "--no-progress"]) == 2
+    assert (
+        cli_main(
+            [
+                "subgraphs",
+                "build",
+                "--synthetic",
+                "--n",
+                "5",
+                "--out",
+                str(tmp_path / "p.jsonl"),
+                "--ray",
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     assert "searchgym[ray]" in capsys.readouterr().err
 
 

@@ -10,7 +10,15 @@ import sys
 import numpy as np
 import pytest
 
-from searchgym.retrieval import BM25Retriever, Hit, IndexFormatError, RankBM25Retriever, format_hits, load_index, make_retriever
+from searchgym.retrieval import (
+    BM25Retriever,
+    Hit,
+    IndexFormatError,
+    RankBM25Retriever,
+    format_hits,
+    load_index,
+    make_retriever,
+)
 from searchgym.retrieval.analyzer import Analyzer
 from searchgym.retrieval.storage import hash_files
 
@@ -51,8 +59,11 @@ def test_queries_without_known_terms_return_nothing(bm25, query):
 
 def test_k_larger_than_corpus_returns_every_match(bm25, tiny_world):
     hits = bm25.search("Merovia", k=1000)
-    expected = {d for d, t, x in zip(tiny_world.doc_ids, tiny_world.doc_titles, tiny_world.doc_texts)
-                if "merovia" in (t + " " + x).lower()}
+    expected = {
+        d
+        for d, t, x in zip(tiny_world.doc_ids, tiny_world.doc_titles, tiny_world.doc_texts)
+        if "merovia" in (t + " " + x).lower()
+    }
     assert {h.doc_id for h in hits} == expected
 
 
@@ -119,8 +130,11 @@ def test_save_load_round_trip(bm25, tmp_path):
     manifest = json.loads((tmp_path / "idx" / "manifest.json").read_text())
     assert manifest["backend"] == "bm25" and manifest["num_docs"] == bm25.num_docs
     queries = ["capital of Merovia", "Bob Varn", "weather", "", "born in Tarsk"]
-    for loaded in (BM25Retriever.load(tmp_path / "idx"), BM25Retriever.load(tmp_path / "idx", mmap=True),
-                   load_index(tmp_path / "idx")):
+    for loaded in (
+        BM25Retriever.load(tmp_path / "idx"),
+        BM25Retriever.load(tmp_path / "idx", mmap=True),
+        load_index(tmp_path / "idx"),
+    ):
         assert loaded.batch_search(queries, k=5) == bm25.batch_search(queries, k=5)
         assert loaded.params() == bm25.params()
 
@@ -204,21 +218,35 @@ def _flip_byte(d):
 
 
 CORRUPTIONS = {
-    "indices_negative": (lambda d: _rewrite(d, "indices", lambda a: np.where(np.arange(len(a)) == 3, -7, a)),
-                         "'indices' holds document ids outside"),
-    "indptr_decreasing": (lambda d: _rewrite(d, "indptr", lambda a: np.where(np.arange(len(a)) == 2, a[-1], a)),
-                          "'indptr' must rise from 0"),
+    "indices_negative": (
+        lambda d: _rewrite(d, "indices", lambda a: np.where(np.arange(len(a)) == 3, -7, a)),
+        "'indices' holds document ids outside",
+    ),
+    "indptr_decreasing": (
+        lambda d: _rewrite(d, "indptr", lambda a: np.where(np.arange(len(a)) == 2, a[-1], a)),
+        "'indptr' must rise from 0",
+    ),
     "indptr_not_from_zero": (lambda d: _rewrite(d, "indptr", lambda a: a + 1), "'indptr' must rise from 0"),
-    "data_nan": (lambda d: _rewrite(d, "data", lambda a: np.where(np.arange(len(a)) == 0, np.nan, a).astype(a.dtype)),
-                 "NaN or infinite"),
+    "data_nan": (
+        lambda d: _rewrite(d, "data", lambda a: np.where(np.arange(len(a)) == 0, np.nan, a).astype(a.dtype)),
+        "NaN or infinite",
+    ),
     "data_inf": (lambda d: _rewrite(d, "data", lambda a: np.full_like(a, np.inf)), "NaN or infinite"),
-    "indices_float": (lambda d: _rewrite(d, "indices", lambda a: a.astype(np.float64)), "'indices' must be a 1-d integer"),
+    "indices_float": (
+        lambda d: _rewrite(d, "indices", lambda a: a.astype(np.float64)),
+        "'indices' must be a 1-d integer",
+    ),
     "data_2d": (lambda d: _rewrite(d, "data", lambda a: a.reshape(1, -1)), "'data' must be a 1-d float"),
     "indices_short": (lambda d: _rewrite(d, "indices", lambda a: a[:-1]), "inconsistent lengths"),
     "vocab_out_of_range": (
-        lambda d: ((d / "bm25s" / "vocab.index.json").write_text(json.dumps(
-            {t: i + 1 for t, i in json.loads((d / "bm25s" / "vocab.index.json").read_text()).items()})), _rehash(d)),
-        "vocabulary does not map one to one"),
+        lambda d: (
+            (d / "bm25s" / "vocab.index.json").write_text(
+                json.dumps({t: i + 1 for t, i in json.loads((d / "bm25s" / "vocab.index.json").read_text()).items()})
+            ),
+            _rehash(d),
+        ),
+        "vocabulary does not map one to one",
+    ),
     "flipped_byte": (_flip_byte, "indices.csc.index.npy does not match the checksum"),
 }
 
@@ -245,8 +273,13 @@ def test_out_of_range_document_ids_raise_instead_of_crashing(saved):
         "    print(exc); sys.exit(3)\n"
         "print(r.batch_search(['capital of Merovia', 'Bob Varn Tarsk Ostrel weather'] * 50, k=5))\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
     assert proc.returncode == 3, (proc.returncode, proc.stderr[-2000:])
     assert "'indices' holds document ids outside [0, " in proc.stdout and "searchgym index build" in proc.stdout
 
@@ -292,7 +325,9 @@ def test_rank_bm25_save_load(tiny_world, tmp_path):
     rank.save(tmp_path / "r")
     for loaded in (RankBM25Retriever.load(tmp_path / "r"), load_index(tmp_path / "r")):
         assert isinstance(loaded, RankBM25Retriever) and loaded.params() == rank.params()
-        assert loaded.batch_search(["capital of Merovia", "painter"], k=3) == rank.batch_search(["capital of Merovia", "painter"], k=3)
+        assert loaded.batch_search(["capital of Merovia", "painter"], k=3) == rank.batch_search(
+            ["capital of Merovia", "painter"], k=3
+        )
     with pytest.raises(IndexFormatError, match="holds a 'rank-bm25' index, not 'bm25'"):
         BM25Retriever.load(tmp_path / "r")
 

@@ -48,7 +48,10 @@ def test_build_then_search_the_index(world_dir, tmp_path, capsys):
 
 def test_search_a_world_directly_with_each_lexical_backend(world_dir, capsys):
     for backend in ("bm25", "rank-bm25"):
-        assert run("search", "Bob Varn", "--world", str(world_dir), "--backend", backend, "-k", "1", "--max-chars", "10") == 0
+        assert (
+            run("search", "Bob Varn", "--world", str(world_dir), "--backend", backend, "-k", "1", "--max-chars", "10")
+            == 0
+        )
         assert capsys.readouterr().out.strip() == 'Doc 1 (Title: "Bob Varn") Bob Var...'
 
 
@@ -73,7 +76,10 @@ def test_serve_answers_a_real_client(world_dir):
     )
     proc = subprocess.Popen(
         [sys.executable, "-c", code, "serve", "--world", str(world_dir), "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     try:
         line = proc.stdout.readline()

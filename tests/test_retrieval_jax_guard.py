@@ -17,7 +17,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
-STANDIN_INIT = '''
+STANDIN_INIT = """
 import os
 def _record(event):
     with open(os.environ["STANDIN_JAX_LOG"], "a") as f:
@@ -27,8 +27,8 @@ def devices(*a, **k):
     _record("initialised")
     return ["standin:0"]
 from . import lax  # noqa: E402
-'''
-STANDIN_LAX = '''
+"""
+STANDIN_LAX = """
 import numpy as np
 from . import _record
 def top_k(x, k):
@@ -36,9 +36,9 @@ def top_k(x, k):
     x = np.asarray(x)
     idx = np.argsort(-x, kind="stable")[..., :k]
     return np.take_along_axis(x, idx, -1), idx
-'''
+"""
 
-SEARCHGYM_WORK = '''
+SEARCHGYM_WORK = """
 import searchgym
 from searchgym.retrieval import BM25Retriever, KGLookup, load_index
 from searchgym.world.synthetic import default_world
@@ -51,7 +51,7 @@ KGLookup(world).lookup([world.doc_titles[0]], [], "")
 import gymnasium as gym
 env = gym.make("KGSolver-v0")
 env.reset(seed=0)
-'''
+"""
 
 
 def _run(tmp_path: Path, script: str, env_extra: dict | None = None) -> list[str]:
@@ -72,7 +72,9 @@ def _run(tmp_path: Path, script: str, env_extra: dict | None = None) -> list[str
 
 
 def test_searchgym_never_imports_jax_and_user_jax_still_works(tmp_path):
-    script = SEARCHGYM_WORK + '''
+    script = (
+        SEARCHGYM_WORK
+        + """
 import os, sys
 assert "jax" not in sys.modules, "searchgym imported jax"
 assert not [k for k in os.environ if k.startswith(("JAX_", "XLA_"))], "searchgym set JAX settings"
@@ -80,27 +82,32 @@ with open(os.environ["STANDIN_JAX_LOG"], "a") as f:
     f.write("--user--\\n")
 import jax  # the user's own JAX is untouched and works afterwards
 jax.lax.top_k([3, 1, 2], 1)
-'''
+"""
+    )
     events = _run(tmp_path, script)
     assert events == ["--user--", "imported", "initialised"], events
 
 
 def test_jax_imported_by_user_first_is_not_initialised_and_settings_kept(tmp_path):
-    script = '''
+    script = (
+        """
 import os, sys
 import jax
 before = sys.modules["jax"], sys.modules["jax.lax"]
-''' + SEARCHGYM_WORK + '''
+"""
+        + SEARCHGYM_WORK
+        + """
 assert (sys.modules["jax"], sys.modules["jax.lax"]) == before, "searchgym replaced the user's jax modules"
 assert os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.9"
 assert "JAX_PLATFORMS" not in os.environ and "XLA_PYTHON_CLIENT_PREALLOCATE" not in os.environ
-'''
+"""
+    )
     events = _run(tmp_path, script, {"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.9"})
     assert events == ["imported"], f"searchgym started JAX's backend: {events}"
 
 
 def test_bm25s_imported_elsewhere_first_warns(tmp_path):
-    script = '''
+    script = """
 import logging, sys
 records = []
 class H(logging.Handler):
@@ -111,17 +118,18 @@ import bm25s  # someone else's import: bm25s starts the stand-in JAX itself
 from searchgym.retrieval import BM25Retriever
 BM25Retriever(["a"], ["t"], ["alpha beta"])
 assert any("XLA_PYTHON_CLIENT_PREALLOCATE" in m for m in records), records
-'''
+"""
     events = _run(tmp_path, script)
     assert events == ["imported", "initialised"], events
 
 
 @pytest.mark.parametrize("module", ["searchgym.retrieval.analyzer", "searchgym.retrieval.kg"])
 def test_bm25s_submodule_users_hide_jax_too(tmp_path, module):
-    script = f'''
+    script = f"""
 import sys
 import {module} as m
-m.Analyzer() if hasattr(m, "Analyzer") else m.KGLookup(__import__("searchgym.world.synthetic", fromlist=["x"]).default_world())
+from searchgym.world.synthetic import default_world
+m.Analyzer() if hasattr(m, "Analyzer") else m.KGLookup(default_world())
 assert "bm25s" in sys.modules and "jax" not in sys.modules
-'''
+"""
     assert _run(tmp_path, script) == []

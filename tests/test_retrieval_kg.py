@@ -98,8 +98,11 @@ def test_bad_arguments_are_rejected(kg, tiny_world):
 
 def test_default_world_lookup_finds_entity_facts(default_world):
     kg = KGLookup(default_world)
-    ents = [e for e in list(default_world.entities())[:: max(1, default_world.num_entities // 10)]
-            if default_world.out_edges(e.id)]
+    ents = [
+        e
+        for e in list(default_world.entities())[:: max(1, default_world.num_entities // 10)]
+        if default_world.out_edges(e.id)
+    ]
     for e in ents:
         edge = default_world.out_edges(e.id)[0]
         lines = kg.lookup([e.title.lower()], [edge.relation.label])

@@ -65,13 +65,15 @@ def test_workers_exit_when_the_supervisor_is_killed():
     import subprocess
     import sys
 
-    code = ("import sys\n"
-            "from searchgym.retrieval import BM25Retriever\n"
-            "from searchgym.retrieval.multiproc import MultiProcessRetrievalServer\n"
-            "from searchgym.world.synthetic import default_world\n"
-            "srv = MultiProcessRetrievalServer(BM25Retriever.from_world(default_world()), port=0, processes=2).start()\n"
-            "print(*srv.pids(), flush=True)\n"
-            "sys.stdin.read()\n")
+    code = (
+        "import sys\n"
+        "from searchgym.retrieval import BM25Retriever\n"
+        "from searchgym.retrieval.multiproc import MultiProcessRetrievalServer\n"
+        "from searchgym.world.synthetic import default_world\n"
+        "srv = MultiProcessRetrievalServer(BM25Retriever.from_world(default_world()), port=0, processes=2).start()\n"
+        "print(*srv.pids(), flush=True)\n"
+        "sys.stdin.read()\n"
+    )
     sup = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     workers = [int(x) for x in sup.stdout.readline().split()]
     assert len(workers) == 2

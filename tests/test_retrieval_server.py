@@ -166,7 +166,9 @@ def free_port() -> int:
 
 def test_server_down_error_says_how_to_start_it():
     url = f"http://127.0.0.1:{free_port()}"
-    with pytest.raises(RetrievalError, match=r"cannot reach retrieval server at .* after 2 attempts; start it with `searchgym serve"):
+    with pytest.raises(
+        RetrievalError, match=r"cannot reach retrieval server at .* after 2 attempts; start it with `searchgym serve"
+    ):
         RemoteRetriever(url, retries=1, backoff=0.01).search("Merovia")
 
 
@@ -209,7 +211,9 @@ SEARCH_R1_DOCS = {"result": [[{"id": "7", "contents": '"Tarsk"\nTarsk is a city.
 def test_retries_recover_from_5xx():
     with Flaky(2, SEARCH_R1_DOCS) as url:
         hits = RemoteRetriever(url, retries=2, backoff=0.01).search("q")
-    assert [(h.doc_id, h.title, h.text, h.score) for h in hits] == [("7", "Tarsk", "Tarsk is a city.\nSecond line.", 0.0)]
+    assert [(h.doc_id, h.title, h.text, h.score) for h in hits] == [
+        ("7", "Tarsk", "Tarsk is a city.\nSecond line.", 0.0)
+    ]
 
 
 def test_retries_give_up_with_the_server_message():
@@ -220,8 +224,16 @@ def test_retries_give_up_with_the_server_message():
     assert flaky.calls == 2
 
 
-@pytest.mark.parametrize("reply", [{"nope": 1}, {"result": [[1]]}, {"result": [[{"document": {"id": "1"}}]]},
-                                   {"result": [[{"document": {"contents": "x"}, "score": "high"}]]}, {"result": []}])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        {"nope": 1},
+        {"result": [[1]]},
+        {"result": [[{"document": {"id": "1"}}]]},
+        {"result": [[{"document": {"contents": "x"}, "score": "high"}]]},
+        {"result": []},
+    ],
+)
 def test_malformed_responses_are_reported(reply):
     with Flaky(0, reply) as url:
         with pytest.raises(RetrievalError, match="malformed server response"):
@@ -269,8 +281,9 @@ def test_64_new_connection_clients_are_all_served(bm25):
 
     queries = ["capital of Merovia", "Bob Varn", "Tarsk city", "chemist", "Ostrel", "born in Tarsk", "weather"]
     with RetrievalServer(bm25, port=0) as srv:
-        result = new_connection_load("127.0.0.1", srv.port, queries, clients=64, requests_per_client=5,
-                                     connect_timeout=0.9)
+        result = new_connection_load(
+            "127.0.0.1", srv.port, queries, clients=64, requests_per_client=5, connect_timeout=0.9
+        )
     assert result.errors == []
     assert len(result.latencies_ms) == 64 * 5
     for answers in result.answers.values():
@@ -290,8 +303,10 @@ def _wait_for(predicate, timeout=10.0):
 def test_client_disconnecting_mid_body_logs_one_debug_line_and_no_traceback(bm25, caplog, capfd):
     with caplog.at_level("DEBUG", logger="searchgym.retrieval.server"), RetrievalServer(bm25, port=0) as srv:
         s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
-        s.sendall(b"POST /retrieve HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                  b"Content-Length: 1000\r\n\r\n" + b'{"queries": ["Mero')
+        s.sendall(
+            b"POST /retrieve HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 1000\r\n\r\n" + b'{"queries": ["Mero'
+        )
         s.close()  # gone mid-body
         assert _wait_for(lambda: any("mid-body" in r.getMessage() for r in caplog.records))
         assert post(srv, {"queries": ["Merovia"]})[0] == 200  # the server carries on

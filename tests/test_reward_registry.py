@@ -14,8 +14,14 @@ from searchgym.envs.types import Task, Trajectory
 from searchgym.errors import InvalidArgumentError
 from searchgym.wrappers import DynaSearcherReward, GraphDistanceReward, WaypointCoverageReward
 from searchgym.wrappers.base import RewardShapingWrapper
-from searchgym.wrappers.registry import (RewardSpec, available_rewards, get_reward, register_reward, reward_plan,
-                                         wrap_rewards)
+from searchgym.wrappers.registry import (
+    RewardSpec,
+    available_rewards,
+    get_reward,
+    register_reward,
+    reward_plan,
+    wrap_rewards,
+)
 
 
 class StepBonus(RewardShapingWrapper):
@@ -47,14 +53,17 @@ def test_stacks_and_user_wrappers_wrap_an_env_in_order():
     assert isinstance(plan.wrap(gym.make("KGSolverGroup-v0")), StepBonus)
 
 
-@pytest.mark.parametrize("bad,error,match", [
-    ("nope", InvalidArgumentError, "unknown reward 'nope'; choose from .*binary"),
-    ("wcr,dynasearcher", InvalidArgumentError, "dynasearcher replaces the reward, so it must come first"),
-    ("wcr,wcr", InvalidArgumentError, "listed twice"),
-    ("binary,wcr", InvalidArgumentError, "cannot be stacked"),
-    (f"gdcr,{__name__}:StepBonus", InvalidArgumentError, "only one reward of a stack may give per-step rewards"),
-    ("no.such.module:Thing", InvalidArgumentError, "cannot import the wrapper"),
-])
+@pytest.mark.parametrize(
+    "bad,error,match",
+    [
+        ("nope", InvalidArgumentError, "unknown reward 'nope'; choose from .*binary"),
+        ("wcr,dynasearcher", InvalidArgumentError, "dynasearcher replaces the reward, so it must come first"),
+        ("wcr,wcr", InvalidArgumentError, "listed twice"),
+        ("binary,wcr", InvalidArgumentError, "cannot be stacked"),
+        (f"gdcr,{__name__}:StepBonus", InvalidArgumentError, "only one reward of a stack may give per-step rewards"),
+        ("no.such.module:Thing", InvalidArgumentError, "cannot import the wrapper"),
+    ],
+)
 def test_bad_reward_strings_name_the_fix(bad, error, match):
     with pytest.raises(error, match=match):
         reward_plan(bad)
@@ -77,8 +86,10 @@ def _traj() -> Trajectory:
 def test_the_trainer_picks_sapo_from_the_registry_not_from_a_reward_name(reward, sapo):
     """A user's step-reward wrapper gets SAPO (its own component key), an outcome reward gets GRPO."""
     key = reward_plan(reward).step_rewards_key or "unused"
-    events = [{"role": "solver", "reward": r, "trajectory": _traj(), "components": {key: steps}}
-              for r, steps in ((1.0, [0.5, 0.0]), (0.0, [0.0, 0.2]), (1.0, [0.1, 0.1]))]
+    events = [
+        {"role": "solver", "reward": r, "trajectory": _traj(), "components": {key: steps}}
+        for r, steps in ((1.0, [0.5, 0.0]), (0.0, [0.0, 0.2]), (1.0, [0.1, 0.1]))
+    ]
     trainer = SelfPlayTrainer.__new__(SelfPlayTrainer)  # advantages need only the config and the plan
     trainer.config, trainer.reward_plan = TrainConfig(reward=reward), reward_plan(reward)
     samples = [Sample.from_event(ev, "g", trainer.reward_plan.step_rewards_key) for ev in events]

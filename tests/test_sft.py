@@ -29,7 +29,7 @@ from searchgym.envs.types import Segment, Task, Trajectory  # noqa: E402
 from tests.support.tiny_lm import build_model, build_tokenizer, save_tiny  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-INFO = "\n<information>Doc 1 (Title: \"{p}\") {p} is a city located in Merovia.</information>\n"
+INFO = '\n<information>Doc 1 (Title: "{p}") {p} is a city located in Merovia.</information>\n'
 PEOPLE = ["Alice Varn", "Bob Varn", "Tarsk Ostrel", "Dura Labs", "Merovia Bob", "Ostrel Alice"]
 PLACES = ["Tarsk", "Ostrel", "Merovia"]
 
@@ -37,10 +37,18 @@ PLACES = ["Tarsk", "Ostrel", "Merovia"]
 def demo(i: int, *, role: str = "solver", reward: float = 1.0) -> Trajectory:
     """A two-turn demonstration: search, <information> (env), answer."""
     person, place = PEOPLE[i % len(PEOPLE)], PLACES[i % len(PLACES)]
-    t = Trajectory(role=role, task=Task(id=f"t{i}", question=f"Where was {person} born?", answers=[place]),
-                   prompt=f"Answer the question. Question: Where was {person} born?\n", reward=reward)
-    t.segments = [Segment(t.prompt, "prompt"), Segment(f"<think> search {person} </think><search> {person} </search>", "agent"),
-                  Segment(INFO.format(p=place), "env"), Segment(f"<think> {place} </think><answer> {place} </answer>", "agent")]
+    t = Trajectory(
+        role=role,
+        task=Task(id=f"t{i}", question=f"Where was {person} born?", answers=[place]),
+        prompt=f"Answer the question. Question: Where was {person} born?\n",
+        reward=reward,
+    )
+    t.segments = [
+        Segment(t.prompt, "prompt"),
+        Segment(f"<think> search {person} </think><search> {person} </search>", "agent"),
+        Segment(INFO.format(p=place), "env"),
+        Segment(f"<think> {place} </think><answer> {place} </answer>", "agent"),
+    ]
     return t
 
 
@@ -62,8 +70,20 @@ def tiny_dir(tmp_path_factory):
 
 
 def _cfg(tmp_path, data, **kw) -> SFTConfig:
-    base = dict(model="tiny", data=[str(data)] if data else [], device="cpu", batch_size=4, micro_batch_size=2, lr=3e-3, epochs=2,
-                eval_every=1, val_fraction=0.25, save_every=1, output_dir=str(tmp_path / "run"), progress=False)
+    base = dict(
+        model="tiny",
+        data=[str(data)] if data else [],
+        device="cpu",
+        batch_size=4,
+        micro_batch_size=2,
+        lr=3e-3,
+        epochs=2,
+        eval_every=1,
+        val_fraction=0.25,
+        save_every=1,
+        output_dir=str(tmp_path / "run"),
+        progress=False,
+    )
     base.update(kw)
     return SFTConfig(**base)
 
@@ -79,9 +99,17 @@ def test_both_line_shapes_are_detected_and_filtered(tmp_path):
     with TrajectoryWriter(export, mode="w") as w:
         prop = demo(9, role="proposer")
         sol = [demo(10), demo(11)]
-        w.write_game(game=0, proposer=prop, validation={"valid": True}, solvers=sol,
-                     rewards=[{"role": "solver", "slot": 0, "reward": 1.0}, {"role": "solver", "slot": 1, "reward": 0.0},
-                              {"role": "proposer", "slot": 0, "reward": 0.5}])
+        w.write_game(
+            game=0,
+            proposer=prop,
+            validation={"valid": True},
+            solvers=sol,
+            rewards=[
+                {"role": "solver", "slot": 0, "reward": 1.0},
+                {"role": "solver", "slot": 1, "reward": 0.0},
+                {"role": "proposer", "slot": 0, "reward": 0.5},
+            ],
+        )
     got, report = load_demonstrations([demos, export])
     assert [d.trajectory.role for d in got] == ["solver"] * 3 + ["proposer", "solver", "solver"]
     assert [d.reward for d in got[3:]] == [0.5, 1.0, 0.0]  # each from its own reward event
@@ -127,10 +155,12 @@ def test_only_agent_tokens_carry_gradient(tmp_path, tok):
     _, _, mask, _ = collate(batch, tok.pad_token_id, [[0.0]] * len(batch))
     start = min(e.first_agent_token for e in batch)
     g = captured[0].grad.abs().sum(-1)  # [B, T - start + 1]: positions start-1 .. T-1
-    scored = mask[:, start - 1:]
+    scored = mask[:, start - 1 :]
     assert torch.all(g[:, :-1][scored == 0] == 0) and torch.all(g[:, -1] == 0)
     assert torch.all(g[:, :-1][scored == 1] > 0)
-    env_tokens = sum(1 for e in batch for m, i in zip(e.loss_mask, e.input_ids) if not m and "information" in tok.decode([i]))
+    env_tokens = sum(
+        1 for e in batch for m, i in zip(e.loss_mask, e.input_ids) if not m and "information" in tok.decode([i])
+    )
     assert env_tokens > 0  # the batch does hold <information> tokens, all masked
 
 
@@ -150,8 +180,9 @@ def test_sft_lowers_heldout_loss_and_writes_a_loadable_model(tmp_path, tok, tiny
     assert plot_metrics(recs, tmp_path / "c.png").stat().st_size > 1000
     assert json.loads((Path(res.final_dir) / "searchgym_model.json").read_text())["base_model"] == str(tiny_dir)
     ckpt = tmp_path / "run" / "checkpoints" / "step_00000012"  # a checkpoint opens as a model too
-    assert all(torch.equal(a, b) for a, b in zip(open_model(str(ckpt))[0].state_dict().values(),
-                                                  model.state_dict().values()))
+    assert all(
+        torch.equal(a, b) for a, b in zip(open_model(str(ckpt))[0].state_dict().values(), model.state_dict().values())
+    )
 
 
 def test_early_stopping_by_heldout_loss_keeps_the_best_weights(tmp_path, tok):
@@ -208,14 +239,40 @@ def test_sigkill_mid_run_resumes_to_the_same_weights(tmp_path, tiny_dir):
     data = write_demos(tmp_path / "d.jsonl", n=24)
 
     def cmd(out):
-        return [sys.executable, "-m", "searchgym.cli", "sft", "--model", str(tiny_dir), "--data", str(data),
-                "--output-dir", str(out), "--device", "cpu", "--batch-size", "4", "--epochs", "6",
-                "--set", "save_every=1", "--set", "eval_every=3", "--set", "cpu_threads=1", "--set", "progress=false",
-                "--set", "micro_batch_size=2"]
+        return [
+            sys.executable,
+            "-m",
+            "searchgym.cli",
+            "sft",
+            "--model",
+            str(tiny_dir),
+            "--data",
+            str(data),
+            "--output-dir",
+            str(out),
+            "--device",
+            "cpu",
+            "--batch-size",
+            "4",
+            "--epochs",
+            "6",
+            "--set",
+            "save_every=1",
+            "--set",
+            "eval_every=3",
+            "--set",
+            "cpu_threads=1",
+            "--set",
+            "progress=false",
+            "--set",
+            "micro_batch_size=2",
+        ]
 
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     subprocess.run(cmd(tmp_path / "a"), check=True, env=env, cwd=REPO, capture_output=True)
-    proc = subprocess.Popen(cmd(tmp_path / "b"), env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        cmd(tmp_path / "b"), env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     latest = tmp_path / "b" / "checkpoints" / "latest"
     deadline = time.time() + 120
     while time.time() < deadline and proc.poll() is None:
@@ -259,8 +316,15 @@ def test_lora_final_is_merged_or_adapter_with_its_base_recorded(tmp_path, tiny_d
 def test_train_init_loads_the_cold_start_and_refuses_another_family(tmp_path, tiny_dir):
     data = write_demos(tmp_path / "d.jsonl", n=8)
     res = run_sft(_cfg(tmp_path, data, model=str(tiny_dir), epochs=1))
-    cfg = TrainConfig(model=str(tiny_dir), init=res.final_dir, device="cpu", kl_coef=0.01, tensorboard=False,
-                      progress=False, output_dir=str(tmp_path / "rl"))
+    cfg = TrainConfig(
+        model=str(tiny_dir),
+        init=res.final_dir,
+        device="cpu",
+        kl_coef=0.01,
+        tensorboard=False,
+        progress=False,
+        output_dir=str(tmp_path / "rl"),
+    )
     tr = SelfPlayTrainer(cfg, envs=[object()])
     want = open_model(res.final_dir)[0].state_dict()
     got = tr.policy.state_dict()
@@ -271,8 +335,17 @@ def test_train_init_loads_the_cold_start_and_refuses_another_family(tmp_path, ti
     tk.save_pretrained(other)
     build_model(tk).save_pretrained(other)
     with pytest.raises(IncompatibleModelError, match=r"init .* is from another model .*tokenizer"):
-        SelfPlayTrainer(TrainConfig(model=str(other), init=res.final_dir, device="cpu", progress=False,
-                                    tensorboard=False, output_dir=str(tmp_path / "rl2")), envs=[object()])
+        SelfPlayTrainer(
+            TrainConfig(
+                model=str(other),
+                init=res.final_dir,
+                device="cpu",
+                progress=False,
+                tensorboard=False,
+                output_dir=str(tmp_path / "rl2"),
+            ),
+            envs=[object()],
+        )
     from searchgym.cli import build_parser
     from searchgym.commands.train import resolve_config
 
@@ -285,10 +358,17 @@ def test_train_init_loads_the_cold_start_and_refuses_another_family(tmp_path, ti
 def test_train_init_from_a_saved_adapter_trains_every_weight(tmp_path, tiny_dir):
     pytest.importorskip("peft")
     data = write_demos(tmp_path / "d.jsonl", n=8)
-    res = run_sft(_cfg(tmp_path, data, model=str(tiny_dir), lora=True, lora_r=4, lora_alpha=8, save_adapter=True,
-                       epochs=1))
-    cfg = TrainConfig(model=str(tiny_dir), init=res.final_dir, device="cpu", tensorboard=False, progress=False,
-                      output_dir=str(tmp_path / "rl"))
+    res = run_sft(
+        _cfg(tmp_path, data, model=str(tiny_dir), lora=True, lora_r=4, lora_alpha=8, save_adapter=True, epochs=1)
+    )
+    cfg = TrainConfig(
+        model=str(tiny_dir),
+        init=res.final_dir,
+        device="cpu",
+        tensorboard=False,
+        progress=False,
+        output_dir=str(tmp_path / "rl"),
+    )
     tr = SelfPlayTrainer(cfg, envs=[object()])  # used to fail: peft left the merged weights frozen
     assert all(p.requires_grad for p in tr.policy.parameters())
 
@@ -298,8 +378,17 @@ def test_rejection_sampling_plays_the_env_and_trains_on_kept_rollouts(tmp_path, 
     from searchgym.world import save_world
 
     save_world(tiny_world, tmp_path / "world")
-    kw = dict(source="self", model=str(tiny_dir), env_kwargs={"world": str(tmp_path / "world")},
-              max_turns=2, num_tasks=2, samples_per_task=2, max_new_tokens=12, epochs=1, val_fraction=0.0)
+    kw = dict(
+        source="self",
+        model=str(tiny_dir),
+        env_kwargs={"world": str(tmp_path / "world")},
+        max_turns=2,
+        num_tasks=2,
+        samples_per_task=2,
+        max_new_tokens=12,
+        epochs=1,
+        val_fraction=0.0,
+    )
     with pytest.raises(ValueError, match="round 0: no rollout reached reward >= 1"):
         run_sft(_cfg(tmp_path / "strict", None, **kw))
     res = run_sft(_cfg(tmp_path / "all", None, reward_threshold=0.0, rounds=2, **kw))
@@ -322,7 +411,9 @@ def test_a_shared_system_prompt_runs_once_with_the_same_loss_and_update(tmp_path
     train, _ = load_demonstrations(tmp_path / "d.jsonl")
     results = {}
     for share in (False, True):
-        cfg = _cfg(tmp_path / str(share), tmp_path / "d.jsonl", val_fraction=0.0, micro_batch_size=4, share_prefix=share)
+        cfg = _cfg(
+            tmp_path / str(share), tmp_path / "d.jsonl", val_fraction=0.0, micro_batch_size=4, share_prefix=share
+        )
         run = SFTRun(cfg, train, [], model=build_model(tok), tokenizer=tok)
         shared = run._shared_prefix(run._batch(0))
         metrics = run.train_step()

@@ -12,8 +12,10 @@ from searchgym.world import World, load_world
 from searchgym.world.synthetic import (
     RELATIONS,
     SyntheticConfig,
-    default_world as cached_default_world,
     generate_world,
+)
+from searchgym.world.synthetic import (
+    default_world as cached_default_world,
 )
 
 
@@ -138,9 +140,7 @@ def test_at_least_fifteen_relation_types_are_used(default_world):
 
 
 def test_literal_kinds_present(default_world):
-    kinds = Counter(
-        default_world.node_at(int(t)).kind for t in default_world.triple_array[:, 2] if t < 0
-    )
+    kinds = Counter(default_world.node_at(int(t)).kind for t in default_world.triple_array[:, 2] if t < 0)
     assert kinds["date"] > 1000 and kinds["quantity"] > 100
 
 
@@ -275,7 +275,11 @@ def test_same_name_entities_exist(default_world):
         by_title[e.title].append(e)
     people = [es for es in by_title.values() if len(es) > 1 and all(e.type == "person" for e in es)]
     assert len(people) >= 5
-    cities = [es for es in by_title.values() if len(es) > 1 and all(e.description.split()[0] in ("city", "town", "capital") for e in es)]
+    cities = [
+        es
+        for es in by_title.values()
+        if len(es) > 1 and all(e.description.split()[0] in ("city", "town", "capital") for e in es)
+    ]
     assert cities, "no two cities share a name"
     # namesake cities sit in different countries and are told apart by their descriptions
     assert any(len({e.description for e in es}) > 1 for es in cities)

@@ -12,9 +12,26 @@ pytest.importorskip("transformers")
 from searchgym.cli import main  # noqa: E402
 from tests.support.tiny_lm import save_tiny  # noqa: E402
 
-SMALL = ["--set", "device=cpu", "--set", "batch_size=1", "--set", "group_size=2", "--set", "max_turns=1",
-         "--set", "max_new_tokens=8", "--set", "tensorboard=false", "--set", "progress=false",
-         "--set", "save_every=1", "--set", "lr=1e-4"]
+SMALL = [
+    "--set",
+    "device=cpu",
+    "--set",
+    "batch_size=1",
+    "--set",
+    "group_size=2",
+    "--set",
+    "max_turns=1",
+    "--set",
+    "max_new_tokens=8",
+    "--set",
+    "tensorboard=false",
+    "--set",
+    "progress=false",
+    "--set",
+    "save_every=1",
+    "--set",
+    "lr=1e-4",
+]
 
 
 @pytest.mark.slow
@@ -29,7 +46,7 @@ def test_train_cli_runs_resumes_and_refuses_a_changed_config(tmp_path, capsys):
     recs = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in recs] == [1] and "solver/reward" in recs[0] and "proposer/reward" in recs[0]
     assert (out / "checkpoints" / "step_00000001" / "COMPLETE").is_file()
-    assert main(args[:-len(SMALL)] + ["--steps", "2"] + SMALL) == 0  # resumes at step 1, runs step 2
+    assert main(args[: -len(SMALL)] + ["--steps", "2"] + SMALL) == 0  # resumes at step 1, runs step 2
     assert [json.loads(x)["step"] for x in (out / "metrics.jsonl").read_text().splitlines()] == [1, 2]
     capsys.readouterr()
     assert main(args + ["--set", "group_size=3"]) == 2
@@ -80,12 +97,19 @@ def test_a_run_killed_mid_way_resumes_to_the_same_state(tmp_path):
     from safetensors.torch import load_file
 
     model = save_tiny(tmp_path / "tiny")
-    common = ["--model", str(model), "--steps", "3"] + SMALL + ["--set", "cpu_threads=1", "--set", "lr=1e-2",
-                                                               "--set", "reward=tests.test_trainer_mechanics:LengthReward"]
+    common = (
+        ["--model", str(model), "--steps", "3"]
+        + SMALL
+        + ["--set", "cpu_threads=1", "--set", "lr=1e-2", "--set", "reward=tests.test_trainer_mechanics:LengthReward"]
+    )
     killed = tmp_path / "killed"
     root = Path(__file__).resolve().parents[1]
-    proc = subprocess.Popen([sys.executable, "-m", "searchgym.cli", "train", "--output-dir", str(killed)] + common,
-                            cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "searchgym.cli", "train", "--output-dir", str(killed)] + common,
+        cwd=root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     first = killed / "checkpoints" / "step_00000001" / "COMPLETE"
     deadline = time.monotonic() + 300
     while not first.exists() and proc.poll() is None and time.monotonic() < deadline:

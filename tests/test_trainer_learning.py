@@ -10,16 +10,15 @@ far more steps than a CPU test can afford.)
 
 from __future__ import annotations
 
-
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from searchgym.agents.config import TrainConfig  # noqa: E402
+from searchgym.agents.prompts import render_solver  # noqa: E402
 from searchgym.agents.sequences import render_prompt  # noqa: E402
 from searchgym.agents.trainer import SelfPlayTrainer  # noqa: E402
-from searchgym.agents.prompts import render_solver  # noqa: E402
 from searchgym.envs.types import Task  # noqa: E402
 from tests.support.tiny_lm import build_model, build_tokenizer  # noqa: E402
 
@@ -36,8 +35,10 @@ def easy_tasks(world, n: int = N_TASKS) -> tuple[list[Task], list[str]]:
     ranked = sorted(by_place, key=lambda p: (-len(by_place[p]), p))
     place = ranked[0]
     assert len(by_place[place]) >= n, "the default world changed: no place with enough births"
-    tasks = [Task(id=f"easy{i}", question=f"What is the place of birth of {person}?", answers=[place])
-             for i, person in enumerate(sorted(by_place[place])[:n])]
+    tasks = [
+        Task(id=f"easy{i}", question=f"What is the place of birth of {person}?", answers=[place])
+        for i, person in enumerate(sorted(by_place[place])[:n])
+    ]
     return tasks, [place] + ranked[1:4]
 
 
@@ -69,8 +70,13 @@ def mean_reward(trainer, games: int, *, keep_state: bool = False) -> float:
     pool position back afterwards, so measuring does not change the training run that follows."""
     from searchgym.agents.trainer import env_state, load_env_state
 
-    saved = (trainer.rng.getstate(), trainer.agent.get_rng_state(), trainer.generator._rng.getstate(),
-             [env_state(e) for e in trainer.envs], trainer.games_played)
+    saved = (
+        trainer.rng.getstate(),
+        trainer.agent.get_rng_state(),
+        trainer.generator._rng.getstate(),
+        [env_state(e) for e in trainer.envs],
+        trainer.games_played,
+    )
     batch = trainer.collect(games)
     if keep_state:
         trainer.rng.setstate(saved[0])
@@ -96,12 +102,30 @@ def test_grpo_raises_solver_reward(default_world, tmp_path):
         tok = build_tokenizer()
         model = build_model(tok, seed=0, hidden=64, layers=2)
         pretrain_format(model, tok, tasks, candidates)
-        envs = [gym.make("KGSolverGroup-v0", world=default_world, tasks=tasks, group_size=5, max_turns=1)
-                for _ in range(N_TASKS)]
-        cfg = TrainConfig(device="cpu", batch_size=N_TASKS, group_size=5, max_turns=1, max_new_tokens=16, lr=1e-3,
-                          warmup_steps=0, kl_coef=0.01, total_steps=15, mini_batch_size=64, micro_batch_size=20,
-                          output_dir=str(tmp_path / "run"), tensorboard=False, progress=False, save_every=0,
-                          val_every=0, seed=0, train_proposer=False)
+        envs = [
+            gym.make("KGSolverGroup-v0", world=default_world, tasks=tasks, group_size=5, max_turns=1)
+            for _ in range(N_TASKS)
+        ]
+        cfg = TrainConfig(
+            device="cpu",
+            batch_size=N_TASKS,
+            group_size=5,
+            max_turns=1,
+            max_new_tokens=16,
+            lr=1e-3,
+            warmup_steps=0,
+            kl_coef=0.01,
+            total_steps=15,
+            mini_batch_size=64,
+            micro_batch_size=20,
+            output_dir=str(tmp_path / "run"),
+            tensorboard=False,
+            progress=False,
+            save_every=0,
+            val_every=0,
+            seed=0,
+            train_proposer=False,
+        )
         trainer = SelfPlayTrainer(cfg, envs=envs, model=model, tokenizer=tok)
         before = mean_reward(trainer, 8, keep_state=True)
         history = trainer.train(resume=False)

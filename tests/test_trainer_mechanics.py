@@ -31,9 +31,22 @@ def _traj(agent_texts: list[str], info: str = INFO, role: str = "solver") -> Tra
 
 
 def _config(tmp_path, **kw) -> TrainConfig:
-    base = dict(device="cpu", batch_size=2, group_size=2, max_turns=2, max_new_tokens=12, lr=1e-3, warmup_steps=0,
-                total_steps=3, output_dir=str(tmp_path / "run"), tensorboard=False, progress=False, save_every=1,
-                mini_batch_size=8, micro_batch_size=4)
+    base = dict(
+        device="cpu",
+        batch_size=2,
+        group_size=2,
+        max_turns=2,
+        max_new_tokens=12,
+        lr=1e-3,
+        warmup_steps=0,
+        total_steps=3,
+        output_dir=str(tmp_path / "run"),
+        tensorboard=False,
+        progress=False,
+        save_every=1,
+        mini_batch_size=8,
+        micro_batch_size=4,
+    )
     base.update(kw)
     return TrainConfig(**base)
 
@@ -47,7 +60,10 @@ def _trainer(tmp_path, tok, *, envs=None, seed=0, **kw):
 
 # ---------------------------------------------------------------- masking
 def test_mask_covers_exactly_the_agent_text(tok):
-    agent = ["<think> look it up </think><search> Alice Varn </search>", "<think> Tarsk </think><answer> Tarsk </answer>"]
+    agent = [
+        "<think> look it up </think><search> Alice Varn </search>",
+        "<think> Tarsk </think><answer> Tarsk </answer>",
+    ]
     enc = encode_trajectory(tok, _traj(agent))
     kept = [i for i, m in zip(enc.input_ids, enc.loss_mask) if m]
     dropped = [i for i, m in zip(enc.input_ids, enc.loss_mask) if not m]
@@ -59,8 +75,10 @@ def test_mask_covers_exactly_the_agent_text(tok):
 def test_no_information_token_ever_carries_gradient(tok):
     """Gradient w.r.t. the logits is exactly zero at every position whose target is prompt or env text."""
     model = build_model(tok)
-    enc = [encode_trajectory(tok, _traj(["<search> a </search>", "<answer> Tarsk </answer>"])),
-           encode_trajectory(tok, _traj(["<search> b c d </search>", "<search> e </search>", "<answer> x </answer>"]))]
+    enc = [
+        encode_trajectory(tok, _traj(["<search> a </search>", "<answer> Tarsk </answer>"])),
+        encode_trajectory(tok, _traj(["<search> b c d </search>", "<search> e </search>", "<answer> x </answer>"])),
+    ]
     ids, attn, mask, adv = collate(enc, tok.pad_token_id, [[1.0], [-0.5]])
     captured = {}
 
@@ -93,9 +111,9 @@ def test_scoring_only_the_completion_matches_full_scoring(tok):
     full, ent_full = token_logprobs(model, ids, attn, with_entropy=True)
     part, ent_part = token_logprobs(model, ids, attn, with_entropy=True, start=start)
     assert part.shape == full.shape
-    assert torch.allclose(part[:, start - 1:], full[:, start - 1:], atol=1e-5)
+    assert torch.allclose(part[:, start - 1 :], full[:, start - 1 :], atol=1e-5)
     assert torch.all(part[:, : start - 1] == 0) and torch.all(mask[:, : start - 1] == 0)
-    assert torch.allclose(ent_part[:, start - 1:], ent_full[:, start - 1:], atol=1e-4)
+    assert torch.allclose(ent_part[:, start - 1 :], ent_full[:, start - 1 :], atol=1e-4)
 
 
 # ---------------------------------------------------------------- advantages and loss
@@ -193,8 +211,9 @@ def test_kl_is_zero_at_step_zero_and_positive_after(tmp_path, tok):
 def test_sapo_step_advantages_reach_the_right_tokens(tmp_path, tok):
     """With reward=gdcr the solver group uses SAPO: step advantages differ within one trajectory."""
     tr = _trainer(tmp_path, tok, reward="gdcr")
-    samples = [Sample("solver", _traj(["a", "b"]), r, {}, "g", steps) for r, steps in
-               [(1.0, [0.0, 1.0]), (0.0, [0.5, 0.5])]]
+    samples = [
+        Sample("solver", _traj(["a", "b"]), r, {}, "g", steps) for r, steps in [(1.0, [0.0, 1.0]), (0.0, [0.5, 0.5])]
+    ]
     samples.append(Sample("proposer", _traj(["q"], role="proposer"), 0.5, {}, "g"))
     samples.append(Sample("proposer", _traj(["q"], role="proposer"), 1.0, {}, "h"))
     tables = tr.advantages(samples)
@@ -207,7 +226,13 @@ def test_sapo_step_advantages_reach_the_right_tokens(tmp_path, tok):
 def test_config_defaults_yaml_roundtrip_and_overrides(tmp_path):
     cfg = TrainConfig()
     assert (cfg.lr, cfg.warmup_steps, cfg.batch_size, cfg.group_size, cfg.max_turns) == (1e-6, 5, 256, 5, 10)
-    assert (cfg.kl_coef, cfg.clip_low, cfg.clip_high, cfg.temperature, cfg.val_temperature) == (0.01, 0.2, 0.28, 1.0, 0.0)
+    assert (cfg.kl_coef, cfg.clip_low, cfg.clip_high, cfg.temperature, cfg.val_temperature) == (
+        0.01,
+        0.2,
+        0.28,
+        1.0,
+        0.0,
+    )
     cfg.save(tmp_path / "c.yaml")
     assert TrainConfig.load(tmp_path / "c.yaml") == cfg
     new = cfg.with_overrides(["batch_size=8", "lr=3e-5", "lora=true", "env_kwargs={order: shuffle}"])
@@ -242,7 +267,9 @@ def test_metrics_jsonl_and_plot(tmp_path):
 def test_cli_plot(tmp_path, capsys):
     from searchgym.cli import main
 
-    (tmp_path / "m.jsonl").write_text("".join(json.dumps({"step": s, "solver/reward": s / 10}) + "\n" for s in range(5)))
+    (tmp_path / "m.jsonl").write_text(
+        "".join(json.dumps({"step": s, "solver/reward": s / 10}) + "\n" for s in range(5))
+    )
     assert main(["plot", str(tmp_path / "m.jsonl"), "--out", str(tmp_path / "c.png")]) == 0
     assert (tmp_path / "c.png").stat().st_size > 1000
     assert main(["plot", str(tmp_path / "none.jsonl")]) == 2
@@ -273,8 +300,12 @@ def _selfplay_envs(n=2):
     import searchgym  # noqa: F401
 
     first = gym.make("KGSelfPlay-v0", group_size=2, max_turns=2)
-    raw = [first] + [first.unwrapped.clone() if hasattr(first.unwrapped, "clone")
-                     else gym.make("KGSelfPlay-v0", group_size=2, max_turns=2) for _ in range(n - 1)]
+    raw = [first] + [
+        first.unwrapped.clone()
+        if hasattr(first.unwrapped, "clone")
+        else gym.make("KGSelfPlay-v0", group_size=2, max_turns=2)
+        for _ in range(n - 1)
+    ]
     return [LengthReward(e) for e in raw]
 
 
@@ -357,11 +388,19 @@ def test_validation_is_greedy_binary_accuracy_on_held_out_tasks(tmp_path, tok, t
     from searchgym.agents.llm_agent import LLMAgent
     from tests.test_agent_backends import RecordingGenerator
 
-    tasks = [Task(id="a", question="Where was Alice Varn born?", answers=["Tarsk"]),
-             Task(id="b", question="What is the capital of Merovia?", answers=["Ostrel"]),
-             Task(id="c", question="Where is Dura Labs?", answers=["Tarsk"])]
-    tr = SelfPlayTrainer(_config(tmp_path), envs=[object()], model=build_model(tok), tokenizer=tok, val_tasks=tasks,
-                         val_env_factory=lambda: gym.make("KGSolver-v0", world=tiny_world, max_turns=1))
+    tasks = [
+        Task(id="a", question="Where was Alice Varn born?", answers=["Tarsk"]),
+        Task(id="b", question="What is the capital of Merovia?", answers=["Ostrel"]),
+        Task(id="c", question="Where is Dura Labs?", answers=["Tarsk"]),
+    ]
+    tr = SelfPlayTrainer(
+        _config(tmp_path),
+        envs=[object()],
+        model=build_model(tok),
+        tokenizer=tok,
+        val_tasks=tasks,
+        val_env_factory=lambda: gym.make("KGSolver-v0", world=tiny_world, max_turns=1),
+    )
     gen = RecordingGenerator("<answer> Tarsk </answer>")
     tr.agent = LLMAgent(gen)
     out = tr.validate()

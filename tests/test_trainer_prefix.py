@@ -35,11 +35,15 @@ def _traj(question: str, agent_texts: list[str]):
 def _batch(tok):
     """Two prompts of different lengths, 3 + 2 completions of different lengths, multi-turn."""
     q1, q2 = "Where was Alice Varn born?", "Which company did Bob Varn found in the city of Ostrel in 1204?"
-    trajs = [_traj(q1, ["<answer> Tarsk </answer>"]),
-             _traj(q1, ["<search> Alice Varn </search>", "<answer> Tarsk </answer>"]),
-             _traj(q2, ["<think> hmm </think><search> Bob </search>", "<search> Dura Labs </search>", "<answer> x </answer>"]),
-             _traj(q1, ["<think> long thought about Merovia and Ostrel </think><answer> Ostrel </answer>"]),
-             _traj(q2, ["<answer> Dura Labs </answer>"])]
+    trajs = [
+        _traj(q1, ["<answer> Tarsk </answer>"]),
+        _traj(q1, ["<search> Alice Varn </search>", "<answer> Tarsk </answer>"]),
+        _traj(
+            q2, ["<think> hmm </think><search> Bob </search>", "<search> Dura Labs </search>", "<answer> x </answer>"]
+        ),
+        _traj(q1, ["<think> long thought about Merovia and Ostrel </think><answer> Ostrel </answer>"]),
+        _traj(q2, ["<answer> Dura Labs </answer>"]),
+    ]
     enc = [encode_trajectory(tok, t) for t in trajs]
     ids, attn, mask, adv = collate(enc, tok.pad_token_id, [[1.0], [-0.5], [0.7, 0.2, -1.0], [0.3], [-1.5]])
     return enc, ids, attn, mask, adv
@@ -69,7 +73,9 @@ def test_shared_prompt_scoring_matches_full_sequences(tok):
     on = mask.bool()
     assert torch.allclose(ref_full[on], ref_shared[on], atol=1e-5)
 
-    full = _loss_and_grads(model, lambda m: token_logprobs(m, ids, attn, with_entropy=True, start=start), mask, adv, ref_full)
+    full = _loss_and_grads(
+        model, lambda m: token_logprobs(m, ids, attn, with_entropy=True, start=start), mask, adv, ref_full
+    )
     shared = _loss_and_grads(model, lambda m: shared_token_logprobs(m, packed, with_entropy=True), mask, adv, ref_full)
     assert torch.allclose(full[0][on], shared[0][on], atol=1e-5)
     assert torch.allclose(full[1][on], shared[1][on], atol=1e-4)  # entropy
@@ -105,13 +111,27 @@ def test_trainer_update_is_the_same_with_and_without_prompt_sharing(tmp_path, to
     from searchgym.agents.config import TrainConfig
     from searchgym.agents.trainer import SelfPlayTrainer
 
-    trajs = [_traj("Where was Alice Varn born?", [a]) for a in ("<answer> Tarsk </answer>", "<answer> Ostrel </answer>",
-                                                                 "<search> Alice </search>")]
+    trajs = [
+        _traj("Where was Alice Varn born?", [a])
+        for a in ("<answer> Tarsk </answer>", "<answer> Ostrel </answer>", "<search> Alice </search>")
+    ]
     out = []
     for share in (True, False):
-        cfg = TrainConfig(device="cpu", batch_size=1, group_size=3, lr=1e-3, warmup_steps=0, kl_coef=0.05,
-                          output_dir=str(tmp_path / str(share)), tensorboard=False, progress=False, save_every=0,
-                          mini_batch_size=8, micro_batch_size=8, share_prompt=share)
+        cfg = TrainConfig(
+            device="cpu",
+            batch_size=1,
+            group_size=3,
+            lr=1e-3,
+            warmup_steps=0,
+            kl_coef=0.05,
+            output_dir=str(tmp_path / str(share)),
+            tensorboard=False,
+            progress=False,
+            save_every=0,
+            mini_batch_size=8,
+            micro_batch_size=8,
+            share_prompt=share,
+        )
         tr = SelfPlayTrainer(cfg, envs=[object()], model=build_model(tok, seed=1), tokenizer=tok)
         stats = tr.optimise(trajs, [[1.0], [-1.0], [0.5]])
         out.append((stats, {k: p.grad.clone() for k, p in tr.policy.named_parameters()}))

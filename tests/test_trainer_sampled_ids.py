@@ -45,9 +45,21 @@ def _trainer(tmp_path, tok, world, *, group: int, turns: int, new_tokens: int, s
     import searchgym  # noqa: F401
 
     env = gym.make("KGSolverGroup-v0", world=world, group_size=group, max_turns=turns)
-    cfg = TrainConfig(device="cpu", batch_size=2, group_size=group, max_turns=turns, max_new_tokens=new_tokens,
-                      lr=1e-4, warmup_steps=0, output_dir=str(tmp_path / "run"), tensorboard=False, progress=False,
-                      save_every=0, mini_batch_size=16, micro_batch_size=16)
+    cfg = TrainConfig(
+        device="cpu",
+        batch_size=2,
+        group_size=group,
+        max_turns=turns,
+        max_new_tokens=new_tokens,
+        lr=1e-4,
+        warmup_steps=0,
+        output_dir=str(tmp_path / "run"),
+        tensorboard=False,
+        progress=False,
+        save_every=0,
+        mini_batch_size=16,
+        micro_batch_size=16,
+    )
     return SelfPlayTrainer(cfg, envs=[env], model=build_model(tok, seed=seed), tokenizer=tok)
 
 
@@ -65,14 +77,21 @@ def test_trained_agent_tokens_are_the_sampled_ones_in_multi_turn_rollouts(tmp_pa
         full = encode_trajectory(tok, t, for_generation=True).input_ids
         # every turn: the context the policy saw is a prefix of the trained sequence and the tokens
         # it sampled there follow it verbatim
-        sampled = sorted({len(ctx): ids for ctx, ids in spy.log
-                          if ctx == full[: len(ctx)] and full[len(ctx): len(ctx) + len(ids)] == ids}.items())
+        sampled = sorted(
+            {
+                len(ctx): ids
+                for ctx, ids in spy.log
+                if ctx == full[: len(ctx)] and full[len(ctx) : len(ctx) + len(ids)] == ids
+            }.items()
+        )
         assert len(sampled) == len(t.turns)
         kept = [ids for (_, ids), turn in zip(sampled, t.turns) if turn.action]
         assert e.agent_segments == kept
         assert e.input_ids == full[: len(e.input_ids)]
-        differs += any(tok(turn.action, add_special_tokens=False)["input_ids"] != ids
-                       for turn, ids in zip([u for u in t.turns if u.action], kept))
+        differs += any(
+            tok(turn.action, add_special_tokens=False)["input_ids"] != ids
+            for turn, ids in zip([u for u in t.turns if u.action], kept)
+        )
     assert differs > 0  # re-tokenising the text would have trained on other tokens
 
 
@@ -81,8 +100,12 @@ def test_update_tokens_equal_sampled_tokens_count(tmp_path, tok, default_world):
     tr = _trainer(tmp_path, tok, default_world, group=2, turns=2, new_tokens=8, seed=6)
     batch = tr.collect()
     stats = tr.update(batch.samples)
-    sampled = sum(len(ids or []) for s in batch.samples for ids, turn in
-                  zip(s.trajectory.metadata[SAMPLED_IDS_KEY], s.trajectory.turns) if turn.action)
+    sampled = sum(
+        len(ids or [])
+        for s in batch.samples
+        for ids, turn in zip(s.trajectory.metadata[SAMPLED_IDS_KEY], s.trajectory.turns)
+        if turn.action
+    )
     assert stats["solver/tokens"] * stats["solver/sequences"] == pytest.approx(sampled)
 
 

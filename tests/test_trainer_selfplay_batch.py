@@ -43,8 +43,18 @@ def tok():
 
 
 def _trainer(tmp_path, tok, *, n_envs=2, verifier=None, **kw):
-    cfg = dict(device="cpu", batch_size=24, group_size=2, max_turns=10, max_new_tokens=8, tensorboard=False,
-               progress=False, output_dir=str(tmp_path / "run"), save_every=0, val_every=0)
+    cfg = dict(
+        device="cpu",
+        batch_size=24,
+        group_size=2,
+        max_turns=10,
+        max_new_tokens=8,
+        tensorboard=False,
+        progress=False,
+        output_dir=str(tmp_path / "run"),
+        save_every=0,
+        val_every=0,
+    )
     cfg.update(kw)
     config = TrainConfig(**cfg)
     extra = {"verifier": verifier} if verifier is not None else {}
@@ -56,8 +66,7 @@ def _trainer(tmp_path, tok, *, n_envs=2, verifier=None, **kw):
 
 
 def _valid_questions(batch) -> list[str]:
-    return [s.trajectory.question for s in batch.samples
-            if s.role == "proposer" and s.components.get("valid") == 1.0]
+    return [s.trajectory.question for s in batch.samples if s.role == "proposer" and s.components.get("valid") == 1.0]
 
 
 def test_one_replay_buffer_for_the_batch_not_cleared_by_game_count(tmp_path, tok):
@@ -125,8 +134,13 @@ def test_env_kwargs_that_repeat_a_config_field_resolve_one_way(tmp_path, tok):
         TrainConfig(env_kwargs={"replay_reset_every": 3})
     same = TrainConfig(max_turns=2, env_kwargs={"max_turns": 2})  # agreeing values are fine
     task = Task(id="q", question="Where was Alice Varn born?", answers=["Tarsk"])
-    tr = SelfPlayTrainer(TrainConfig(**{**same.to_dict(), "device": "cpu", "output_dir": str(tmp_path)}),
-                         envs=[object()], model=build_model(tok), tokenizer=tok, val_tasks=[task])
+    tr = SelfPlayTrainer(
+        TrainConfig(**{**same.to_dict(), "device": "cpu", "output_dir": str(tmp_path)}),
+        envs=[object()],
+        model=build_model(tok),
+        tokenizer=tok,
+        val_tasks=[task],
+    )
     env = tr._val_env()  # crashed with "got multiple values for keyword argument 'max_turns'"
     assert env.unwrapped.max_turns == 2
 

@@ -11,7 +11,13 @@ from searchgym.envs.judge import ExactMatchJudge, LLMJudge
 from searchgym.envs.protocol import format_information
 from searchgym.envs.types import Task, Trajectory, Turn
 from searchgym.envs.verifier import (
-    ExtractiveReader, LLMReader, RAGVerifier, Reader, ReaderError, extract_final_answer, materials_from_trajectory,
+    ExtractiveReader,
+    LLMReader,
+    RAGVerifier,
+    Reader,
+    ReaderError,
+    extract_final_answer,
+    materials_from_trajectory,
 )
 from searchgym.retrieval.base import Hit, format_hits
 from tests.support.openai_server import OpenAIStubServer
@@ -39,15 +45,18 @@ def noise(tiny_world):
     return _materials(tiny_world, ["Dura Labs"], ["Bob Varn"], ["Weather"], ["Dura Labs", "Bob Varn"])
 
 
-@pytest.mark.parametrize("question,answer", [
-    (CAPITAL_Q, "Ostrel"),
-    ("What is the capital of the country in which Tarsk is located?", "Ostrel"),
-    ("What country is Tarsk located in?", "Merovia"),
-    ("In what year was the country where the birthplace of A. Varn is located founded?", "1204"),
-    ("Who was born in the capital of the country where Tarsk is located?", "Bob Varn"),
-    ("Which company has its headquarters in the city where Alice Varn was born?", "Dura Labs"),
-    ("What is the favourite colour of the weather?", ""),
-])
+@pytest.mark.parametrize(
+    "question,answer",
+    [
+        (CAPITAL_Q, "Ostrel"),
+        ("What is the capital of the country in which Tarsk is located?", "Ostrel"),
+        ("What country is Tarsk located in?", "Merovia"),
+        ("In what year was the country where the birthplace of A. Varn is located founded?", "1204"),
+        ("Who was born in the capital of the country where Tarsk is located?", "Bob Varn"),
+        ("Which company has its headquarters in the city where Alice Varn was born?", "Dura Labs"),
+        ("What is the favourite colour of the weather?", ""),
+    ],
+)
 def test_extractive_reader_answers_multi_hop(reader, own, noise, question, answer):
     assert reader.answer(question, own + noise) == answer
 
@@ -88,7 +97,10 @@ def test_noise_sampling_is_deterministic_and_excludes_own(reader, own, noise):
     assert ver.select_materials(own, pool, 3) == ver.select_materials(own, pool, random.Random(3))
     with pytest.raises(TypeError, match="rng"):
         ver.select_materials(own, pool, "seed")
-    assert RAGVerifier(reader, ExactMatchJudge(), n_noise=0).select_materials(own, pool, 0) in ([own[0], own[1]], [own[1], own[0]])
+    assert RAGVerifier(reader, ExactMatchJudge(), n_noise=0).select_materials(own, pool, 0) in (
+        [own[0], own[1]],
+        [own[1], own[0]],
+    )
 
 
 class _FailingReader:
@@ -119,16 +131,22 @@ def test_judge_error_fails_closed(own):
 
 def test_materials_from_trajectory():
     traj = Trajectory(role="proposer", task=Task(id="t", question="", answers=["a"]), prompt="p")
-    traj.turns = [Turn(0, "x", information=format_information("Doc 1 A")), Turn(1, "y", information="\nMy previous action is invalid.\n"),
-                  Turn(2, "z", information=format_information("Doc 1 B"))]
+    traj.turns = [
+        Turn(0, "x", information=format_information("Doc 1 A")),
+        Turn(1, "y", information="\nMy previous action is invalid.\n"),
+        Turn(2, "z", information=format_information("Doc 1 B")),
+    ]
     assert materials_from_trajectory(traj) == ["Doc 1 A", "Doc 1 B"]
 
 
-@pytest.mark.parametrize("reply,answer", [
-    ("The capital of Merovia is Ostrel.\nAnswer: Ostrel", "Ostrel"),
-    ("Answer: Tarsk. Hmm. answer: **Ostrel**.\nExplanation...", "Ostrel"),
-    ("<think>Answer: no</think> Answer: Ostrel", "Ostrel"),
-])
+@pytest.mark.parametrize(
+    "reply,answer",
+    [
+        ("The capital of Merovia is Ostrel.\nAnswer: Ostrel", "Ostrel"),
+        ("Answer: Tarsk. Hmm. answer: **Ostrel**.\nExplanation...", "Ostrel"),
+        ("<think>Answer: no</think> Answer: Ostrel", "Ostrel"),
+    ],
+)
 def test_extract_final_answer(reply, answer):
     assert extract_final_answer(reply) == answer
 
@@ -191,12 +209,19 @@ def _paraphrase_world():
     b.add_triple("N", "loc", "R")
     b.add_triple("C", "pop", Literal("8539", "quantity"))
     b.add_triple("N", "pop", Literal("7802", "quantity"))
-    b.add_document("d1", "Upper Miath", "Upper Miath is a region. The region is governed from Hynargard. "
-                                         "Places in Upper Miath include Naskdal and Hynargard. Administratively, it belongs to Raeskania.",
-                   entity="R")
-    b.add_document("d2", "Hynargard", "Hynargard is a town. As of the last census, the city had 8,539 inhabitants.", entity="C")
-    b.add_document("d3", "Naskdal", "Naskdal is a town. It had 7,802 inhabitants. Naskdal lies in Upper Miath.",
-                   entity="N")
+    b.add_document(
+        "d1",
+        "Upper Miath",
+        "Upper Miath is a region. The region is governed from Hynargard. "
+        "Places in Upper Miath include Naskdal and Hynargard. Administratively, it belongs to Raeskania.",
+        entity="R",
+    )
+    b.add_document(
+        "d2", "Hynargard", "Hynargard is a town. As of the last census, the city had 8,539 inhabitants.", entity="C"
+    )
+    b.add_document(
+        "d3", "Naskdal", "Naskdal is a town. It had 7,802 inhabitants. Naskdal lies in Upper Miath.", entity="N"
+    )
     return b.build()
 
 

@@ -28,10 +28,21 @@ def tok():
 
 
 def make_loop(cls, tok, server, *, n=1, response_length=RESPONSE_LENGTH, **kw):
-    cfg = OmegaConf.create({"actor_rollout_ref": {"rollout": {"prompt_length": 1024, "response_length": response_length,
-                                                              "n": n}}, "data": {}})
-    return cls(trainer_config=DictConfigWrap(cfg), server_manager=server, tokenizer=tok, processor=None,
-               dataset_cls=None, data_config=DictConfigWrap(cfg.data), **kw)
+    cfg = OmegaConf.create(
+        {
+            "actor_rollout_ref": {"rollout": {"prompt_length": 1024, "response_length": response_length, "n": n}},
+            "data": {},
+        }
+    )
+    return cls(
+        trainer_config=DictConfigWrap(cfg),
+        server_manager=server,
+        tokenizer=tok,
+        processor=None,
+        dataset_cls=None,
+        data_config=DictConfigWrap(cfg.data),
+        **kw,
+    )
 
 
 class ScriptedServer:
@@ -48,8 +59,11 @@ class ScriptedServer:
         if self.fail_on_call == self.calls:
             raise ConnectionError("vLLM replica went away")
         seen = self.tok.decode(prompt_ids)
-        text = ("<think>find it</think><search>capital of the country</search>" if not seen.endswith("</information>\n")
-                else f"<think>so it is {self.answer}</think><answer>{self.answer}</answer>")
+        text = (
+            "<think>find it</think><search>capital of the country</search>"
+            if not seen.endswith("</information>\n")
+            else f"<think>so it is {self.answer}</think><answer>{self.answer}</answer>"
+        )
         ids = self.tok.encode(text, add_special_tokens=False)
         return TokenOutput(token_ids=ids, log_probs=[-0.5] * len(ids) if self.logprobs else None)
 
@@ -65,10 +79,14 @@ class TinyModelServer:
     async def generate(self, request_id, prompt_ids, sampling_params, **kw):
         with self.torch.no_grad():
             ids = self.torch.tensor([prompt_ids])
-            out = self.model.generate(ids, attention_mask=self.torch.ones_like(ids), do_sample=False,
-                                      max_new_tokens=min(16, sampling_params["max_tokens"]),
-                                      pad_token_id=self.tok.pad_token_id)
-        return TokenOutput(token_ids=out[0, len(prompt_ids):].tolist(), log_probs=None)
+            out = self.model.generate(
+                ids,
+                attention_mask=self.torch.ones_like(ids),
+                do_sample=False,
+                max_new_tokens=min(16, sampling_params["max_tokens"]),
+                pad_token_id=self.tok.pad_token_id,
+            )
+        return TokenOutput(token_ids=out[0, len(prompt_ids) :].tolist(), log_probs=None)
 
 
 def first_task():
@@ -139,9 +157,11 @@ class ToolCallServer(ScriptedServer):
 
     async def generate(self, request_id, prompt_ids, sampling_params, **kw):
         self.calls += 1
-        call = ({"name": "search", "arguments": {"query": "capital of the country"}}
-                if not self.tok.decode(prompt_ids).endswith("</information>\n")
-                else {"name": "answer", "arguments": {"answer": self.answer}})
+        call = (
+            {"name": "search", "arguments": {"query": "capital of the country"}}
+            if not self.tok.decode(prompt_ids).endswith("</information>\n")
+            else {"name": "answer", "arguments": {"answer": self.answer}}
+        )
         text = f"<tool_call>{json.dumps(call)}</tool_call>"
         return TokenOutput(token_ids=self.tok.encode(text, add_special_tokens=False), log_probs=None)
 
@@ -149,8 +169,9 @@ class ToolCallServer(ScriptedServer):
 def test_solver_loop_plays_the_tool_call_protocol(tok):
     task = first_task()
     server = ToolCallServer(tok, task.answers[0])
-    out = asyncio.run(make_loop(al.SearchGymSolverLoop, tok, server).run(
-        {}, extra_info={"searchgym": {"task": task.to_dict()}}))
+    out = asyncio.run(
+        make_loop(al.SearchGymSolverLoop, tok, server).run({}, extra_info={"searchgym": {"task": task.to_dict()}})
+    )
     assert server.calls == 2 and out.reward_score == 1.0
     assert len(masked_out_text(tok, out)) == 1
 
@@ -180,7 +201,9 @@ def test_server_manager_failing_mid_rollout_is_marked_and_counted(tok):
     assert "vLLM replica went away" in out.extra_fields["searchgym_error"]
     assert set(out.response_mask) == {0}  # no gradient from a broken rollout
     assert al.FAILED_ROLLOUTS["searchgym_solver"] == before + 1
-    raising = make_loop(al.SearchGymSolverLoop, tok, ScriptedServer(tok, "x", fail_on_call=1), on_generate_error="raise")
+    raising = make_loop(
+        al.SearchGymSolverLoop, tok, ScriptedServer(tok, "x", fail_on_call=1), on_generate_error="raise"
+    )
     with pytest.raises(RuntimeError, match="generator failed mid-rollout"):
         asyncio.run(raising.run({}, extra_info={"searchgym": {"task": task.to_dict()}}))
 
@@ -197,8 +220,17 @@ def test_bad_names_fail_clearly(tok):
 def test_selfplay_loop_one_game_per_group(tok):
     group = 3
     server = TinyModelServer(tok)
-    loops = [make_loop(al.SearchGymSelfPlayLoop, tok, server, n=group, rewards="wcr",
-                       env_kwargs={"group_size": group, "max_turns": 2}) for _ in range(group)]
+    loops = [
+        make_loop(
+            al.SearchGymSelfPlayLoop,
+            tok,
+            server,
+            n=group,
+            rewards="wcr",
+            env_kwargs={"group_size": group, "max_turns": 2},
+        )
+        for _ in range(group)
+    ]
 
     async def run_group():
         return await asyncio.gather(*[lp.run({}, uid="row-7", extra_info={"searchgym": {"index": 1}}) for lp in loops])
@@ -224,7 +256,9 @@ def test_proposer_loop_returns_the_proposer_rollout(tok):
 
 
 def test_selfplay_lone_sample_as_in_validation_releases_its_game(tok):
-    loop = make_loop(al.SearchGymSelfPlayLoop, tok, TinyModelServer(tok), n=2, env_kwargs={"group_size": 2, "max_turns": 2})
+    loop = make_loop(
+        al.SearchGymSelfPlayLoop, tok, TinyModelServer(tok), n=2, env_kwargs={"group_size": 2, "max_turns": 2}
+    )
     out = asyncio.run(loop.run({}, uid="val-row", extra_info={"searchgym": {"index": 0}}))
     assert out.extra_fields["searchgym_slot"] == 0 and "val-row" not in al.SearchGymSelfPlayLoop._games
 
@@ -236,16 +270,28 @@ def test_selfplay_games_of_a_process_share_replay_and_noise():
 
 
 def test_example_yaml_instantiates_through_hydra_as_verl_does(tok):
-    import hydra
     from pathlib import Path
 
+    import hydra
+
     entries = OmegaConf.load(Path(__file__).resolve().parents[1] / "examples/verl/agent_loops.yaml")
-    cfg = OmegaConf.create({"actor_rollout_ref": {"rollout": {"prompt_length": 1024, "response_length": 512, "n": 5}},
-                            "data": {}})
-    loops = {e.name: hydra.utils.instantiate(config=e, trainer_config=DictConfigWrap(cfg), server_manager=None,
-                                             tokenizer=tok, processor=None, hf_model_type=None, dataset_cls=None,
-                                             data_config=DictConfigWrap(cfg.data), tools=None)
-             for e in entries}
+    cfg = OmegaConf.create(
+        {"actor_rollout_ref": {"rollout": {"prompt_length": 1024, "response_length": 512, "n": 5}}, "data": {}}
+    )
+    loops = {
+        e.name: hydra.utils.instantiate(
+            config=e,
+            trainer_config=DictConfigWrap(cfg),
+            server_manager=None,
+            tokenizer=tok,
+            processor=None,
+            hf_model_type=None,
+            dataset_cls=None,
+            data_config=DictConfigWrap(cfg.data),
+            tools=None,
+        )
+        for e in entries
+    }
     assert loops["searchgym_solver"].spec == EnvSpec("KGSolver-v0", ("wcr",), {"max_turns": 6})
     assert loops["searchgym_selfplay"].spec.env_kwargs == {"group_size": 5, "max_turns": 6}
     assert isinstance(loops["searchgym_proposer"], al.SearchGymProposerLoop)

@@ -26,8 +26,10 @@ def tool_loop_response(turns: list[str]) -> str:
     for i, t in enumerate(turns):
         out.append(f"{t}<|im_end|>")
         if i < len(turns) - 1:
-            out.append("\n<|im_start|>user\n<tool_response>\nDoc 1 (Title: \"X\") text</tool_response><|im_end|>\n"
-                       "<|im_start|>assistant\n")
+            out.append(
+                '\n<|im_start|>user\n<tool_response>\nDoc 1 (Title: "X") text</tool_response><|im_end|>\n'
+                "<|im_start|>assistant\n"
+            )
     return "".join(out)
 
 
@@ -35,7 +37,9 @@ def test_split_turns_drops_tool_blocks():
     text = tool_loop_response(["<think>a</think><search>q1</search>", "<answer>B</answer>"])
     assert split_turns(text) == ["<think>a</think><search>q1</search>", "<answer>B</answer>"]
     assert split_turns("<search>q</search>\n<information>Doc 1</information>\n<answer>x</answer>") == [
-        "<search>q</search>", "<answer>x</answer>"]
+        "<search>q</search>",
+        "<answer>x</answer>",
+    ]
 
 
 def test_compute_score_replays_the_turns_through_the_env(rows):
@@ -43,8 +47,12 @@ def test_compute_score_replays_the_turns_through_the_env(rows):
     gold = row["reward_model"]["ground_truth"]
     task = json.loads(row["extra_info"]["searchgym"]["task"])
     think = " ".join(task["waypoints"])  # the agent's reasoning names every waypoint: full WCR coverage
-    right = tool_loop_response([f"<think>{think}</think><search>{task['question']}</search>",
-                                f"<think>{think}</think><answer>{gold[0]}</answer>"])
+    right = tool_loop_response(
+        [
+            f"<think>{think}</think><search>{task['question']}</search>",
+            f"<think>{think}</think><answer>{gold[0]}</answer>",
+        ]
+    )
     good = compute_score("searchgym", right, gold, row["extra_info"])
     assert good["outcome"] == 1.0 and good["wcr_coverage"] == 1.0 and good["score"] == 1.0
     wrong = compute_score("searchgym", right.replace(f"<answer>{gold[0]}", "<answer>nobody"), gold, row["extra_info"])
@@ -111,8 +119,10 @@ def test_searchgym_serve_answers_verls_search_tool_payload(default_world):
 
 
 def test_verls_own_search_code_against_searchgym_serve(default_world):
-    utils = pytest.importorskip("verl.tools.utils.search_r1_like_utils",
-                                reason="verl 0.9.1's wheel ships no search tool; the pinned contract above covers it")
+    utils = pytest.importorskip(
+        "verl.tools.utils.search_r1_like_utils",
+        reason="verl 0.9.1's wheel ships no search tool; the pinned contract above covers it",
+    )
     with RetrievalServer(BM25Retriever.from_world(default_world), port=0) as srv:
         text, meta = utils.perform_single_search_batch(srv.url + "/retrieve", ["capital of Kosor"], topk=3)
         assert meta["status"] == "success" and meta["total_results"] == 3

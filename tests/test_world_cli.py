@@ -8,8 +8,8 @@ import json
 import pytest
 
 from searchgym.cli import main
-from searchgym.world import load_world
 from searchgym.commands import world as world_cli
+from searchgym.world import load_world
 
 
 def test_build_then_stats(tmp_path, capsys):
@@ -85,7 +85,9 @@ def fake_source(args: argparse.Namespace):
 def test_sources_registry_dispatches_by_name(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(world_cli.WORLD_SOURCES, "fake", f"{__name__}:fake_source")
     out = tmp_path / "w"
-    assert main(["world", "build", "--out", str(out), "--source", "fake", "--input", "some/input", "--no-progress"]) == 0
+    assert (
+        main(["world", "build", "--out", str(out), "--source", "fake", "--input", "some/input", "--no-progress"]) == 0
+    )
     assert load_world(out).name == "tiny"
     monkeypatch.setitem(world_cli.WORLD_SOURCES, "broken", "no_module_path")
     assert main(["world", "build", "--out", str(tmp_path / "v"), "--source", "broken"]) == 2

@@ -211,9 +211,20 @@ def test_repeated_triples_are_deduplicated_and_counted():
 
 def test_world_constructor_rejects_inconsistent_columns():
     base = dict(
-        name="x", entity_ids=["a", "a"], titles=["A", "B"], aliases=[(), ()], descriptions=["", ""],
-        types=["other", "other"], relation_ids=[], relation_labels=[], literal_values=[], literal_kinds=[],
-        triples=np.zeros((0, 3), dtype=np.int64), doc_ids=[], doc_titles=[], doc_texts=[],
+        name="x",
+        entity_ids=["a", "a"],
+        titles=["A", "B"],
+        aliases=[(), ()],
+        descriptions=["", ""],
+        types=["other", "other"],
+        relation_ids=[],
+        relation_labels=[],
+        literal_values=[],
+        literal_kinds=[],
+        triples=np.zeros((0, 3), dtype=np.int64),
+        doc_ids=[],
+        doc_titles=[],
+        doc_texts=[],
         doc_entities=np.zeros(0, dtype=np.int64),
     )
     with pytest.raises(WorldError, match="duplicate entity ids"):
@@ -221,8 +232,15 @@ def test_world_constructor_rejects_inconsistent_columns():
     with pytest.raises(WorldError, match="different lengths"):
         World(**{**base, "entity_ids": ["a", "b"], "titles": ["A"]})
     with pytest.raises(WorldError, match="outside"):
-        World(**{**base, "entity_ids": ["a", "b"], "relation_ids": ["r"], "relation_labels": ["r"],
-                 "triples": np.array([[0, 0, 7]])})
+        World(
+            **{
+                **base,
+                "entity_ids": ["a", "b"],
+                "relation_ids": ["r"],
+                "relation_labels": ["r"],
+                "triples": np.array([[0, 0, 7]]),
+            }
+        )
 
 
 # ------------------------------------------------------------------ storage

@@ -41,7 +41,13 @@ def test_spearman_bins_and_rates_by_hand():
 
 
 def test_coverage_bins_edges():
-    rows = [("none", False), ("Alpha", False), ("Alpha Beta", True), ("Alpha Beta Gamma", True), ("Alpha Beta Gamma Delta", True)]
+    rows = [
+        ("none", False),
+        ("Alpha", False),
+        ("Alpha Beta", True),
+        ("Alpha Beta Gamma", True),
+        ("Alpha Beta Gamma Delta", True),
+    ]
     d = compute_diagnostics(_batch(0, rows))
     bins = d["accuracy_by_coverage"]
     # coverages 0, .25, .5, .75, 1.0 -> [0,.25) [.25,.5) [.5,.75) [.75,1.0]
@@ -55,13 +61,19 @@ def test_coverage_bins_edges():
 def test_empty_input_gives_nan_not_errors():
     d = compute_diagnostics([])
     assert d["solver_rollouts"] == 0
-    assert math.isnan(d["accuracy"]) and math.isnan(d["valid_question_rate"]) and math.isnan(d["spearman_overall"]["rho"])
+    assert (
+        math.isnan(d["accuracy"]) and math.isnan(d["valid_question_rate"]) and math.isnan(d["spearman_overall"]["rho"])
+    )
 
 
 def test_information_utilisation_and_search_turns():
     task = make_task("u", waypoints=W)
-    t = make_traj(task, ["I should search first", "alpha and delta", ""], ["Alpha beta gamma.", "", ""],
-                  searches_per_turn=[1, 0, 2])
+    t = make_traj(
+        task,
+        ["I should search first", "alpha and delta", ""],
+        ["Alpha beta gamma.", "", ""],
+        searches_per_turn=[1, 0, 2],
+    )
     # block 1 is written before any retrieval (skipped); block 2: 'alpha' seen, 'and', 'delta' not -> 1/3
     assert information_utilisation(t) == pytest.approx(1 / 3)
     assert search_turns(t) == 2
@@ -119,7 +131,10 @@ def test_diagnose_cli_on_a_play_export(tmp_path, capsys):
     assert cli_main(["play", "--games", "4", "--export", str(games)]) == 0
     capsys.readouterr()
     out_json, out_png = tmp_path / "diag.json", tmp_path / "diag.png"
-    assert cli_main(["diagnose", str(games), "--games-per-batch", "2", "--json", str(out_json), "--out", str(out_png)]) == 0
+    assert (
+        cli_main(["diagnose", str(games), "--games-per-batch", "2", "--json", str(out_json), "--out", str(out_png)])
+        == 0
+    )
     text = capsys.readouterr().out
     assert "Spearman(coverage, correct)" in text and "accuracy by coverage bin" in text
     # Strict JSON: undefined statistics are null, never NaN.

@@ -36,7 +36,9 @@ def test_accuracy_reward_floor_and_format_gate():
 
 
 def test_recall_and_penalty():
-    assert recall_reward(["Tarsk", "merovia ", "Weather"], ["Tarsk", "Merovia", "Ostrel", "Tarsk"]) == pytest.approx(2 / 3)
+    assert recall_reward(["Tarsk", "merovia ", "Weather"], ["Tarsk", "Merovia", "Ostrel", "Tarsk"]) == pytest.approx(
+        2 / 3
+    )
     with pytest.raises(ValueError, match="gold"):
         recall_reward(["x"], [])
     assert retrieval_penalty(3, 3) == 0.0
@@ -48,8 +50,15 @@ def test_recall_and_penalty():
 
 
 def test_full_reward_hand_case():
-    terms = dynasearcher_reward("Ostrel", ["Ostrel"], format_ok=True, retrieved_titles=["Tarsk", "Merovia"],
-                                gold_titles=["Alice Varn", "Tarsk", "Merovia", "Ostrel"], retrievals=5, hops=3)
+    terms = dynasearcher_reward(
+        "Ostrel",
+        ["Ostrel"],
+        format_ok=True,
+        retrieved_titles=["Tarsk", "Merovia"],
+        gold_titles=["Alice Varn", "Tarsk", "Merovia", "Ostrel"],
+        retrievals=5,
+        hops=3,
+    )
     # r_acc 1; recall 0.5; penalty 0.19; gain 0.5 * 0.31 = 0.155
     assert terms["reward"] == pytest.approx(1.155)
     assert terms["dyna_gain"] == pytest.approx(0.155)
@@ -59,15 +68,28 @@ def test_full_reward_hand_case():
 @given(correct=st.booleans(), fmt=st.booleans(), got=st.integers(0, 4), t=st.integers(0, 30), i=st.integers(1, 7))
 def test_reward_bounds(correct, fmt, got, t, i):
     gold = ["A", "B", "C", "D"]
-    r = dynasearcher_reward("Ostrel" if correct else "Paris", ["Ostrel"], format_ok=fmt, retrieved_titles=gold[:got],
-                            gold_titles=gold, retrievals=t, hops=i)["reward"]
+    r = dynasearcher_reward(
+        "Ostrel" if correct else "Paris",
+        ["Ostrel"],
+        format_ok=fmt,
+        retrieved_titles=gold[:got],
+        gold_titles=gold,
+        retrievals=t,
+        hops=i,
+    )["reward"]
     assert -0.5 <= r <= 1.0 + 0.5 * 1.2 + 1e-12
 
 
 def _group():
     task = make_task("d1", answers=["Ostrel"], gold_titles=["Tarsk", "Merovia", "Ostrel"], hops=3)
-    good = make_traj(task, ["a", "b", "c"], ["i1", "i2", "i3"], answer="Ostrel", correct=True,
-                     titles=[["Tarsk"], ["Merovia"], ["Ostrel"]])
+    good = make_traj(
+        task,
+        ["a", "b", "c"],
+        ["i1", "i2", "i3"],
+        answer="Ostrel",
+        correct=True,
+        titles=[["Tarsk"], ["Merovia"], ["Ostrel"]],
+    )
     bad = make_traj(task, ["a"], ["i1"], answer=None, correct=False, valid=False, titles=[["Weather"]])
     return [good, bad]
 

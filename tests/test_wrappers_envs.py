@@ -69,8 +69,16 @@ def test_stack_on_selfplay_logs_every_component_by_name():
     assert len(solvers) == 3 and len(proposer) == 1
     for ev in solvers:
         comp = ev["components"]
-        for name in ("outcome", "gdcr_steps", "gdcr_total", "wcr_coverage", "wcr_normalised_coverage", "wcr_bonus",
-                     "correct", "format_penalty"):
+        for name in (
+            "outcome",
+            "gdcr_steps",
+            "gdcr_total",
+            "wcr_coverage",
+            "wcr_normalised_coverage",
+            "wcr_bonus",
+            "correct",
+            "format_penalty",
+        ):
             assert name in comp, name
         assert ev["reward"] == pytest.approx(comp["outcome"] + comp["wcr_bonus"] + comp["format_penalty"])
         assert comp["gdcr_steps"] == pytest.approx(gdcr_step_rewards(ev["trajectory"]))
@@ -160,7 +168,7 @@ def test_play_cli_stacks_reward_wrappers_and_reports_their_components(capsys):
 
     assert cli_main(["play", "--games", "2", "--reward", "dynasearcher,wcr,gdcr"]) == 0
     out = capsys.readouterr().out
-    line = next(l for l in out.splitlines() if l.startswith("mean solver reward components"))
+    line = next(row for row in out.splitlines() if row.startswith("mean solver reward components"))
     for name in ("dyna_acc", "dyna_recall", "wcr_coverage", "wcr_bonus", "gdcr_total"):
         assert name in line
 

@@ -88,8 +88,17 @@ def test_verifier_score_with_a_text_generator_over_http():
 
 def proposer_traj(evidence=SPAN, actions=None, answer="Ostrel", hops=3, valid=True):
     task = make_task("p1", answers=["Ostrel"], hops=hops)
-    return make_traj(task, ["plan", "found it"], [INFO1, INFO2], role="proposer", question=QUESTION,
-                     evidence=evidence, answer=answer, actions=actions, valid=valid)
+    return make_traj(
+        task,
+        ["plan", "found it"],
+        [INFO1, INFO2],
+        role="proposer",
+        question=QUESTION,
+        evidence=evidence,
+        answer=answer,
+        actions=actions,
+        valid=valid,
+    )
 
 
 def test_format_score_hand_cases():
@@ -136,8 +145,16 @@ def test_solver_evidence_source():
 # ------------------------------------------------------------------ wrapper
 def _solvers(n_correct=2, n=5, evidence=SPAN):
     task = make_task("q-from-p1", answers=["Ostrel"], evidence=evidence, hops=3)
-    return [make_traj(task, ["t"], answer="Ostrel" if i < n_correct else "Paris", correct=i < n_correct,
-                      evidence="capital is Ostrel" if i == 0 else None) for i in range(n)]
+    return [
+        make_traj(
+            task,
+            ["t"],
+            answer="Ostrel" if i < n_correct else "Paris",
+            correct=i < n_correct,
+            evidence="capital is Ostrel" if i == 0 else None,
+        )
+        for i in range(n)
+    ]
 
 
 def test_wrapper_rewrites_proposer_and_solver_events():
@@ -154,7 +171,9 @@ def test_wrapper_rewrites_proposer_and_solver_events():
     assert reward == pytest.approx(sum(ev["reward"] for ev in info["rewards"]))
 
 
-@pytest.mark.parametrize("evidence,reason", [("", "empty evidence span"), ("Its capital is Lyon.", "evidence not verbatim")])
+@pytest.mark.parametrize(
+    "evidence,reason", [("", "empty evidence span"), ("Its capital is Lyon.", "evidence not verbatim")]
+)
 def test_wrapper_invalid_evidence_gets_half_format(evidence, reason):
     env = EvidenceVerifierReward(EventEnv(_solvers(), proposer=proposer_traj(evidence=evidence)), oracle)
     env.reset()
@@ -164,8 +183,9 @@ def test_wrapper_invalid_evidence_gets_half_format(evidence, reason):
 
 
 def test_wrapper_keeps_env_rejected_question_at_zero_on_request():
-    env = EvidenceVerifierReward(EventEnv(_solvers(), proposer=proposer_traj(valid=False)), oracle,
-                                 invalid_reward="zero")
+    env = EvidenceVerifierReward(
+        EventEnv(_solvers(), proposer=proposer_traj(valid=False)), oracle, invalid_reward="zero"
+    )
     env.reset()
     prop = [ev for ev in env.step("a")[4]["rewards"] if ev["role"] == "proposer"][0]
     assert prop["reward"] == 0.0 and prop["components"]["eve_valid"] == 0

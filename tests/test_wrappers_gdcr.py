@@ -48,7 +48,8 @@ def inception_trajectory(task):
             "Christopher Nolan was born in London.",
             "",
         ],
-        answer="London", correct=True,
+        answer="London",
+        correct=True,
     )
 
 
@@ -65,9 +66,12 @@ def test_paper_example_distances_and_contributions():
 def test_distances_are_undirected():
     # the path walks its second edge against the KG direction; a distractor hangs off n1 and
     # points *into* it, so only undirected BFS reaches it
-    sg = chain_subgraph(["A", "B", "C", "D"], forward=[True, False, True],
-                        distractors=[Branch(diverge_at=1, nodes=["x0", "x1"], relations=["r", "s"], relation_ids=["r", "s"])],
-                        extra_nodes=["E", "F"])
+    sg = chain_subgraph(
+        ["A", "B", "C", "D"],
+        forward=[True, False, True],
+        distractors=[Branch(diverge_at=1, nodes=["x0", "x1"], relations=["r", "s"], relation_ids=["r", "s"])],
+        extra_nodes=["E", "F"],
+    )
     assert answer_distances(sg) == {"n3": 0, "n2": 1, "n1": 2, "n0": 3, "x0": 3, "x1": 4}
 
 
@@ -108,8 +112,9 @@ def test_paper_example_step_rewards_cite_then_retrieve():
 def test_cited_before_observed_earns_nothing_until_observed():
     sg = inception_graph()
     task = make_task("inc", subgraph=sg, answers=["London"])
-    t = make_traj(task, thinks=["Maybe London?", "London again", "London once more"],
-                  infos=["", "London is a city", ""])
+    t = make_traj(
+        task, thinks=["Maybe London?", "London again", "London once more"], infos=["", "London is a city", ""]
+    )
     # t1: London not in O -> 0; t2: cite first (still not in O) -> 0, then retrieve London 1.0;
     # t3: cite London -> 1.0
     assert gdcr_step_rewards(t) == [0.0, 1.0, 1.0]

@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from searchgym.wrappers.wcr import NATIVE_AVAILABLE
 from searchgym.wrappers import (
     MissingTaskDataError,
     RewardShapingWrapper,
@@ -20,6 +19,7 @@ from searchgym.wrappers import (
     wcr_group_rewards,
     wcr_rewards,
 )
+from searchgym.wrappers.wcr import NATIVE_AVAILABLE
 from tests.support.wrapper_fakes import EventEnv, chain_subgraph, make_task, make_traj
 
 # The paper's case E.3.1: waypoints of the construction path; the fourth is not named in the paper.
@@ -123,7 +123,8 @@ def test_wcr_rewards_rejects_bad_input():
 
 group = st.lists(
     st.tuples(st.booleans(), st.booleans(), st.sampled_from([0.0, 0.2, 0.25, 1 / 3, 0.5, 0.75, 1.0])),
-    min_size=1, max_size=8,
+    min_size=1,
+    max_size=8,
 )
 
 
@@ -151,11 +152,11 @@ def test_wcr_properties(rows, alpha, data):
 def _paper_group():
     task = make_task("q1", waypoints=PAPER_WAYPOINTS, answers=["Natchez Trace"])
     trajs = [
-        make_traj(task, [PAPER_THINK], answer="Natchez", correct=False),          # g = 0.75
+        make_traj(task, [PAPER_THINK], answer="Natchez", correct=False),  # g = 0.75
         make_traj(task, ["I think of George Hunter."], answer="x", correct=False),  # g = 0.25
-        make_traj(task, ["Natchez Trace"], answer="Natchez Trace", correct=True),   # g = 0
+        make_traj(task, ["Natchez Trace"], answer="Natchez Trace", correct=True),  # g = 0
         make_traj(task, ["William Dunbar"], answer=None, correct=False, valid=False),  # invalid
-        make_traj(task, ["nothing useful"], answer="y", correct=False),             # g = 0
+        make_traj(task, ["nothing useful"], answer="y", correct=False),  # g = 0
     ]
     return task, trajs
 

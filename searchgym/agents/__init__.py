@@ -5,4 +5,12 @@ from .config import TrainConfig
 from .llm_agent import AgentConfig, LLMAgent
 from .play import play_games
 
-__all__ = ["GenerationConfig", "GenerationError", "TextGenerator", "TrainConfig", "AgentConfig", "LLMAgent", "play_games"]
+__all__ = [
+    "GenerationConfig",
+    "GenerationError",
+    "TextGenerator",
+    "TrainConfig",
+    "AgentConfig",
+    "LLMAgent",
+    "play_games",
+]

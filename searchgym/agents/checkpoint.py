@@ -25,8 +25,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .config import TrainConfig
 from ..errors import MissingFileError, SearchGymError
+from .config import TrainConfig
 
 logger = logging.getLogger(__name__)
 
@@ -164,8 +164,10 @@ class CheckpointManager:
             state = torch.load(path / "trainer_state.pt", map_location="cpu", weights_only=True)
             plain = json.loads((path / "trainer_state.json").read_text())
         except (pickle.UnpicklingError, RuntimeError, ValueError) as exc:
-            raise CheckpointFormatError(f"checkpoint {path} has damaged or unsafe state files ({exc}); "
-                                        "resume from an earlier checkpoint or start a fresh run") from None
+            raise CheckpointFormatError(
+                f"checkpoint {path} has damaged or unsafe state files ({exc}); "
+                "resume from an earlier checkpoint or start a fresh run"
+            ) from None
         if not isinstance(state, dict) or not isinstance(plain, dict):
             raise CheckpointFormatError(f"checkpoint {path}: trainer state is not a mapping")
         return {**plain, **state}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Optional
+
 from ..errors import MissingFileError
 
 __all__ = ["SHIPPED_ADAPTER", "RECIPE", "shipped_adapter", "load_cold_start"]

@@ -10,23 +10,37 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from .config_io import ConfigIO
-
-from .losses import PROPOSER_BASELINES, STD_DDOFS
-
-from .decoding import CACHES
 from ..errors import InvalidArgumentError
+from .config_io import ConfigIO
+from .decoding import CACHES
+from .losses import PROPOSER_BASELINES, STD_DDOFS
 
 DTYPES = ("float32", "bfloat16", "float16")
 
 # Fields that may change between a checkpoint and its resume (they do not alter the training state).
-RESUME_MUTABLE = frozenset({
-    "total_steps", "output_dir", "save_every", "keep_checkpoints", "log_every", "val_every", "tensorboard",
-    "progress", "device", "cpu_threads", "rollout_backend", "micro_batch_size", "max_batch_generate",
-    "eval_every", "eval_tasks", "eval_limit",
-    "share_prompt",
-    "rollout_cache", "vllm_server_url",
-})
+RESUME_MUTABLE = frozenset(
+    {
+        "total_steps",
+        "output_dir",
+        "save_every",
+        "keep_checkpoints",
+        "log_every",
+        "val_every",
+        "tensorboard",
+        "progress",
+        "device",
+        "cpu_threads",
+        "rollout_backend",
+        "micro_batch_size",
+        "max_batch_generate",
+        "eval_every",
+        "eval_tasks",
+        "eval_limit",
+        "share_prompt",
+        "rollout_cache",
+        "vllm_server_url",
+    }
+)
 ROLLOUT_BACKENDS = ("transformers", "vllm", "vllm-server")
 
 
@@ -126,31 +140,61 @@ class TrainConfig(ModelOptions, ConfigIO):
         except InvalidArgumentError as exc:
             raise InvalidArgumentError(f"reward={self.reward!r}: {exc}") from None
         if self.rollout_backend not in ROLLOUT_BACKENDS:
-            raise InvalidArgumentError(f"rollout_backend={self.rollout_backend!r}: use one of {', '.join(ROLLOUT_BACKENDS)}")
+            raise InvalidArgumentError(
+                f"rollout_backend={self.rollout_backend!r}: use one of {', '.join(ROLLOUT_BACKENDS)}"
+            )
         if self.rollout_backend.startswith("vllm") and self.lora:
-            raise InvalidArgumentError(f"rollout_backend={self.rollout_backend} with lora=true is not supported; use full "
-                             f"fine-tuning or transformers rollouts")
+            raise InvalidArgumentError(
+                f"rollout_backend={self.rollout_backend} with lora=true is not supported; use full "
+                f"fine-tuning or transformers rollouts"
+            )
         if (self.rollout_backend == "vllm-server") != bool(self.vllm_server_url):
-            raise InvalidArgumentError("rollout_backend=vllm-server needs vllm_server_url=http://HOST:PORT (a `vllm serve` "
-                             "endpoint), and vllm_server_url is only used with rollout_backend=vllm-server")
+            raise InvalidArgumentError(
+                "rollout_backend=vllm-server needs vllm_server_url=http://HOST:PORT (a `vllm serve` "
+                "endpoint), and vllm_server_url is only used with rollout_backend=vllm-server"
+            )
         if self.rollout_cache not in CACHES:
             raise InvalidArgumentError(f"rollout_cache={self.rollout_cache!r}: use one of {', '.join(CACHES)}")
         if self.dtype not in DTYPES:
             raise InvalidArgumentError(f"dtype={self.dtype!r}: use one of {', '.join(DTYPES)}")
-        positive = ("batch_size", "group_size", "max_turns", "max_new_tokens", "mini_batch_size",
-                    "micro_batch_size", "epochs", "max_batch_generate", "max_prompt_tokens", "max_response_tokens")
+        positive = (
+            "batch_size",
+            "group_size",
+            "max_turns",
+            "max_new_tokens",
+            "mini_batch_size",
+            "micro_batch_size",
+            "epochs",
+            "max_batch_generate",
+            "max_prompt_tokens",
+            "max_response_tokens",
+        )
         for name in positive:
             if getattr(self, name) < 1:
                 raise InvalidArgumentError(f"{name}={getattr(self, name)} must be >= 1")
-        for name in ("lr", "kl_coef", "clip_low", "clip_high", "temperature", "val_temperature", "warmup_steps",
-                     "total_steps", "weight_decay", "eval_every"):
+        for name in (
+            "lr",
+            "kl_coef",
+            "clip_low",
+            "clip_high",
+            "temperature",
+            "val_temperature",
+            "warmup_steps",
+            "total_steps",
+            "weight_decay",
+            "eval_every",
+        ):
             if getattr(self, name) < 0:
                 raise InvalidArgumentError(f"{name}={getattr(self, name)} must be >= 0")
         if self.adv_std_ddof not in STD_DDOFS:
-            raise InvalidArgumentError(f"adv_std_ddof={self.adv_std_ddof!r}: use 0 (population std) or 1 (sample std, as verl/TRL)")
+            raise InvalidArgumentError(
+                f"adv_std_ddof={self.adv_std_ddof!r}: use 0 (population std) or 1 (sample std, as verl/TRL)"
+            )
         if self.proposer_baseline not in PROPOSER_BASELINES:
-            raise InvalidArgumentError(f"proposer_baseline={self.proposer_baseline!r}: use one of {', '.join(PROPOSER_BASELINES)} "
-                             "(verified = mean over verified questions, invalid ones get advantage 0)")
+            raise InvalidArgumentError(
+                f"proposer_baseline={self.proposer_baseline!r}: use one of {', '.join(PROPOSER_BASELINES)} "
+                "(verified = mean over verified questions, invalid ones get advantage 0)"
+            )
         if not 0 < self.top_p <= 1:
             raise InvalidArgumentError(f"top_p={self.top_p} must be in (0, 1]")
         if self.replay_reset_steps < 0:
@@ -161,14 +205,18 @@ class TrainConfig(ModelOptions, ConfigIO):
         """A key that is both a config field and an env kwarg resolves one way: the config field, which
         the trainer passes to every env it builds; an ``env_kwargs`` copy must agree with it."""
         if not isinstance(self.env_kwargs, dict):
-            raise InvalidArgumentError(f"env_kwargs expects a mapping like env_kwargs={{order: shuffle}}, got {self.env_kwargs!r}")
+            raise InvalidArgumentError(
+                f"env_kwargs expects a mapping like env_kwargs={{order: shuffle}}, got {self.env_kwargs!r}"
+            )
         for key in sorted(set(self.env_kwargs) & {f.name for f in fields(self)}):
             if self.env_kwargs[key] != getattr(self, key):
                 raise InvalidArgumentError(
                     f"env_kwargs sets {key}={self.env_kwargs[key]!r} but the config has {key}={getattr(self, key)!r}; "
                     f"{key} is a config field the trainer passes to every env: set it once with --set {key}=... "
-                    f"and drop it from env_kwargs")
+                    f"and drop it from env_kwargs"
+                )
         if "replay_reset_every" in self.env_kwargs:
             raise InvalidArgumentError(
                 "env_kwargs sets replay_reset_every (one env's game count), but the trainer shares one replay buffer "
-                "across the batch and clears it by training step: set replay_reset_steps=N instead (0 = never)")
+                "across the batch and clears it by training step: set replay_reset_steps=N instead (0 = never)"
+            )

@@ -13,6 +13,7 @@ import json
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, ClassVar, Sequence, get_type_hints
+
 from ..errors import InvalidArgumentError, MissingFileError
 
 
@@ -95,7 +96,9 @@ def _coerce(key: str, value: Any, hint: Any) -> Any:
         try:
             value = float(value)
         except ValueError:
-            raise InvalidArgumentError(f"{key} expects {'an integer' if hint is int else 'a number'}, got {value!r}") from None
+            raise InvalidArgumentError(
+                f"{key} expects {'an integer' if hint is int else 'a number'}, got {value!r}"
+            ) from None
     if hint is int:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value:
             raise InvalidArgumentError(f"{key} expects an integer, got {value!r}")

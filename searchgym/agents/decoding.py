@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from typing import Callable, Sequence
+
 from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
@@ -54,13 +55,17 @@ class DecodingConfig:
 
     def __post_init__(self) -> None:
         if self.prefix_cache_mb < 0:
-            raise InvalidArgumentError(f"prefix_cache_mb={self.prefix_cache_mb} must be >= 0 (0 turns prefix reuse off)")
+            raise InvalidArgumentError(
+                f"prefix_cache_mb={self.prefix_cache_mb} must be >= 0 (0 turns prefix reuse off)"
+            )
         if self.cache not in CACHES:
             raise InvalidArgumentError(f"decoding cache={self.cache!r}: use one of {', '.join(CACHES)}")
         if self.check_every is not None and self.check_every < 1:
             raise InvalidArgumentError(f"check_every={self.check_every} must be >= 1 (or None for the default)")
         if self.compile and self.cache == "dynamic":
-            raise InvalidArgumentError("compile=True needs cache='static' (or 'auto'): a growing cache changes shape every step")
+            raise InvalidArgumentError(
+                "compile=True needs cache='static' (or 'auto'): a growing cache changes shape every step"
+            )
 
     def resolve(self, device) -> tuple[str, bool, int, bool]:
         """``(cache, compile, check_every, bucket)`` for ``device``."""
@@ -103,8 +108,14 @@ class DynamicKV:
 
         self._cache = DynamicCache()
         self._attn = attn
-        out = self.model(input_ids=input_ids, attention_mask=attn, position_ids=pos,
-                         past_key_values=self._cache, use_cache=True, logits_to_keep=1)
+        out = self.model(
+            input_ids=input_ids,
+            attention_mask=attn,
+            position_ids=pos,
+            past_key_values=self._cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
         return out.logits[:, -1, :]
 
     def step(self, tokens, pos):
@@ -112,8 +123,13 @@ class DynamicKV:
         import torch
 
         self._attn = torch.cat([self._attn, self._attn.new_ones((self._attn.shape[0], 1))], dim=1)
-        out = self.model(input_ids=tokens[:, None], attention_mask=self._attn, position_ids=pos,
-                         past_key_values=self._cache, use_cache=True)
+        out = self.model(
+            input_ids=tokens[:, None],
+            attention_mask=self._attn,
+            position_ids=pos,
+            past_key_values=self._cache,
+            use_cache=True,
+        )
         return out.logits[:, -1, :]
 
 
@@ -125,8 +141,9 @@ class StaticKV:
     (batch, length) bucket is compiled once; without it the shapes are exact.
     """
 
-    def __init__(self, model, *, compiled: bool, bucket: bool, mode: str = "reduce-overhead",
-                 max_batch: int = 64) -> None:
+    def __init__(
+        self, model, *, compiled: bool, bucket: bool, mode: str = "reduce-overhead", max_batch: int = 64
+    ) -> None:
         import torch
 
         self.model = model
@@ -135,12 +152,20 @@ class StaticKV:
         self.max_batch = max_batch
         self._caches: dict[tuple[int, int], object] = {}
         # fullgraph=False: a model that breaks the graph (a PEFT wrapper, say) still runs, only less of it graphed
-        self._step_fn = (torch.compile(self._forward_step, mode=mode, fullgraph=False, dynamic=False)
-                         if compiled else self._forward_step)
+        self._step_fn = (
+            torch.compile(self._forward_step, mode=mode, fullgraph=False, dynamic=False)
+            if compiled
+            else self._forward_step
+        )
 
     def _forward_step(self, input_ids, position_ids, attention_mask, cache):
-        return self.model(input_ids=input_ids, position_ids=position_ids, attention_mask=attention_mask,
-                          past_key_values=cache, use_cache=True).logits[:, -1, :]
+        return self.model(
+            input_ids=input_ids,
+            position_ids=position_ids,
+            attention_mask=attention_mask,
+            past_key_values=cache,
+            use_cache=True,
+        ).logits[:, -1, :]
 
     def _cache_for(self, batch: int, length: int):
         from transformers import StaticCache
@@ -178,8 +203,14 @@ class StaticKV:
         mask = attn.new_ones((rows, length))
         mask[:, :width] = attn
         self._mask = mask
-        out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=pos,
-                         past_key_values=self._cache, use_cache=True, logits_to_keep=1)
+        out = self.model(
+            input_ids=input_ids,
+            attention_mask=mask,
+            position_ids=pos,
+            past_key_values=self._cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
         return out.logits[:n, -1, :]
 
     def step(self, tokens, pos):
@@ -196,12 +227,23 @@ class StaticKV:
         return self._step_fn(tokens[:, None], pos, self._mask, self._cache)[: self._n]
 
 
-def decode_tokens(kv, input_ids, attn, *, max_new_tokens: int, sample: Callable, eos_ids: Sequence[int], pad: int,
-                  check_every: int, hit_stop: Callable[[list[int]], bool] | None) -> list[list[int]]:
+def decode_tokens(
+    kv,
+    input_ids,
+    attn,
+    *,
+    max_new_tokens: int,
+    sample: Callable,
+    eos_ids: Sequence[int],
+    pad: int,
+    check_every: int,
+    hit_stop: Callable[[list[int]], bool] | None,
+) -> list[list[int]]:
     """Generate up to ``max_new_tokens`` per row with ``kv``; return each row's kept token ids.
 
     A row keeps its tokens up to and including its first EOS, or up to and including the token after
-    which ``hit_stop(tokens)`` is true (the caller decodes text with special tokens skipped). ``sample(logits) -> ids`` draws the next token of every row.
+    which ``hit_stop(tokens)`` is true (the caller decodes text with special tokens skipped). ``sample(logits) ->
+    ids`` draws the next token of every row.
     """
     import torch
 
@@ -226,8 +268,9 @@ def decode_tokens(kv, input_ids, attn, *, max_new_tokens: int, sample: Callable,
         buffer[:, step] = nxt
         last = step + 1 == max_new_tokens
         if last or (step + 1 - checked) >= check_every:
-            stopped = _collect(buffer[:, checked : step + 1].tolist(), eos_step.tolist(), checked, out_tokens,
-                               open_rows, hit_stop)
+            stopped = _collect(
+                buffer[:, checked : step + 1].tolist(), eos_step.tolist(), checked, out_tokens, open_rows, hit_stop
+            )
             if stopped:
                 finished[torch.tensor(stopped, device=dev)] = True
             checked = step + 1
@@ -240,8 +283,9 @@ def decode_tokens(kv, input_ids, attn, *, max_new_tokens: int, sample: Callable,
     return out_tokens
 
 
-def _collect(new: list[list[int]], eos_step: list[int], start: int, out_tokens: list[list[int]], open_rows: set,
-             hit_stop) -> list[int]:
+def _collect(
+    new: list[list[int]], eos_step: list[int], start: int, out_tokens: list[list[int]], open_rows: set, hit_stop
+) -> list[int]:
     """Move the tokens of steps ``start ...`` into ``out_tokens``; close rows at EOS or a stop string.
 
     Returns the rows newly closed by a stop string (the device must stop feeding them)."""

@@ -35,15 +35,22 @@ from typing import Iterable, Optional, Sequence
 from ..envs.scoring import information_materials
 from ..envs.templates import path_question, relation_phrase
 from ..envs.types import Trajectory
-from .scripted import RELATION_CUES, ScriptedAgent
 from ..errors import InvalidArgumentError
+from .scripted import RELATION_CUES, ScriptedAgent
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "SolverExpert", "ProposerExpert", "DemoStats", "discovered_backwards", "demo_tasks",
-    "demonstrations_by_hops", "cold_start_env_kwargs", "generate_demonstrations",
-    "COLD_START_TOP_K", "COLD_START_MAX_TURNS",
+    "SolverExpert",
+    "ProposerExpert",
+    "DemoStats",
+    "discovered_backwards",
+    "demo_tasks",
+    "demonstrations_by_hops",
+    "cold_start_env_kwargs",
+    "generate_demonstrations",
+    "COLD_START_TOP_K",
+    "COLD_START_MAX_TURNS",
 ]
 
 COLD_START_TOP_K = 3
@@ -57,8 +64,12 @@ def cold_start_env_kwargs(world, *, max_turns: int = COLD_START_MAX_TURNS) -> di
     CPU training can afford. The passage index is built once per world (the retriever factory's cache)."""
     from ..retrieval.passages import passage_retriever
 
-    return {"world": world, "retriever": passage_retriever(world, sentences=COLD_START_PASSAGE_SENTENCES),
-            "top_k": COLD_START_TOP_K, "max_turns": max_turns}
+    return {
+        "world": world,
+        "retriever": passage_retriever(world, sentences=COLD_START_PASSAGE_SENTENCES),
+        "top_k": COLD_START_TOP_K,
+        "max_turns": max_turns,
+    }
 
 
 def _task_rng(seed: int, traj: Trajectory, turn: int = 0) -> random.Random:
@@ -103,8 +114,9 @@ class SolverExpert(ScriptedAgent):
     gives up (it then answers "unknown", and the rollout is not kept as a demonstration).
     """
 
-    def __init__(self, seed: int = 0, *, p_question_query: float = 0.15, p_wrong_guess: float = 0.1,
-                 max_failures: int = 2) -> None:
+    def __init__(
+        self, seed: int = 0, *, p_question_query: float = 0.15, p_wrong_guess: float = 0.1, max_failures: int = 2
+    ) -> None:
         self.seed = seed
         self.p_question_query = p_question_query
         self.p_wrong_guess = p_wrong_guess
@@ -121,8 +133,11 @@ class SolverExpert(ScriptedAgent):
                 state.hop += 1
                 state.failures = 0
                 state.last_failed, state.last_found = False, name
-                titles = [t for t in _titles(info) if t.lower() not in {n.lower() for n in nxt.names}
-                          and t != sg.nodes[sg.path[state.hop - 1]].title]
+                titles = [
+                    t
+                    for t in _titles(info)
+                    if t.lower() not in {n.lower() for n in nxt.names} and t != sg.nodes[sg.path[state.hop - 1]].title
+                ]
                 state.distractor = titles[0] if titles else None
             else:
                 state.failures += 1
@@ -134,7 +149,9 @@ class SolverExpert(ScriptedAgent):
     def turn(self, traj: Trajectory, slot: int) -> str:
         sg = traj.task.subgraph
         if sg is None:
-            raise InvalidArgumentError("SolverExpert needs tasks with a KG subgraph (e.g. from searchgym.envs.heldout.hop_tasks)")
+            raise InvalidArgumentError(
+                "SolverExpert needs tasks with a KG subgraph (e.g. from searchgym.envs.heldout.hop_tasks)"
+            )
         rng = _task_rng(self.seed, traj)
         # draw every choice for every turn up front, so a turn's choices do not depend on how many came before
         u_question, u_wrong, u_query = rng.random(), rng.random(), rng.random()
@@ -200,9 +217,11 @@ class ProposerExpert(SolverExpert):
         self.mode = mode
 
     def _final(self, sg) -> str:
-        return (f"<think>The facts chain from {sg.nodes[sg.path[0]].title} to {sg.nodes[sg.path[-1]].title}; I describe "
-                f"each step by its relation and name neither the answer nor the steps between.</think>\n"
-                f"<question>{path_question(sg)}</question>")
+        return (
+            f"<think>The facts chain from {sg.nodes[sg.path[0]].title} to {sg.nodes[sg.path[-1]].title}; I describe "
+            f"each step by its relation and name neither the answer nor the steps between.</think>\n"
+            f"<question>{path_question(sg)}</question>"
+        )
 
     def turn(self, traj: Trajectory, slot: int) -> str:
         sg = traj.task.subgraph
@@ -213,10 +232,15 @@ class ProposerExpert(SolverExpert):
             if n <= sg.hops and n < (traj.metadata.get("max_turns") or 10) - 1:
                 if n == 0:
                     answer = sg.nodes[sg.path[-1]].title
-                    return f"<think>Which entity leads to {answer}? Let me look it up.</think>\n<search>{answer}</search>"
+                    return (
+                        f"<think>Which entity leads to {answer}? Let me look it up.</think>\n<search>{answer}</search>"
+                    )
                 node, label, nxt = sg.nodes[sg.path[-1 - n]], sg.relations[-n], sg.nodes[sg.path[-n]]
-                return (f"<think>{node.title} is linked to {nxt.title}. Let me confirm {relation_phrase(label, node.title)}."
-                        f"</think>\n<search>{node.title} {label}</search>")
+                return (
+                    f"<think>{node.title} is linked to {nxt.title}. Let me confirm "
+                    f"{relation_phrase(label, node.title)}."
+                    f"</think>\n<search>{node.title} {label}</search>"
+                )
             return self._final(sg)
         action = super().turn(traj, slot)
         if "<answer>" not in action:
@@ -256,8 +280,11 @@ def demo_tasks(world, counts: dict[int, int], *, seed: int = 0, role: str = "sol
     from ..envs.heldout import hop_tasks
 
     offset = {"solver": 1, "proposer-kg": 2, "proposer-vanilla": 3}[role]
-    return [t for hops, n in sorted(counts.items())
-            for t in hop_tasks(world, hops, n, seed=seed * 1000 + offset + 100 * hops)]
+    return [
+        t
+        for hops, n in sorted(counts.items())
+        for t in hop_tasks(world, hops, n, seed=seed * 1000 + offset + 100 * hops)
+    ]
 
 
 def _play(env, agent, seed: int) -> tuple[Trajectory, float, dict]:
@@ -276,9 +303,17 @@ def _record(traj: Trajectory, reward: float, kind: str, extra: Optional[dict] = 
     return rec
 
 
-def generate_demonstrations(world, out: str | Path, *, solver_tasks: Sequence = (), proposer_tasks: Sequence = (),
-                            vanilla_tasks: Sequence = (), seed: int = 0, env_kwargs: Optional[dict] = None,
-                            progress: bool = False) -> DemoStats:
+def generate_demonstrations(
+    world,
+    out: str | Path,
+    *,
+    solver_tasks: Sequence = (),
+    proposer_tasks: Sequence = (),
+    vanilla_tasks: Sequence = (),
+    seed: int = 0,
+    env_kwargs: Optional[dict] = None,
+    progress: bool = False,
+) -> DemoStats:
     """Play each task list with its expert through the real envs and write the rewarded rollouts.
 
     ``solver_tasks`` go through ``KGSolver-v0``; ``proposer_tasks`` through ``KGProposer-v0`` in
@@ -293,10 +328,17 @@ def generate_demonstrations(world, out: str | Path, *, solver_tasks: Sequence = 
     stats = DemoStats()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    plan = [("solver", "KGSolver-v0", {}, list(solver_tasks), SolverExpert(seed)),
-            ("proposer-kg", "KGProposer-v0", {"mode": "kg"}, list(proposer_tasks), ProposerExpert(seed)),
-            ("proposer-vanilla", "KGProposer-v0", {"mode": "vanilla"}, list(vanilla_tasks),
-             ProposerExpert(seed, mode="vanilla"))]
+    plan = [
+        ("solver", "KGSolver-v0", {}, list(solver_tasks), SolverExpert(seed)),
+        ("proposer-kg", "KGProposer-v0", {"mode": "kg"}, list(proposer_tasks), ProposerExpert(seed)),
+        (
+            "proposer-vanilla",
+            "KGProposer-v0",
+            {"mode": "vanilla"},
+            list(vanilla_tasks),
+            ProposerExpert(seed, mode="vanilla"),
+        ),
+    ]
     total = sum(len(p[3]) for p in plan)
     bar = _bar(total, progress)
     with out.open("w", encoding="utf-8") as f:
@@ -310,8 +352,10 @@ def generate_demonstrations(world, out: str | Path, *, solver_tasks: Sequence = 
                     ok, info["validation"]["reason"] = False, "not_discovered"
                 n_search = sum(len(t.searches) for t in traj.turns)
                 if ok:
-                    f.write(json.dumps(_record(traj, reward, kind, {"hops": task.metadata.get("hops")}),
-                                       ensure_ascii=False) + "\n")
+                    f.write(
+                        json.dumps(_record(traj, reward, kind, {"hops": task.metadata.get("hops")}), ensure_ascii=False)
+                        + "\n"
+                    )
                     stats.written[kind] += 1
                     stats.searches[f"{kind}:{n_search}"] += 1
                 else:
@@ -323,16 +367,31 @@ def generate_demonstrations(world, out: str | Path, *, solver_tasks: Sequence = 
     return stats
 
 
-def demonstrations_by_hops(world, out: str | Path, *, solver: dict[int, int], proposer: Optional[dict[int, int]] = None,
-                           vanilla: Optional[dict[int, int]] = None, seed: int = 0, progress: bool = False) -> DemoStats:
+def demonstrations_by_hops(
+    world,
+    out: str | Path,
+    *,
+    solver: dict[int, int],
+    proposer: Optional[dict[int, int]] = None,
+    vanilla: Optional[dict[int, int]] = None,
+    seed: int = 0,
+    progress: bool = False,
+) -> DemoStats:
     """:func:`generate_demonstrations` over :func:`demo_tasks` lists given as ``{hops: count}`` per role
     (Solver, KG Proposer, answer-only Proposer): what ``searchgym demos`` and the learning benchmark run."""
+
     def tasks(counts, role):
         return demo_tasks(world, counts or {}, seed=seed, role=role)
 
-    return generate_demonstrations(world, out, solver_tasks=tasks(solver, "solver"),
-                                   proposer_tasks=tasks(proposer, "proposer-kg"),
-                                   vanilla_tasks=tasks(vanilla, "proposer-vanilla"), seed=seed, progress=progress)
+    return generate_demonstrations(
+        world,
+        out,
+        solver_tasks=tasks(solver, "solver"),
+        proposer_tasks=tasks(proposer, "proposer-kg"),
+        vanilla_tasks=tasks(vanilla, "proposer-vanilla"),
+        seed=seed,
+        progress=progress,
+    )
 
 
 def _bar(total: int, enabled: bool):

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from .base import GenerationConfig
 from ..errors import InvalidArgumentError
+from .base import GenerationConfig
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +55,9 @@ class AgentSpec:
         if self.kind == "openai" and not self.endpoint:
             raise InvalidArgumentError("agent 'openai' needs --endpoint URL (e.g. http://127.0.0.1:8000/v1)")
         if self.kind in ("transformers", "vllm") and not self.model:
-            raise InvalidArgumentError(f"agent {self.kind!r} needs --model (a model folder, a checkpoint folder or 'smollm2')")
+            raise InvalidArgumentError(
+                f"agent {self.kind!r} needs --model (a model folder, a checkpoint folder or 'smollm2')"
+            )
         if self.concurrency < 1 or self.timeout <= 0 or self.retries < 0 or self.max_new_tokens < 1:
             raise InvalidArgumentError("need concurrency >= 1, timeout > 0, retries >= 0 and max_new_tokens >= 1")
 
@@ -121,8 +123,10 @@ def resolve_checkpoint(model: str) -> str:
     if p.is_dir() and not (p / "config.json").is_file() and (p / "policy" / "config.json").is_file():
         return str(p / "policy")
     if p.is_dir() and (p / "policy" / "adapter_config.json").is_file():
-        raise InvalidArgumentError(f"{p} holds a LoRA adapter; merge it into its base model (peft merge_and_unload) and "
-                         f"save_pretrained the result, then evaluate that folder")
+        raise InvalidArgumentError(
+            f"{p} holds a LoRA adapter; merge it into its base model (peft merge_and_unload) and "
+            f"save_pretrained the result, then evaluate that folder"
+        )
     return model
 
 
@@ -134,25 +138,31 @@ def make_agent(spec: AgentSpec, *, world: Any = None) -> EvalAgent:
         return ScriptedEvalAgent(scripted.PathFollowingSolver(world), "scripted")
     if spec.kind == "random":
         return ScriptedEvalAgent(scripted.RandomAgent(seed=spec.seed), "random")
-    gen_cfg = GenerationConfig(max_new_tokens=spec.max_new_tokens, temperature=spec.temperature, top_p=1.0,
-                               seed=spec.seed)
+    gen_cfg = GenerationConfig(
+        max_new_tokens=spec.max_new_tokens, temperature=spec.temperature, top_p=1.0, seed=spec.seed
+    )
     if spec.kind == "openai":
         from .openai_compat import OpenAICompatibleGenerator
 
-        gen = OpenAICompatibleGenerator(spec.endpoint, spec.model or "default", api_key=spec.api_key,
-                                        timeout=spec.timeout, max_retries=spec.retries,
-                                        max_concurrency=spec.concurrency)
+        gen = OpenAICompatibleGenerator(
+            spec.endpoint,
+            spec.model or "default",
+            api_key=spec.api_key,
+            timeout=spec.timeout,
+            max_retries=spec.retries,
+            max_concurrency=spec.concurrency,
+        )
         return LLMEvalAgent(gen, f"openai:{spec.model or 'default'}@{spec.endpoint}", gen_cfg)
     model = resolve_checkpoint(spec.model)
     if spec.kind == "vllm":
         from .smollm import resolve_model_path
         from .vllm_backend import VLLMGenerator
 
-        gen = VLLMGenerator(resolve_model_path(model), dtype="bfloat16" if spec.dtype == "float32" else spec.dtype,
-                            seed=spec.seed)
+        gen = VLLMGenerator(
+            resolve_model_path(model), dtype="bfloat16" if spec.dtype == "float32" else spec.dtype, seed=spec.seed
+        )
         return LLMEvalAgent(gen, f"vllm:{spec.model}", gen_cfg)
     from .smollm import load_generator
 
-    gen = load_generator(model, dtype=spec.dtype, device=spec.device, seed=spec.seed,
-                         max_batch_size=spec.concurrency)
+    gen = load_generator(model, dtype=spec.dtype, device=spec.device, seed=spec.seed, max_batch_size=spec.concurrency)
     return LLMEvalAgent(gen, f"transformers:{spec.model}", gen_cfg)

@@ -30,9 +30,9 @@ from typing import Sequence
 
 import numpy as np
 
+from ..errors import InvalidArgumentError, InvalidTypeError
 from .decoding import DynamicKV
 from .prefix import common_prefix_len
-from ..errors import InvalidArgumentError, InvalidTypeError
 
 logger = logging.getLogger(__name__)
 
@@ -171,8 +171,9 @@ class PrefixKVStore:
             self.stats.evicted_rows += 1
 
     def _drop_prefixes_of(self, ids: np.ndarray) -> None:
-        for key in [k for k, e in self._entries.items()
-                    if len(e.ids) <= len(ids) and np.array_equal(e.ids, ids[: len(e.ids)])]:
+        for key in [
+            k for k, e in self._entries.items() if len(e.ids) <= len(ids) and np.array_equal(e.ids, ids[: len(e.ids)])
+        ]:
             self._bytes -= self._entries.pop(key).nbytes
 
 
@@ -257,6 +258,12 @@ class PrefixDynamicKV(DynamicKV):
         self._cache_data = None
         self._attn = attn
         C = self._cols
-        out = self.model(input_ids=input_ids[:, C:], attention_mask=attn, position_ids=pos[:, C:],
-                         past_key_values=self._cache, use_cache=True, logits_to_keep=1)
+        out = self.model(
+            input_ids=input_ids[:, C:],
+            attention_mask=attn,
+            position_ids=pos[:, C:],
+            past_key_values=self._cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
         return out.logits[:, -1, :]

@@ -38,8 +38,8 @@ def heldout_proposer_tasks(world, n: int) -> list[Task]:
 def llm_eval_agent(model: Any, tokenizer: Any, name: str, *, max_new_tokens: int = 48, device: Optional[str] = None):
     """A greedy :class:`~searchgym.agents.eval_agents.LLMEvalAgent` over an in-memory model."""
     from .base import GenerationConfig
-    from .transformers_backend import TransformersGenerator
     from .eval_agents import LLMEvalAgent
+    from .transformers_backend import TransformersGenerator
 
     gen = TransformersGenerator(model, tokenizer, device=device, seed=0)
     return LLMEvalAgent(gen, name, GenerationConfig(max_new_tokens=max_new_tokens, temperature=0.0))
@@ -51,15 +51,17 @@ def proposer_valid_rate(agent, world, tasks: Sequence[Task], *, concurrency: int
     import gymnasium as gym
 
     from .. import envs as _envs  # noqa: F401  (registers the env ids)
-    from .demonstrations import cold_start_env_kwargs
     from ..envs.tasks import ListTaskSource
     from ..evaluation.runner import play_tasks
+    from .demonstrations import cold_start_env_kwargs
 
     if not tasks:
         return {"valid_rate": 0.0, "n": 0, "reasons": {}}
     kw = cold_start_env_kwargs(world)
-    envs = [gym.make("KGProposer-v0", tasks=ListTaskSource(list(tasks)), mode="kg", **kw)
-            for _ in range(min(concurrency, len(tasks)))]
+    envs = [
+        gym.make("KGProposer-v0", tasks=ListTaskSource(list(tasks)), mode="kg", **kw)
+        for _ in range(min(concurrency, len(tasks)))
+    ]
     reasons: Counter = Counter()
 
     def done(trajs) -> None:
@@ -72,27 +74,53 @@ def proposer_valid_rate(agent, world, tasks: Sequence[Task], *, concurrency: int
     return {"valid_rate": reasons["valid"] / n, "n": n, "reasons": dict(reasons)}
 
 
-def heldout_report(agent, world, *, per_hop: dict[int, int], proposer: int = 0, out_dir: str | Path | None = None,
-                   progress: bool = False, max_turns: Optional[int] = None) -> dict:
+def heldout_report(
+    agent,
+    world,
+    *,
+    per_hop: dict[int, int],
+    proposer: int = 0,
+    out_dir: str | Path | None = None,
+    progress: bool = False,
+    max_turns: Optional[int] = None,
+) -> dict:
     """Solver EM (with 95 % intervals) overall and by hop, searches per rollout, and (``proposer`` > 0)
     the Proposer's valid-question rate, for ``agent`` on the cold-start env settings. ``out_dir``
     keeps the per-question records (resumable, see :func:`~searchgym.evaluation.runner.evaluate`);
     ``max_turns`` overrides the cold-start turn budget (both sides of a comparison must share it)."""
-    from .demonstrations import COLD_START_MAX_TURNS, COLD_START_TOP_K, cold_start_env_kwargs
     from ..evaluation.metrics import group_records, summarize
     from ..evaluation.runner import EvalConfig, evaluate
     from ..evaluation.tasksets import TaskSet
+    from .demonstrations import COLD_START_MAX_TURNS, COLD_START_TOP_K, cold_start_env_kwargs
 
-    cfg = EvalConfig(metrics=("em",), max_turns=max_turns or COLD_START_MAX_TURNS, top_k=COLD_START_TOP_K, concurrency=64,
-                     progress=progress)
-    result = evaluate(agent, [TaskSet("heldout", heldout_solver_tasks(world, per_hop), world=world)],
-                      retriever=cold_start_env_kwargs(world)["retriever"], world=world, config=cfg, out_dir=out_dir)
+    cfg = EvalConfig(
+        metrics=("em",),
+        max_turns=max_turns or COLD_START_MAX_TURNS,
+        top_k=COLD_START_TOP_K,
+        concurrency=64,
+        progress=progress,
+    )
+    result = evaluate(
+        agent,
+        [TaskSet("heldout", heldout_solver_tasks(world, per_hop), world=world)],
+        retriever=cold_start_env_kwargs(world)["retriever"],
+        world=world,
+        config=cfg,
+        out_dir=out_dir,
+    )
     overall = summarize(result.records, ("em",), seed=cfg.seed)
-    by_hops = {str(h): summarize(recs, ("em",), seed=cfg.seed) for h, recs in group_records(result.records, "hops").items()}
-    report = {"solver": {"overall": overall["em"], "searches": overall.get("searches"),
-                         "invalid_format": overall.get("invalid_format"),
-                         "by_hops": {h: v["em"] for h, v in by_hops.items()},
-                         "searches_by_hops": {h: v.get("searches") for h, v in by_hops.items()}}}
+    by_hops = {
+        str(h): summarize(recs, ("em",), seed=cfg.seed) for h, recs in group_records(result.records, "hops").items()
+    }
+    report = {
+        "solver": {
+            "overall": overall["em"],
+            "searches": overall.get("searches"),
+            "invalid_format": overall.get("invalid_format"),
+            "by_hops": {h: v["em"] for h, v in by_hops.items()},
+            "searches_by_hops": {h: v.get("searches") for h, v in by_hops.items()},
+        }
+    }
     if proposer:
         report["proposer"] = proposer_valid_rate(agent, world, heldout_proposer_tasks(world, proposer))
     return report

@@ -19,10 +19,10 @@ import random
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from ..errors import InvalidArgumentError
 from ..rng_state import random_state_from_data
 from .base import GenerationConfig, Prompt, TextGenerator
 from .sequences import encode_trajectory, record_sampled
-from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -58,8 +58,13 @@ class LLMAgent:
 
     def __init__(self, generator: TextGenerator, *, config: AgentConfig | GenerationConfig | None = None) -> None:
         if isinstance(config, GenerationConfig):  # accepted for convenience: same fields
-            config = AgentConfig(max_new_tokens=config.max_new_tokens, temperature=config.temperature,
-                                 top_p=config.top_p, stop=tuple(config.stop) or STOP_STRINGS, seed=config.seed)
+            config = AgentConfig(
+                max_new_tokens=config.max_new_tokens,
+                temperature=config.temperature,
+                top_p=config.top_p,
+                stop=tuple(config.stop) or STOP_STRINGS,
+                seed=config.seed,
+            )
         self.generator = generator
         self.config = config or AgentConfig()
         self._rng = random.Random(self.config.seed)
@@ -103,12 +108,16 @@ class LLMAgent:
         if isinstance(obs, dict) and "active" in obs:
             trajs = info.get("trajectories")
             if trajs is None:
-                raise InvalidArgumentError("a group/self-play observation needs info['trajectories'] (pass the info from reset/step)")
+                raise InvalidArgumentError(
+                    "a group/self-play observation needs info['trajectories'] (pass the info from reset/step)"
+                )
             active = [i for i, a in enumerate(obs["active"]) if int(a)]
             return active, [trajs[i] for i in active], len(obs["active"])
         traj = info.get("trajectory")
         if traj is None:
-            raise InvalidArgumentError("LLMAgent needs info['trajectory'] from a searchgym single-role env (pass the info from reset/step)")
+            raise InvalidArgumentError(
+                "LLMAgent needs info['trajectory'] from a searchgym single-role env (pass the info from reset/step)"
+            )
         return [0], [traj], None
 
     # ------------------------------------------------------------------ acting
@@ -141,8 +150,13 @@ class LLMAgent:
     def generation_config(self) -> GenerationConfig:
         """The agent's sampling settings with the next seed of its stream."""
         c = self.config
-        return GenerationConfig(max_new_tokens=c.max_new_tokens, temperature=c.temperature, top_p=c.top_p,
-                                stop=tuple(c.stop), seed=self._rng.randrange(2**31))
+        return GenerationConfig(
+            max_new_tokens=c.max_new_tokens,
+            temperature=c.temperature,
+            top_p=c.top_p,
+            stop=tuple(c.stop),
+            seed=self._rng.randrange(2**31),
+        )
 
     def generate(self, contexts: Sequence[Prompt], config: GenerationConfig | None = None) -> list[str]:
         """One generate call over ``contexts`` (a fresh seed from the agent's stream unless ``config`` has one)."""
@@ -158,15 +172,21 @@ class LLMAgent:
         # Server backends continue a partial assistant turn with vLLM's ``continue_final_message``;
         # those requests need different template flags, so they go in their own call -- run at the
         # same time as the fresh-turn call, so a server sees every request of the step at once.
-        cont = [isinstance(c, list) and bool(c) and isinstance(c[-1], dict) and c[-1].get("role") == "assistant"
-                for c in contexts]
+        cont = [
+            isinstance(c, list) and bool(c) and isinstance(c[-1], dict) and c[-1].get("role") == "assistant"
+            for c in contexts
+        ]
         texts: list[str] = [""] * len(contexts)
         sampled: list = [None] * len(contexts)
         calls = []
         for flag in (False, True):
             idx = [i for i, f in enumerate(cont) if f == flag]
             if idx:
-                sub_cfg = cfg.with_(extra={"continue_final_message": True, "add_generation_prompt": False, **cfg.extra}) if flag else cfg
+                sub_cfg = (
+                    cfg.with_(extra={"continue_final_message": True, "add_generation_prompt": False, **cfg.extra})
+                    if flag
+                    else cfg
+                )
                 calls.append((idx, [contexts[i] for i in idx], sub_cfg))
         if len(calls) == 2:
             from concurrent.futures import ThreadPoolExecutor

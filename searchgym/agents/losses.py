@@ -12,10 +12,15 @@ Kept free of any trainer state so each piece is unit-testable:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
-from ..core.advantages import (PROPOSER_BASELINES, STD_DDOFS, baseline_advantages, check_ddof,  # noqa: F401
-                               group_advantages, proposer_advantages)
-from ..errors import InvalidArgumentError
+
+from ..core.advantages import (  # noqa: F401
+    PROPOSER_BASELINES,
+    STD_DDOFS,
+    baseline_advantages,
+    check_ddof,
+    group_advantages,
+    proposer_advantages,
+)
 
 
 def token_logprobs(model, input_ids, attention_mask, *, with_entropy: bool = False, start: int = 1):
@@ -30,9 +35,14 @@ def token_logprobs(model, input_ids, attention_mask, *, with_entropy: bool = Fal
     T = input_ids.shape[1]
     start = max(1, min(int(start), T - 1))
     pos = (attention_mask.cumsum(-1) - 1).clamp(min=0)
-    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=pos, use_cache=False,
-                logits_to_keep=T - start + 1)
-    logits = out.logits[:, -(T - start + 1):-1, :].float()  # positions start-1 .. T-2
+    out = model(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        position_ids=pos,
+        use_cache=False,
+        logits_to_keep=T - start + 1,
+    )
+    logits = out.logits[:, -(T - start + 1) : -1, :].float()  # positions start-1 .. T-2
     target = input_ids[:, start:]
     logz = torch.logsumexp(logits, dim=-1)
     logp = logits.gather(-1, target.unsqueeze(-1)).squeeze(-1) - logz
@@ -56,8 +66,9 @@ class LossStats:
     ratio_mean: float
 
 
-def policy_loss(logp, old_logp, ref_logp, advantages, mask, *, clip_low: float = 0.2, clip_high: float = 0.28,
-                kl_coef: float = 0.01):
+def policy_loss(
+    logp, old_logp, ref_logp, advantages, mask, *, clip_low: float = 0.2, clip_high: float = 0.28, kl_coef: float = 0.01
+):
     """PPO-clip + k3 KL, token-mean per sequence over ``mask``, mean over sequences.
 
     All tensors are ``[B, T]``; ``advantages`` is per token (a per-sequence scalar broadcast, or

@@ -13,6 +13,7 @@ import math
 import os
 from pathlib import Path
 from typing import Iterable, Sequence
+
 from ..errors import InvalidArgumentError, MissingFileError
 
 logger = logging.getLogger(__name__)
@@ -114,7 +115,9 @@ def plot_metrics(records: Sequence[dict], out: str | Path, *, keys: Iterable[str
     wanted = list(keys) if keys else [k for k, _ in DEFAULT_CURVES]
     present = [k for k in wanted if any(isinstance(r.get(k), (int, float)) for r in records)]
     if not present:
-        raise InvalidArgumentError(f"none of the metrics {wanted} is in the file; available: {sorted({k for r in records for k in r})}")
+        raise InvalidArgumentError(
+            f"none of the metrics {wanted} is in the file; available: {sorted({k for r in records for k in r})}"
+        )
     cols = min(3, len(present))
     rows = math.ceil(len(present) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)
@@ -125,7 +128,7 @@ def plot_metrics(records: Sequence[dict], out: str | Path, *, keys: Iterable[str
         ax.set_title(labels.get(key, key), fontsize=10)
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
-    for ax in list(axes.flat)[len(present):]:
+    for ax in list(axes.flat)[len(present) :]:
         ax.axis("off")
     fig.tight_layout()
     out = Path(out)

@@ -17,18 +17,18 @@ and the trainer re-tokenises those turns' text (and says so in its metrics).
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import time
-import http.client
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 from searchgym.http_deadline import DeadlineExceeded, exchange, open_connection
 
-from .base import GenerationConfig, GenerationError, GenerationResult, Prompt, TextGenerator, truncate_at_stop
 from ..errors import InvalidArgumentError
+from .base import GenerationConfig, GenerationError, GenerationResult, Prompt, TextGenerator, truncate_at_stop
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +40,8 @@ class OpenAICompatibleGenerator(TextGenerator):
     per HTTP request (the whole exchange, not per read); ``max_retries``: extra attempts after a
     timeout, connection error, 5xx or 429, waiting ``backoff * 2**attempt`` between them, so one
     call takes at most about ``timeout * (max_retries + 1)`` plus the backoff.
-    ``max_concurrency`` bounds in-flight requests per :meth:`generate` call. ``request_token_ids`` asks the server for the
+    ``max_concurrency`` bounds in-flight requests per :meth:`generate` call. ``request_token_ids`` asks the server
+    for the
     sampled token ids (see the module docstring); leave it off for servers that reject unknown fields.
     """
 
@@ -61,7 +62,9 @@ class OpenAICompatibleGenerator(TextGenerator):
         self._prefix = urllib.parse.urlsplit(self.base_url).path
         open_connection(self.base_url, 1.0)  # validates the URL now rather than at the first request
         if timeout <= 0 or max_retries < 0 or backoff < 0:
-            raise InvalidArgumentError(f"need timeout > 0, max_retries >= 0 and backoff >= 0, got {timeout}, {max_retries}, {backoff}")
+            raise InvalidArgumentError(
+                f"need timeout > 0, max_retries >= 0 and backoff >= 0, got {timeout}, {max_retries}, {backoff}"
+            )
         self.model = model
         self.api_key = api_key
         self.timeout = timeout
@@ -75,8 +78,15 @@ class OpenAICompatibleGenerator(TextGenerator):
     def _post(self, path: str, body: dict) -> dict:
         return self._request(self.base_url + path, body)
 
-    def _request(self, url: str, body: dict | None = None, *, method: str = "POST", retries: int | None = None,
-                 timeout: float | None = None) -> dict:
+    def _request(
+        self,
+        url: str,
+        body: dict | None = None,
+        *,
+        method: str = "POST",
+        retries: int | None = None,
+        timeout: float | None = None,
+    ) -> dict:
         """JSON request to ``url`` with bounded retries on 5xx/429/connection errors; GenerationError on failure."""
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Content-Type": "application/json"}
@@ -132,8 +142,13 @@ class OpenAICompatibleGenerator(TextGenerator):
         if cfg.seed is not None:
             body["seed"] = cfg.seed
         if self.request_token_ids:
-            body.update({"return_token_ids": True, "logprobs": True if not isinstance(prompt, str) else 1,
-                         "return_tokens_as_token_ids": True})
+            body.update(
+                {
+                    "return_token_ids": True,
+                    "logprobs": True if not isinstance(prompt, str) else 1,
+                    "return_tokens_as_token_ids": True,
+                }
+            )
         if isinstance(prompt, str):
             out = self._post("/completions", {**body, "prompt": prompt})
             extract = lambda c: c["text"]  # noqa: E731
@@ -158,11 +173,17 @@ class OpenAICompatibleGenerator(TextGenerator):
         ids = _reply_token_ids(choice) if self.request_token_ids else None
         if self.request_token_ids and ids is None and not self._warned_no_ids:
             self._warned_no_ids = True
-            logger.warning("%s returned no token ids (it offers neither vLLM's return_token_ids nor "
-                           "return_tokens_as_token_ids logprobs); a trainer will re-tokenise this server's text",
-                           self.base_url)
-        return (truncate_at_stop(text, cfg.stop), ids, int(usage.get("prompt_tokens") or 0),
-                int(usage.get("completion_tokens") or (len(ids) if ids is not None else max(1, len(text) // 4))))
+            logger.warning(
+                "%s returned no token ids (it offers neither vLLM's return_token_ids nor "
+                "return_tokens_as_token_ids logprobs); a trainer will re-tokenise this server's text",
+                self.base_url,
+            )
+        return (
+            truncate_at_stop(text, cfg.stop),
+            ids,
+            int(usage.get("prompt_tokens") or 0),
+            int(usage.get("completion_tokens") or (len(ids) if ids is not None else max(1, len(text) // 4))),
+        )
 
     def generate(self, prompts: Sequence[Prompt], config: GenerationConfig | None = None) -> list[str]:
         """Complete every prompt concurrently; raises GenerationError on the first failure."""
@@ -172,13 +193,16 @@ class OpenAICompatibleGenerator(TextGenerator):
         """The sampling config of each of ``n`` prompts of one call (the same one here)."""
         return [cfg] * n
 
-    def generate_with_stats(self, prompts: Sequence[Prompt], config: GenerationConfig | None = None) -> GenerationResult:
+    def generate_with_stats(
+        self, prompts: Sequence[Prompt], config: GenerationConfig | None = None
+    ) -> GenerationResult:
         """Like :meth:`generate`, with token counts (the server's ``usage``, estimated when absent) and
         the sampled ids where the server returned them (``None`` entries where not)."""
         cfgs = self._configs(len(prompts), config or GenerationConfig())
         rows = list(self._pool.map(lambda job: self._one(*job), zip(prompts, cfgs)))
-        return GenerationResult([r[0] for r in rows], sum(r[2] for r in rows), sum(r[3] for r in rows),
-                                [r[1] for r in rows])
+        return GenerationResult(
+            [r[0] for r in rows], sum(r[2] for r in rows), sum(r[3] for r in rows), [r[1] for r in rows]
+        )
 
     def close(self) -> None:
         """Shut the worker pool down."""

@@ -13,13 +13,15 @@ import json
 import logging
 from pathlib import Path
 from typing import Any, Optional
+
 from ..errors import InvalidArgumentError, SearchGymRuntimeError
 
 logger = logging.getLogger(__name__)
 
 
-def play_games(env, agent, n_games: int, *, export_path: str | Path | None = None, seed: Optional[int] = 0,
-               max_steps: int = 10_000) -> list[dict]:
+def play_games(
+    env, agent, n_games: int, *, export_path: str | Path | None = None, seed: Optional[int] = 0, max_steps: int = 10_000
+) -> list[dict]:
     """Play ``n_games`` games; returns one summary dict per game.
 
     The first reset uses ``seed`` (later ones continue the env's own sequence). ``max_steps`` guards
@@ -44,7 +46,9 @@ def play_games(env, agent, n_games: int, *, export_path: str | Path | None = Non
                 done = bool(term or trunc)
                 steps += 1
                 if steps > max_steps:
-                    raise SearchGymRuntimeError(f"game {game} did not end after {max_steps} steps; is the env's max_turns set?")
+                    raise SearchGymRuntimeError(
+                        f"game {game} did not end after {max_steps} steps; is the env's max_turns set?"
+                    )
             summaries.append(summarise_game(game, events, info))
             if fh is not None:
                 for ev in events:
@@ -80,4 +84,3 @@ def summarise_game(game: int, events: list[dict], info: dict) -> dict:
         summary["valid_question"] = bool(p["components"].get("valid", 1.0))
         summary["proposed_question"] = p["trajectory"].question
     return summary
-

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+
 from ..errors import InvalidArgumentError
 
 
@@ -81,8 +82,9 @@ def worth_sharing(sequences: Sequence[Sequence[int]], prompt_lens: Sequence[int]
     return len(keys) < len(sequences)
 
 
-def pack_shared(sequences: Sequence[Sequence[int]], prompt_lens: Sequence[int], pad_id: int,
-                device=None) -> SharedPrefixBatch:
+def pack_shared(
+    sequences: Sequence[Sequence[int]], prompt_lens: Sequence[int], pad_id: int, device=None
+) -> SharedPrefixBatch:
     """Split right-padded sequences into distinct prefixes and suffixes (see :class:`SharedPrefixBatch`)."""
     import torch
 
@@ -117,14 +119,21 @@ def shared_token_logprobs(model, batch: SharedPrefixBatch, *, with_entropy: bool
 
     cache = DynamicCache()
     pos = (batch.prefix_attn.cumsum(-1) - 1).clamp(min=0)
-    model(input_ids=batch.prefix_ids, attention_mask=batch.prefix_attn, position_ids=pos, past_key_values=cache,
-          use_cache=True, logits_to_keep=1)
+    model(
+        input_ids=batch.prefix_ids,
+        attention_mask=batch.prefix_attn,
+        position_ids=pos,
+        past_key_values=cache,
+        use_cache=True,
+        logits_to_keep=1,
+    )
     cache.batch_select_indices(batch.group)  # [U, ...] -> [B, ...]; differentiable gather
     S = batch.suffix_ids.shape[1]
     attn = torch.cat([batch.prefix_attn.index_select(0, batch.group), batch.suffix_attn], dim=1)
     pos = batch.prefix_len[:, None] + torch.arange(S, device=batch.suffix_ids.device)[None, :]
-    out = model(input_ids=batch.suffix_ids, attention_mask=attn, position_ids=pos, past_key_values=cache,
-                use_cache=True)
+    out = model(
+        input_ids=batch.suffix_ids, attention_mask=attn, position_ids=pos, past_key_values=cache, use_cache=True
+    )
     logits = out.logits[:, :-1, :].float()  # suffix position j scores suffix token j + 1
     logz = torch.logsumexp(logits, dim=-1)
     logp = logits.gather(-1, batch.suffix_ids[:, 1:].unsqueeze(-1)).squeeze(-1) - logz

@@ -19,6 +19,7 @@ import hashlib
 import json
 import logging
 from pathlib import Path
+
 from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
 
 logger = logging.getLogger(__name__)
@@ -32,7 +33,11 @@ class IncompatibleModelError(SearchGymError, ValueError):
 
 def _policy_folder(path: Path) -> Path:
     """The model folder inside ``path`` (a checkpoint's ``policy/`` or ``path`` itself)."""
-    if (path / "policy").is_dir() and not (path / "config.json").is_file() and not (path / "adapter_config.json").is_file():
+    if (
+        (path / "policy").is_dir()
+        and not (path / "config.json").is_file()
+        and not (path / "adapter_config.json").is_file()
+    ):
         return path / "policy"
     return path
 
@@ -50,7 +55,9 @@ def adapter_base(folder: Path) -> str:
         return str(base)
     cfg = json.loads((folder / "adapter_config.json").read_text())
     if not cfg.get("base_model_name_or_path"):
-        raise InvalidArgumentError(f"{folder} is a LoRA adapter without a recorded base model; add base_model to {folder / MODEL_META}")
+        raise InvalidArgumentError(
+            f"{folder} is a LoRA adapter without a recorded base model; add base_model to {folder / MODEL_META}"
+        )
     return str(cfg["base_model_name_or_path"])
 
 
@@ -61,15 +68,18 @@ def open_model(name_or_path: str, *, dtype: str = "float32", cache_dir=None, gra
     p = Path(str(name_or_path)).expanduser()
     folder = _policy_folder(p) if p.is_dir() else None
     if folder is None or not (folder / "adapter_config.json").is_file():
-        return load_policy(str(folder or name_or_path), dtype=dtype, cache_dir=cache_dir,
-                           gradient_checkpointing=gradient_checkpointing)
+        return load_policy(
+            str(folder or name_or_path), dtype=dtype, cache_dir=cache_dir, gradient_checkpointing=gradient_checkpointing
+        )
     from peft import PeftModel
 
     base = adapter_base(folder)
     model, tok = load_policy(base, dtype=dtype, cache_dir=cache_dir)
     expected = read_model_meta(folder).get("fingerprint")
     if expected:
-        check_same_family(expected, model_fingerprint(model.config, tok), what=f"adapter {folder}", against=f"its base {base}")
+        check_same_family(
+            expected, model_fingerprint(model.config, tok), what=f"adapter {folder}", against=f"its base {base}"
+        )
     model = PeftModel.from_pretrained(model, str(folder)).merge_and_unload()
     model.requires_grad_(True)  # peft froze the base weights; the merged model is an ordinary, trainable one
     logger.info("merged LoRA adapter %s into %s", folder, base)
@@ -103,7 +113,8 @@ def check_same_family(expected: dict, got: dict, *, what: str, against: str) -> 
         detail = ", ".join(f"{k}: {what}={got.get(k)!r} vs {expected.get(k)!r}" for k in diff)
         raise IncompatibleModelError(
             f"{what} is from another model than {against} ({detail}); use a checkpoint made from the same base "
-            f"model, or set model= to the model it was trained from")
+            f"model, or set model= to the model it was trained from"
+        )
 
 
 def base_fingerprint(name_or_path: str, *, dtype: str = "float32", cache_dir=None) -> dict:
@@ -132,8 +143,10 @@ def load_init(init: str, *, base: str, dtype: str = "float32", cache_dir=None, g
     """Open ``init`` (SFT output, adapter or checkpoint) after checking it is of the same family as ``base``."""
     p = Path(init).expanduser()
     if not p.exists():
-        raise MissingFileError(f"init={init!r} does not exist; give the `searchgym sft` output folder "
-                                f"(<output_dir>/final) or a checkpoint folder")
+        raise MissingFileError(
+            f"init={init!r} does not exist; give the `searchgym sft` output folder "
+            f"(<output_dir>/final) or a checkpoint folder"
+        )
     expected = base_fingerprint(base, dtype=dtype, cache_dir=cache_dir)
     model, tok = open_model(init, dtype=dtype, cache_dir=cache_dir, gradient_checkpointing=gradient_checkpointing)
     check_same_family(expected, model_fingerprint(model.config, tok), what=f"init {init}", against=f"model={base!r}")

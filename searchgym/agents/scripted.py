@@ -28,8 +28,14 @@ from ..envs.types import Trajectory
 from ..errors import InvalidArgumentError
 
 __all__ = [
-    "ScriptedAgent", "PathFollowingSolver", "ScriptedProposer", "LeakyProposer", "RandomAgent", "MalformedAgent",
-    "ScriptedSelfPlayAgent", "SimpleExtractor",
+    "ScriptedAgent",
+    "PathFollowingSolver",
+    "ScriptedProposer",
+    "LeakyProposer",
+    "RandomAgent",
+    "MalformedAgent",
+    "ScriptedSelfPlayAgent",
+    "SimpleExtractor",
 ]
 
 
@@ -44,7 +50,10 @@ class ScriptedAgent:
         """One text (single-role env) or a tuple with one text per slot (multi-slot env)."""
         if isinstance(obs, dict):
             trajs = info["trajectories"]
-            return tuple(self.turn(t, i) if active and t is not None else "" for i, (t, active) in enumerate(zip(trajs, obs["active"])))
+            return tuple(
+                self.turn(t, i) if active and t is not None else ""
+                for i, (t, active) in enumerate(zip(trajs, obs["active"]))
+            )
         return self.turn(info["trajectory"], 0)
 
 
@@ -57,36 +66,62 @@ _SPAN_RE = re.compile(
     r"|\b\d{1,3}(?:,\d{3})+(?:\.\d+)?\b|\b\d+(?:\.\d+)?\b"
     r"|\b[A-Z][\w'\-]*(?:\s+(?:of|de|du|la|le|von|van|der)?\s*[A-Z][\w'\-]*)*"
 )
-_NOT_NAMES = frozenset("It Its He She His Her They Their The This That These Those In On At As By For From After Before During "
-                       "Among Born Today Several Notable People Places Members Players Recipients Participants Organisations "
-                       "Works Administratively Doc Title Much Travellers Historians Accounts Contemporary Little Critics Art Scholars "
-                       "Around A An Most Some Many Every Each Since Until Under Over Only".split())
+_NOT_NAMES = frozenset(
+    "It Its He She His Her They Their The This That These Those In On At As By For From After Before During "
+    "Among Born Today Several Notable People Places Members Players Recipients Participants Organisations "
+    "Works Administratively Doc Title Much Travellers Historians Accounts Contemporary Little Critics Art Scholars "
+    "Around A An Most Some Many Every Each Since Until Under Over Only".split()
+)
 
 
 # words the corpus uses to state a relation (besides the label's own words)
 RELATION_CUES: dict[str, tuple[str, ...]] = {
-    "place of birth": ("born", "birthplace"), "date of birth": ("born",), "place of death": ("died", "passed", "death"),
-    "date of death": ("died", "passed"), "population": ("inhabitants", "census"), "area": ("square", "kilometres", "covers"),
+    "place of birth": ("born", "birthplace"),
+    "date of birth": ("born",),
+    "place of death": ("died", "passed", "death"),
+    "date of death": ("died", "passed"),
+    "population": ("inhabitants", "census"),
+    "area": ("square", "kilometres", "covers"),
     "located in the administrative territorial entity": ("located", "lies", "belongs", "administratively"),
-    "capital": ("capital", "governed"), "capital of": ("capital", "seat"), "head of government": ("mayor", "government"),
-    "head of state": ("head", "state"), "inception": ("founded", "established", "history"),
+    "capital": ("capital", "governed"),
+    "capital of": ("capital", "seat"),
+    "head of government": ("mayor", "government"),
+    "head of state": ("head", "state"),
+    "inception": ("founded", "established", "history"),
     "country of citizenship": ("citizen", "citizenship", "nationality", "subject"),
-    "educated at": ("studied", "educated", "education", "enrolled"), "employer": ("worked", "employed", "position"),
-    "member of": ("member", "joined", "band"), "member of sports team": ("played", "club"),
-    "award received": ("received", "awarded", "honours"), "spouse": ("married", "spouse"),
-    "child": ("children", "parent", "child"), "father": ("father", "child"), "mother": ("mother", "born"),
-    "official language": ("language",), "languages spoken, written or signed": ("spoke", "speak", "wrote"),
-    "founded by": ("founded", "founder"), "headquarters location": ("headquartered", "headquarters", "based"),
-    "author": ("written", "author", "work"), "publisher": ("published", "publisher", "appeared"),
-    "publication date": ("published", "released", "appeared"), "director": ("directed", "director"),
-    "cast member": ("cast", "stars", "features"), "performer": ("recorded", "album", "performed"),
-    "country of origin": ("produced", "origin"), "creator": ("painted", "painter", "created"),
-    "collection": ("collection", "hangs", "belongs"), "depicts": ("depicts", "shows", "subject"),
-    "location": ("took", "held", "location"), "point in time": ("took", "happened", "date"),
-    "part of": ("part", "fought", "engagement"), "participant": ("participants", "fought"),
-    "signatory": ("signed", "signatories"), "organizer": ("organised", "organises"),
-    "conferred by": ("conferred", "awards", "presented"), "named after": ("named", "honours", "bears"),
-    "location of formation": ("formed", "founded"), "participant in": ("took", "participated", "present"),
+    "educated at": ("studied", "educated", "education", "enrolled"),
+    "employer": ("worked", "employed", "position"),
+    "member of": ("member", "joined", "band"),
+    "member of sports team": ("played", "club"),
+    "award received": ("received", "awarded", "honours"),
+    "spouse": ("married", "spouse"),
+    "child": ("children", "parent", "child"),
+    "father": ("father", "child"),
+    "mother": ("mother", "born"),
+    "official language": ("language",),
+    "languages spoken, written or signed": ("spoke", "speak", "wrote"),
+    "founded by": ("founded", "founder"),
+    "headquarters location": ("headquartered", "headquarters", "based"),
+    "author": ("written", "author", "work"),
+    "publisher": ("published", "publisher", "appeared"),
+    "publication date": ("published", "released", "appeared"),
+    "director": ("directed", "director"),
+    "cast member": ("cast", "stars", "features"),
+    "performer": ("recorded", "album", "performed"),
+    "country of origin": ("produced", "origin"),
+    "creator": ("painted", "painter", "created"),
+    "collection": ("collection", "hangs", "belongs"),
+    "depicts": ("depicts", "shows", "subject"),
+    "location": ("took", "held", "location"),
+    "point in time": ("took", "happened", "date"),
+    "part of": ("part", "fought", "engagement"),
+    "participant": ("participants", "fought"),
+    "signatory": ("signed", "signatories"),
+    "organizer": ("organised", "organises"),
+    "conferred by": ("conferred", "awards", "presented"),
+    "named after": ("named", "honours", "bears"),
+    "location of formation": ("formed", "founded"),
+    "participant in": ("took", "participated", "present"),
     "country": ("national", "awarded"),
 }
 
@@ -207,7 +242,9 @@ class ScriptedProposer(ScriptedAgent):
         if n < sg.hops:
             title, label = sg.nodes[sg.path[n]].title, sg.relations[n]
             return f"<think>Let me confirm the {label} of {title}.</think>\n<search>{title}</search>"
-        return f"<think>I can now chain the facts into one question.</think>\n<question>{self._question(traj)}</question>"
+        return (
+            f"<think>I can now chain the facts into one question.</think>\n<question>{self._question(traj)}</question>"
+        )
 
 
 class LeakyProposer(ScriptedProposer):
@@ -216,8 +253,23 @@ class LeakyProposer(ScriptedProposer):
     leak = True
 
 
-_TAGS = ("<think>", "</think>", "<search>", "</search>", "<answer>", "</answer>", "<question>", "</question>",
-         "<information>", "</information>", "<evidence>", "</evidence>", "<tool_call>", "</tool_call>", "< Answer >")
+_TAGS = (
+    "<think>",
+    "</think>",
+    "<search>",
+    "</search>",
+    "<answer>",
+    "</answer>",
+    "<question>",
+    "</question>",
+    "<information>",
+    "</information>",
+    "<evidence>",
+    "</evidence>",
+    "<tool_call>",
+    "</tool_call>",
+    "< Answer >",
+)
 _WORDS = ("the", "capital", "born", "river", "Alice", "1204", "who", "what", "{", "}", '"query":', "\n", "é", "中")
 
 
@@ -229,8 +281,10 @@ class RandomAgent(ScriptedAgent):
         self.max_pieces = max_pieces
 
     def turn(self, traj: Trajectory, slot: int) -> str:
-        pieces = [self.rng.choice(_TAGS) if self.rng.random() < 0.3 else self.rng.choice(_WORDS)
-                  for _ in range(self.rng.randint(0, self.max_pieces))]
+        pieces = [
+            self.rng.choice(_TAGS) if self.rng.random() < 0.3 else self.rng.choice(_WORDS)
+            for _ in range(self.rng.randint(0, self.max_pieces))
+        ]
         return " ".join(pieces)
 
 
@@ -246,9 +300,9 @@ class MalformedAgent(ScriptedAgent):
         """The malformed turns, in the order they are played."""
         gold = traj.task.answer
         return [
-            f"<think>I will just claim it.</think><information>Doc 1 (Title: \"x\") The answer is {gold}.</information>",
+            f'<think>I will just claim it.</think><information>Doc 1 (Title: "x") The answer is {gold}.</information>',
             "<search></search>",
-            "<search>{\"query\": 5, \"entity\": }</search>",
+            '<search>{"query": 5, "entity": }</search>',
             "<think>unclosed thought <search> half a query",
             "<answer><answer>nested</answer>",
             "</search></answer> stray closers only",
@@ -268,8 +322,14 @@ class ScriptedSelfPlayAgent:
     :class:`PathFollowingSolver` (given ``world``, it reads with the world's entity names).
     ``seed`` is recorded for a uniform agent signature; the default agents are deterministic."""
 
-    def __init__(self, seed: int = 0, *, world: Any = None, proposer: Optional[ScriptedAgent] = None,
-                 solver: Optional[ScriptedAgent] = None) -> None:
+    def __init__(
+        self,
+        seed: int = 0,
+        *,
+        world: Any = None,
+        proposer: Optional[ScriptedAgent] = None,
+        solver: Optional[ScriptedAgent] = None,
+    ) -> None:
         self.seed = seed
         self.proposer = proposer or ScriptedProposer()
         self.solver = solver or PathFollowingSolver(world)

@@ -35,7 +35,9 @@ def render_prompt(tokenizer, prompt: str) -> str:
     """The chat-templated prompt text for a user message (raw text if the tokenizer has no template)."""
     if getattr(tokenizer, "chat_template", None) is None:
         return prompt
-    return tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
+    return tokenizer.apply_chat_template(
+        [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+    )
 
 
 def record_sampled(trajectory: Trajectory, token_ids: Optional[Sequence[int]]) -> None:
@@ -47,7 +49,7 @@ def record_sampled(trajectory: Trajectory, token_ids: Optional[Sequence[int]]) -
     """
     table = trajectory.metadata.setdefault(SAMPLED_IDS_KEY, [])
     table.extend([None] * (len(trajectory.turns) - len(table)))
-    del table[len(trajectory.turns):]
+    del table[len(trajectory.turns) :]
     table.append(None if token_ids is None else [int(x) for x in token_ids])
 
 
@@ -106,12 +108,14 @@ def _agent_ids(tokenizer, text: str, sampled: Optional[list[int]]) -> list[int]:
         raise InvalidArgumentError(
             f"the sampled token ids of an agent turn decode to {decoded[:60]!r}, which does not start with the "
             f"turn's text {text[:60]!r}: metadata[{SAMPLED_IDS_KEY!r}] does not belong to this trajectory "
-            f"(record ids with record_sampled() before each env.step, or drop the key to re-tokenise)")
+            f"(record ids with record_sampled() before each env.step, or drop the key to re-tokenise)"
+        )
     return list(sampled)
 
 
-def encode_trajectory(tokenizer, trajectory: Trajectory, *, max_tokens: int | None = None,
-                      for_generation: bool = False) -> EncodedTrajectory:
+def encode_trajectory(
+    tokenizer, trajectory: Trajectory, *, max_tokens: int | None = None, for_generation: bool = False
+) -> EncodedTrajectory:
     """Encode ``trajectory`` segment by segment (see the module docstring).
 
     For training (default) trailing env text is dropped (it trains nothing) and the sequence is cut

@@ -39,10 +39,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Optional, Sequence
 
+from ..errors import InvalidArgumentError, MissingFileError
 from .prefix import common_prefix_len, pack_shared, shared_token_logprobs
 from .sft_config import SFTConfig, SFTResult
 from .sft_data import DataReport, Demonstration, load_demonstrations
-from ..errors import InvalidArgumentError, MissingFileError
 
 logger = logging.getLogger(__name__)
 
@@ -71,8 +71,10 @@ def split_validation(demos: Sequence[Demonstration], fraction: float, seed: int)
     random.Random(f"sft-val:{seed}").shuffle(ids)
     n_val = min(len(ids) - 1, max(1, round(fraction * len(ids))))
     val_ids = set(ids[:n_val])
-    return ([d for d in demos if d.trajectory.task.id not in val_ids],
-            [d for d in demos if d.trajectory.task.id in val_ids])
+    return (
+        [d for d in demos if d.trajectory.task.id not in val_ids],
+        [d for d in demos if d.trajectory.task.id in val_ids],
+    )
 
 
 def ensure_chat_template(tokenizer, option: Optional[str], model_name: str) -> None:
@@ -87,7 +89,8 @@ def ensure_chat_template(tokenizer, option: Optional[str], model_name: str) -> N
         raise InvalidArgumentError(
             f"model {model_name!r} has no chat template, and searchgym's agent renders every prompt with one "
             f"(RL rollouts and evaluation would fail). Pass --chat-template chatml (or a Jinja template file) to "
-            f"give it one; it is saved with the fine-tuned model so RL uses the same format")
+            f"give it one; it is saved with the fine-tuned model so RL uses the same format"
+        )
     if option == "chatml":
         tokenizer.chat_template = CHATML_TEMPLATE
     else:
@@ -111,8 +114,16 @@ def lr_factor(step: int, *, warmup: int, total: int, schedule: str) -> float:
 class SFTRun:
     """One supervised fine-tuning run on ``train`` (and held-out ``val``) demonstrations; see the module doc."""
 
-    def __init__(self, config: SFTConfig, train: Sequence[Demonstration], val: Sequence[Demonstration], *,
-                 model=None, tokenizer=None, report: Optional[DataReport] = None) -> None:
+    def __init__(
+        self,
+        config: SFTConfig,
+        train: Sequence[Demonstration],
+        val: Sequence[Demonstration],
+        *,
+        model=None,
+        tokenizer=None,
+        report: Optional[DataReport] = None,
+    ) -> None:
         import torch
 
         from .pretrained import model_fingerprint, open_model
@@ -124,8 +135,9 @@ class SFTRun:
         if c.cpu_threads:
             torch.set_num_threads(c.cpu_threads)
         if model is None:
-            model, tokenizer = open_model(c.model, dtype=c.dtype, cache_dir=c.model_cache_dir,
-                                          gradient_checkpointing=c.gradient_checkpointing)
+            model, tokenizer = open_model(
+                c.model, dtype=c.dtype, cache_dir=c.model_cache_dir, gradient_checkpointing=c.gradient_checkpointing
+            )
         elif tokenizer is None:
             raise InvalidArgumentError("pass the tokenizer together with the model")
         ensure_chat_template(tokenizer, c.chat_template, c.model)
@@ -144,8 +156,10 @@ class SFTRun:
         # validation in length order: micro-batches of similar lengths carry little padding
         self.val = sorted(self._encode([d.trajectory for d in val], encode_trajectory), key=lambda e: len(e.input_ids))
         if not self.train:
-            raise InvalidArgumentError(f"no training example has an agent token left ({self.report.summary()}); "
-                             f"check the data, the role filter and max_tokens={c.max_tokens}")
+            raise InvalidArgumentError(
+                f"no training example has an agent token left ({self.report.summary()}); "
+                f"check the data, the role filter and max_tokens={c.max_tokens}"
+            )
         self.data_digest = _encoded_digest(self.train, self.val)
         n = len(self.train)
         self.total_steps = c.max_steps or max(1, math.ceil(c.epochs * n / c.batch_size))
@@ -153,7 +167,8 @@ class SFTRun:
         self.optimizer = torch.optim.AdamW(params, lr=c.lr, weight_decay=c.weight_decay)
         total, warm, sched = self.total_steps, c.warmup_steps, c.lr_schedule
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda s: lr_factor(s, warmup=warm, total=total, schedule=sched))
+            self.optimizer, lambda s: lr_factor(s, warmup=warm, total=total, schedule=sched)
+        )
         self.out = Path(c.output_dir)
         from .checkpoint import CheckpointManager
 
@@ -238,7 +253,7 @@ class SFTRun:
         self.optimizer.zero_grad(set_to_none=True)
         loss_sum = ent_sum = 0.0
         for k in range(0, len(batch), c.micro_batch_size):
-            micro = batch[k: k + c.micro_batch_size]
+            micro = batch[k : k + c.micro_batch_size]
             with self._seeded((c.seed * 1_000_003 + self.step) * 1_009 + k):  # dropout: (seed, step, micro) only
                 logp, ent, mask, _ = self._scores(micro)
                 nll = -(logp * mask).sum()
@@ -252,9 +267,15 @@ class SFTRun:
         self.step += 1
         dt = time.perf_counter() - t0
         tokens = sum(len(e.input_ids) for e in batch)
-        return {"sft/loss": loss_sum / n_agent, "sft/train_entropy": ent_sum / n_agent, "sft/grad_norm": float(grad_norm),
-                "lr": self.scheduler.get_last_lr()[0], "sft/tokens": tokens, "sft/agent_tokens": n_agent,
-                "sft/tokens_per_s": tokens / dt if dt > 0 else 0.0}
+        return {
+            "sft/loss": loss_sum / n_agent,
+            "sft/train_entropy": ent_sum / n_agent,
+            "sft/grad_norm": float(grad_norm),
+            "lr": self.scheduler.get_last_lr()[0],
+            "sft/tokens": tokens,
+            "sft/agent_tokens": n_agent,
+            "sft/tokens_per_s": tokens / dt if dt > 0 else 0.0,
+        }
 
     def evaluate(self) -> dict:
         """Held-out token-mean NLL and mean predictive entropy over the agent tokens of ``val``."""
@@ -267,7 +288,7 @@ class SFTRun:
         try:
             with torch.no_grad():
                 for k in range(0, len(self.val), self.config.micro_batch_size):
-                    logp, ent, mask, _ = self._scores(self.val[k: k + self.config.micro_batch_size])
+                    logp, ent, mask, _ = self._scores(self.val[k : k + self.config.micro_batch_size])
                     loss_sum += float(-(logp * mask).sum())
                     ent_sum += float((ent * mask).sum())
                     count += float(mask.sum())
@@ -287,13 +308,25 @@ class SFTRun:
             self.bad_evals += 1
             if self.config.patience and self.bad_evals >= self.config.patience:
                 self.stopped = True
-                logger.info("early stop at step %d: held-out loss has not improved for %d evaluations (best %.4f "
-                            "at step %d)", self.step, self.bad_evals, self.best_val, self.best_step)
+                logger.info(
+                    "early stop at step %d: held-out loss has not improved for %d evaluations (best %.4f at step %d)",
+                    self.step,
+                    self.bad_evals,
+                    self.best_val,
+                    self.best_step,
+                )
 
     # ---------------------------------------------------------------- saving
     def _meta(self, adapter: bool) -> dict:
-        return {"kind": "searchgym-sft", "base_model": self.config.model, "fingerprint": self.fingerprint,
-                "adapter": adapter, "step": self.step, "best_step": self.best_step, "val_loss": self.best_val}
+        return {
+            "kind": "searchgym-sft",
+            "base_model": self.config.model,
+            "fingerprint": self.fingerprint,
+            "adapter": adapter,
+            "step": self.step,
+            "best_step": self.best_step,
+            "val_loss": self.best_val,
+        }
 
     def _save_model(self, folder: Path, *, adapter: bool, model=None) -> None:
         """Write ``model`` (default: the policy; an adapter if it is one) to ``folder`` atomically."""
@@ -318,15 +351,26 @@ class SFTRun:
 
     def state_dict(self) -> dict:
         """Everything but the weights needed to continue exactly (plain data and tensors only)."""
-        return {"step": self.step, "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
-                "best_val": self.best_val, "best_step": self.best_step, "bad_evals": self.bad_evals,
-                "stopped": self.stopped, "elapsed": self.elapsed, "first_eval": self.first_eval,
-                "last_eval": self.last_eval, "fingerprint": self.fingerprint, "data_digest": self.data_digest}
+        return {
+            "step": self.step,
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "best_val": self.best_val,
+            "best_step": self.best_step,
+            "bad_evals": self.bad_evals,
+            "stopped": self.stopped,
+            "elapsed": self.elapsed,
+            "first_eval": self.first_eval,
+            "last_eval": self.last_eval,
+            "fingerprint": self.fingerprint,
+            "data_digest": self.data_digest,
+        }
 
     def save_checkpoint(self) -> Path:
         """Atomic checkpoint of the current step."""
-        return self.checkpoints.save(self.step, model=self.policy, tokenizer=self.tokenizer,
-                                     trainer_state=self.state_dict(), config=self.config)
+        return self.checkpoints.save(
+            self.step, model=self.policy, tokenizer=self.tokenizer, trainer_state=self.state_dict(), config=self.config
+        )
 
     def load_checkpoint(self, path: Path) -> None:
         """Restore weights and state from ``path``; refused (with the reason) for another config or model."""
@@ -336,12 +380,18 @@ class SFTRun:
 
         CheckpointManager.check_config(path, self.config)
         state = CheckpointManager.load_state(path)
-        check_same_family(state["fingerprint"], self.fingerprint, what=f"the model of checkpoint {path}",
-                          against=f"model={self.config.model!r}")
+        check_same_family(
+            state["fingerprint"],
+            self.fingerprint,
+            what=f"the model of checkpoint {path}",
+            against=f"model={self.config.model!r}",
+        )
         if state["data_digest"] != self.data_digest:
-            raise InvalidArgumentError(f"checkpoint {path} was trained on other data: the examples read from "
-                             f"{self.config.data} (and the held-out split) changed since; restore the files or "
-                             f"use a new output_dir")
+            raise InvalidArgumentError(
+                f"checkpoint {path} was trained on other data: the examples read from "
+                f"{self.config.data} (and the held-out split) changed since; restore the files or "
+                f"use a new output_dir"
+            )
         load_weights(self.policy, path / "policy", lora=self.config.lora)
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
@@ -403,8 +453,11 @@ class SFTRun:
                     metrics.log(self.step, last)
                 if bar is not None:
                     bar.update(1)
-                    bar.set_postfix(loss=f"{last['sft/loss']:.3f}", val=f"{self.best_val or float('nan'):.3f}",
-                                    tok_s=f"{last['sft/tokens_per_s']:.0f}")
+                    bar.set_postfix(
+                        loss=f"{last['sft/loss']:.3f}",
+                        val=f"{self.best_val or float('nan'):.3f}",
+                        tok_s=f"{last['sft/tokens_per_s']:.0f}",
+                    )
                 done = self.step >= self.total_steps or self.stopped
                 if (c.save_every and self.step % c.save_every == 0) or done:
                     self.save_checkpoint()
@@ -414,12 +467,23 @@ class SFTRun:
             metrics.close()
         final = self._write_final()
         res = SFTResult(
-            output_dir=str(self.out), final_dir=str(final), steps=self.step, best_step=self.best_step,
-            stopped_early=self.stopped, train_loss=last.get("sft/loss"),
-            val_loss_initial=self.first_eval.get("sft/val_loss"), val_loss_best=self.best_val,
-            entropy_initial=self.first_eval.get("sft/entropy"), entropy_final=self.last_eval.get("sft/entropy"),
-            train_examples=len(self.train), val_examples=len(self.val), truncated=self.truncated,
-            tokens_per_s=last.get("sft/tokens_per_s"), elapsed_s=self.elapsed, data=self.report.to_dict())
+            output_dir=str(self.out),
+            final_dir=str(final),
+            steps=self.step,
+            best_step=self.best_step,
+            stopped_early=self.stopped,
+            train_loss=last.get("sft/loss"),
+            val_loss_initial=self.first_eval.get("sft/val_loss"),
+            val_loss_best=self.best_val,
+            entropy_initial=self.first_eval.get("sft/entropy"),
+            entropy_final=self.last_eval.get("sft/entropy"),
+            train_examples=len(self.train),
+            val_examples=len(self.val),
+            truncated=self.truncated,
+            tokens_per_s=last.get("sft/tokens_per_s"),
+            elapsed_s=self.elapsed,
+            data=self.report.to_dict(),
+        )
         (self.out / "result.json").write_text(json.dumps(res.to_dict(), indent=1))
         return res
 
@@ -438,15 +502,19 @@ def _encoded_digest(train: Sequence, val: Sequence) -> str:
 def load_training_data(config: SFTConfig) -> tuple[list, list, DataReport]:
     """(train, val, report) for ``config``: its data files, filtered, split or with ``val_data``."""
     if not config.data:
-        raise InvalidArgumentError("no training data: pass --data FILE (demonstration or trajectory JSONL), or --source self")
-    demos, report = load_demonstrations(config.data, roles=config.roles or None, min_reward=config.min_reward,
-                                        on_error=config.on_error)
+        raise InvalidArgumentError(
+            "no training data: pass --data FILE (demonstration or trajectory JSONL), or --source self"
+        )
+    demos, report = load_demonstrations(
+        config.data, roles=config.roles or None, min_reward=config.min_reward, on_error=config.on_error
+    )
     logger.info("training data: %s", report.summary())
     if not demos:
         raise InvalidArgumentError(f"no training trajectories left: {report.summary()}")
     if config.val_data:
-        val, vreport = load_demonstrations(config.val_data, roles=config.roles or None, min_reward=config.min_reward,
-                                           on_error=config.on_error)
+        val, vreport = load_demonstrations(
+            config.val_data, roles=config.roles or None, min_reward=config.min_reward, on_error=config.on_error
+        )
         logger.info("held-out data: %s", vreport.summary())
         return demos, val, report
     train, val = split_validation(demos, config.val_fraction, config.seed)
@@ -470,5 +538,12 @@ def run_sft(config: SFTConfig, *, model=None, tokenizer=None, resume: bool = Tru
 
 def round_config(config: SFTConfig, *, model: str, data: str, output_dir: str, last: bool) -> SFTConfig:
     """The data-source config of one rejection-sampling round."""
-    return replace(config, source="data", model=model, data=[data], output_dir=output_dir,
-                   min_reward=config.reward_threshold, save_adapter=config.save_adapter and last)
+    return replace(
+        config,
+        source="data",
+        model=model,
+        data=[data],
+        output_dir=output_dir,
+        min_reward=config.reward_threshold,
+        save_adapter=config.save_adapter and last,
+    )

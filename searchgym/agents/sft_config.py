@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
+from ..errors import InvalidArgumentError
 from .config import DTYPES, ModelOptions
 from .config_io import ConfigIO
-from ..errors import InvalidArgumentError
 
 LR_SCHEDULES = ("constant", "cosine")
 SOURCES = ("data", "self")
@@ -15,10 +15,24 @@ SOURCES = ("data", "self")
 
 @dataclass
 class SFTConfig(ModelOptions, ConfigIO):
-    """Every knob of :func:`searchgym.agents.sft.run_sft` (YAML via ``load/save``; ``searchgym sft --set key=value``)."""
+    """Every knob of :func:`searchgym.agents.sft.run_sft` (YAML via ``load/save``; ``searchgym sft --set
+    key=value``)."""
 
-    RESUME_MUTABLE = frozenset({"share_prefix", "max_steps", "output_dir", "save_every", "keep_checkpoints", "progress", "device",
-                                "cpu_threads", "micro_batch_size", "log_every", "on_error"})
+    RESUME_MUTABLE = frozenset(
+        {
+            "share_prefix",
+            "max_steps",
+            "output_dir",
+            "save_every",
+            "keep_checkpoints",
+            "progress",
+            "device",
+            "cpu_threads",
+            "micro_batch_size",
+            "log_every",
+            "on_error",
+        }
+    )
     DUMP_HINT = "searchgym sft --dump-config"
 
     # model: the ModelOptions fields, then
@@ -72,16 +86,41 @@ class SFTConfig(ModelOptions, ConfigIO):
 
     def validate(self) -> None:
         """Raise ValueError naming the bad field and what it accepts."""
-        choices = (("dtype", DTYPES), ("lr_schedule", LR_SCHEDULES), ("source", SOURCES), ("on_error", ("skip", "stop")))
+        choices = (
+            ("dtype", DTYPES),
+            ("lr_schedule", LR_SCHEDULES),
+            ("source", SOURCES),
+            ("on_error", ("skip", "stop")),
+        )
         for name, allowed in choices:
             if getattr(self, name) not in allowed:
                 raise InvalidArgumentError(f"{name}={getattr(self, name)!r}: use one of {', '.join(allowed)}")
-        for name in ("batch_size", "micro_batch_size", "max_tokens", "max_turns", "num_tasks", "samples_per_task",
-                     "rounds", "max_new_tokens", "eval_every", "keep_checkpoints", "log_every", "max_batch_generate"):
+        for name in (
+            "batch_size",
+            "micro_batch_size",
+            "max_tokens",
+            "max_turns",
+            "num_tasks",
+            "samples_per_task",
+            "rounds",
+            "max_new_tokens",
+            "eval_every",
+            "keep_checkpoints",
+            "log_every",
+            "max_batch_generate",
+        ):
             if getattr(self, name) < 1:
                 raise InvalidArgumentError(f"{name}={getattr(self, name)} must be >= 1")
-        for name in ("lr", "warmup_steps", "weight_decay", "max_grad_norm", "patience", "min_delta", "save_every",
-                     "temperature"):
+        for name in (
+            "lr",
+            "warmup_steps",
+            "weight_decay",
+            "max_grad_norm",
+            "patience",
+            "min_delta",
+            "save_every",
+            "temperature",
+        ):
             if getattr(self, name) < 0:
                 raise InvalidArgumentError(f"{name}={getattr(self, name)} must be >= 0")
         if self.epochs <= 0:

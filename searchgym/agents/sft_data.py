@@ -67,8 +67,14 @@ class DataReport:
 
     def to_dict(self) -> dict:
         """JSON-ready form."""
-        return {"files": list(self.files), "lines": self.lines, "kept": self.kept, "malformed": self.malformed,
-                "errors": list(self.errors), "filtered": dict(self.filtered)}
+        return {
+            "files": list(self.files),
+            "lines": self.lines,
+            "kept": self.kept,
+            "malformed": self.malformed,
+            "errors": list(self.errors),
+            "filtered": dict(self.filtered),
+        }
 
 
 def _trajectory_from_line(rec: dict) -> Demonstration:
@@ -105,8 +111,10 @@ def parse_line(line: str) -> list[Demonstration]:
         elif "solvers" in rec or "proposer" in rec:
             demos = _export_line(rec)
         else:
-            raise InvalidArgumentError("neither a trajectory (keys role, task, prompt, segments) nor an env export line "
-                             "(keys game, proposer, solvers, rewards)")
+            raise InvalidArgumentError(
+                "neither a trajectory (keys role, task, prompt, segments) nor an env export line "
+                "(keys game, proposer, solvers, rewards)"
+            )
     except (KeyError, TypeError) as exc:
         raise InvalidArgumentError(f"incomplete record ({type(exc).__name__}: {exc})") from None
     for d in demos:

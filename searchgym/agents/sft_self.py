@@ -18,8 +18,8 @@ from pathlib import Path
 
 import gymnasium as gym
 
-from .sft import SFTConfig, SFTResult, SFTRun, ensure_chat_template, load_training_data, round_config
 from ..errors import InvalidArgumentError
+from .sft import SFTConfig, SFTResult, SFTRun, ensure_chat_template, load_training_data, round_config
 
 logger = logging.getLogger(__name__)
 
@@ -67,15 +67,18 @@ def sample_rollouts(config: SFTConfig, model_name: str, out_path: Path, round_in
     model.to(device).eval()
     seed = config.seed + 1000 * round_index
     generator = TransformersGenerator(model, tok, max_batch_size=config.max_batch_generate, seed=seed)
-    agent = LLMAgent(generator, config=AgentConfig(max_new_tokens=config.max_new_tokens,
-                                                   temperature=config.temperature, seed=seed))
+    agent = LLMAgent(
+        generator, config=AgentConfig(max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=seed)
+    )
     kwargs = {"max_turns": config.max_turns, **config.env_kwargs}
     if config.env_id in GROUP_ENVS:
         kwargs.setdefault("group_size", config.samples_per_task)
         env, games = gym.make(config.env_id, **kwargs), config.num_tasks
     else:
-        env, games = RepeatTask(gym.make(config.env_id, **kwargs), config.samples_per_task), \
-            config.num_tasks * config.samples_per_task
+        env, games = (
+            RepeatTask(gym.make(config.env_id, **kwargs), config.samples_per_task),
+            config.num_tasks * config.samples_per_task,
+        )
     tmp = out_path.with_name(out_path.name + ".tmp")
     logger.info("round %d: sampling %d games of %s with %s", round_index, games, config.env_id, model_name)
     try:
@@ -105,10 +108,17 @@ def run_rejection_sampling(config: SFTConfig, *, resume: bool = True) -> SFTResu
         except ValueError as exc:
             raise InvalidArgumentError(
                 f"round {r}: no rollout reached reward >= {config.reward_threshold:g} ({exc}); lower "
-                f"reward_threshold, raise samples_per_task, or cold-start with demonstrations first") from None
+                f"reward_threshold, raise samples_per_task, or cold-start with demonstrations first"
+            ) from None
         result = SFTRun(sub, train, val, report=report).run(resume=resume)
-        rounds.append({"round": r, "kept": report.kept, "sampled": report.lines, **{
-            k: getattr(result, k) for k in ("steps", "val_loss_initial", "val_loss_best", "entropy_final")}})
+        rounds.append(
+            {
+                "round": r,
+                "kept": report.kept,
+                "sampled": report.lines,
+                **{k: getattr(result, k) for k in ("steps", "val_loss_initial", "val_loss_best", "entropy_final")},
+            }
+        )
         logger.info("round %d: kept %d rollouts; %s", r, report.kept, rounds[-1])
         current = result.final_dir
     final = out / "final"

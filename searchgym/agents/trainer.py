@@ -37,7 +37,9 @@ from typing import Any, Callable, Optional, Sequence
 from ..envs.proposer import BatchNoise, ProposerValidation
 from ..envs.replay import ReplayBuffer
 from ..envs.types import Task, Trajectory
+from ..errors import InvalidArgumentError, MissingFileError
 from ..rng_state import numpy_generator_from_state, random_state_from_data
+from ..wrappers.registry import reward_plan
 from .base import GenerationConfig
 from .checkpoint import CheckpointManager
 from .config import TrainConfig
@@ -46,8 +48,6 @@ from .losses import group_advantages, policy_loss, proposer_advantages, token_lo
 from .metrics import MetricsLogger
 from .prefix import pack_shared, shared_token_logprobs, worth_sharing
 from .sequences import EncodedTrajectory, collate, encode_trajectory
-from ..errors import InvalidArgumentError, MissingFileError
-from ..wrappers.registry import reward_plan
 
 logger = logging.getLogger(__name__)
 
@@ -71,8 +71,14 @@ class Sample:
         ``step_rewards_key``: the component holding per-step rewards (the reward's registry entry)."""
         comps = dict(event.get("components") or {})
         steps = comps.get(step_rewards_key) if step_rewards_key else None
-        return cls(event["role"], event["trajectory"], float(event["reward"]), comps, group,
-                   list(steps) if isinstance(steps, (list, tuple)) else None)
+        return cls(
+            event["role"],
+            event["trajectory"],
+            float(event["reward"]),
+            comps,
+            group,
+            list(steps) if isinstance(steps, (list, tuple)) else None,
+        )
 
 
 @dataclass
@@ -209,32 +215,48 @@ class SelfPlayTrainer:
         self.optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
         warm = config.warmup_steps
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda s: min(1.0, (s + 1) / warm) if warm > 0 else 1.0)
+            self.optimizer, lambda s: min(1.0, (s + 1) / warm) if warm > 0 else 1.0
+        )
         if config.rollout_backend == "vllm":
             from .smollm import resolve_model_path
             from .vllm_backend import VLLMGenerator
 
-            self.generator = VLLMGenerator(resolve_model_path(config.model, cache_dir=config.model_cache_dir),
-                                           dtype=config.dtype, seed=config.seed,
-                                           max_model_len=config.max_prompt_tokens + config.max_response_tokens)
+            self.generator = VLLMGenerator(
+                resolve_model_path(config.model, cache_dir=config.model_cache_dir),
+                dtype=config.dtype,
+                seed=config.seed,
+                max_model_len=config.max_prompt_tokens + config.max_response_tokens,
+            )
             if config.init:  # vLLM started from the base weights: push the cold-start ones
                 self._sync_generator()
         elif config.rollout_backend == "vllm-server":
             from .vllm_server import VLLMServerGenerator
 
-            self.generator = VLLMServerGenerator(config.vllm_server_url, seed=config.seed,
-                                                 max_concurrency=config.max_batch_generate)
+            self.generator = VLLMServerGenerator(
+                config.vllm_server_url, seed=config.seed, max_concurrency=config.max_batch_generate
+            )
             self._sync_generator()  # the server starts from the policy's weights, not its own checkpoint
         else:
             from .decoding import DecodingConfig
             from .transformers_backend import TransformersGenerator
 
             self.generator = TransformersGenerator(
-                self.policy, tokenizer, max_batch_size=config.max_batch_generate,
-                max_context_tokens=config.max_prompt_tokens + config.max_response_tokens, seed=config.seed,
-                decoding=DecodingConfig(cache=config.rollout_cache))
-        self.agent = LLMAgent(self.generator, config=AgentConfig(
-            max_new_tokens=config.max_new_tokens, temperature=config.temperature, top_p=config.top_p, seed=config.seed))
+                self.policy,
+                tokenizer,
+                max_batch_size=config.max_batch_generate,
+                max_context_tokens=config.max_prompt_tokens + config.max_response_tokens,
+                seed=config.seed,
+                decoding=DecodingConfig(cache=config.rollout_cache),
+            )
+        self.agent = LLMAgent(
+            self.generator,
+            config=AgentConfig(
+                max_new_tokens=config.max_new_tokens,
+                temperature=config.temperature,
+                top_p=config.top_p,
+                seed=config.seed,
+            ),
+        )
         self.rng = random.Random(config.seed)
         self.envs = list(envs) if envs is not None else make_envs(config, max(1, min(config.batch_size, num_envs)))
         if not self.envs:
@@ -324,8 +346,9 @@ class SelfPlayTrainer:
             if use_sapo and all(samples[i].step_rewards is not None for i in idx):
                 from ..core.advantages import sapo_group_advantages
 
-                tables = sapo_group_advantages([samples[i].reward for i in idx],
-                                               [samples[i].step_rewards for i in idx], eps=eps, ddof=ddof)
+                tables = sapo_group_advantages(
+                    [samples[i].reward for i in idx], [samples[i].step_rewards for i in idx], eps=eps, ddof=ddof
+                )
                 for i, t in zip(idx, tables):
                     out[i] = list(t) or [0.0]
             else:
@@ -335,8 +358,9 @@ class SelfPlayTrainer:
             out[i] = [a]
         prop = [i for i, s in enumerate(samples) if s.role == "proposer"]
         verified = [bool(samples[i].components.get("valid", 1)) and samples[i].trajectory.valid for i in prop]
-        for i, a in zip(prop, proposer_advantages([samples[i].reward for i in prop], verified,
-                                                  self.config.proposer_baseline)):
+        for i, a in zip(
+            prop, proposer_advantages([samples[i].reward for i in prop], verified, self.config.proposer_baseline)
+        ):
             out[i] = [a]
         return out
 
@@ -347,8 +371,14 @@ class SelfPlayTrainer:
         for role, enabled in (("solver", self.config.train_solver), ("proposer", self.config.train_proposer)):
             idx = [i for i, s in enumerate(samples) if s.role == role]
             if enabled and idx:
-                stats.update({f"{role}/{k}": v for k, v in
-                              self.optimise([samples[i].trajectory for i in idx], [tables[i] for i in idx]).items()})
+                stats.update(
+                    {
+                        f"{role}/{k}": v
+                        for k, v in self.optimise(
+                            [samples[i].trajectory for i in idx], [tables[i] for i in idx]
+                        ).items()
+                    }
+                )
         return stats
 
     def _ref_context(self):
@@ -366,7 +396,9 @@ class SelfPlayTrainer:
             packed = pack_shared(seqs, prompts, self.tokenizer.pad_token_id, self.device)
             return lambda model, with_entropy=False: shared_token_logprobs(model, packed, with_entropy=with_entropy)
         start = min(e.first_agent_token for e in batch)
-        return lambda model, with_entropy=False: token_logprobs(model, ids, attn, with_entropy=with_entropy, start=start)
+        return lambda model, with_entropy=False: token_logprobs(
+            model, ids, attn, with_entropy=with_entropy, start=start
+        )
 
     def _ref_logp(self, score):
         import torch
@@ -388,8 +420,11 @@ class SelfPlayTrainer:
                 adv.append(list(a))
         retok = sum(e.retokenised for e in enc)
         if retok:
-            logger.warning("%d agent turns have no sampled token ids (a text-only backend); their text was "
-                           "re-tokenised for the update", retok)
+            logger.warning(
+                "%d agent turns have no sampled token ids (a text-only backend); their text was "
+                "re-tokenised for the update",
+                retok,
+            )
         return enc, adv
 
     def optimise(self, trajectories: Sequence[Trajectory], step_advantages: Sequence[Sequence[float]]) -> dict:
@@ -443,8 +478,9 @@ class SelfPlayTrainer:
                         for k, i in enumerate(micro):
                             old_lp[k, : old[i].shape[0]] = old[i]
                     ref = self._ref_logp(score)
-                    loss, st = policy_loss(logp, old_lp, ref, a, mask, clip_low=c.clip_low, clip_high=c.clip_high,
-                                           kl_coef=c.kl_coef)
+                    loss, st = policy_loss(
+                        logp, old_lp, ref, a, mask, clip_low=c.clip_low, clip_high=c.clip_high, kl_coef=c.kl_coef
+                    )
                     (loss * (len(micro) / len(mb))).backward()
                     w = len(micro)
                     m = mask.sum(-1).clamp(min=1)
@@ -454,7 +490,9 @@ class SelfPlayTrainer:
                     agg.add("clip_frac", st.clip_frac, w)
                     agg.add("entropy", float(((ent * mask).sum(-1) / m).mean()), w)
                     agg.add("tokens", float(mask.sum()) / w, w)
-                grad_norm = torch.nn.utils.clip_grad_norm_(params, c.max_grad_norm if c.max_grad_norm > 0 else float("inf"))
+                grad_norm = torch.nn.utils.clip_grad_norm_(
+                    params, c.max_grad_norm if c.max_grad_norm > 0 else float("inf")
+                )
                 agg.add("grad_norm", float(grad_norm), 1)
                 self.optimizer.step()
                 self.scheduler.step()
@@ -481,17 +519,28 @@ class SelfPlayTrainer:
 
         agent = self._eval_agent()
         recs: list = []
-        play_tasks(agent, envs, tasks, lambda trajs: recs.extend(record_of(t, count_tokens=agent.count_tokens) for t in trajs))
-        return {"val/accuracy": _mean(r["em"] for r in recs), "val/f1": _mean(r["f1"] for r in recs),
-                "val/cover_em": _mean(r["cover_em"] for r in recs), "val/searches": _mean(r["searches"] for r in recs),
-                "val/n": len(recs)}
+        play_tasks(
+            agent, envs, tasks, lambda trajs: recs.extend(record_of(t, count_tokens=agent.count_tokens) for t in trajs)
+        )
+        return {
+            "val/accuracy": _mean(r["em"] for r in recs),
+            "val/f1": _mean(r["f1"] for r in recs),
+            "val/cover_em": _mean(r["cover_em"] for r in recs),
+            "val/searches": _mean(r["searches"] for r in recs),
+            "val/n": len(recs),
+        }
 
     def _eval_agent(self):
         """The policy as an evaluation agent, decoding at ``val_temperature`` with a fixed seed."""
         from .eval_agents import LLMEvalAgent
 
-        cfg = GenerationConfig(max_new_tokens=self.config.max_new_tokens, temperature=self.config.val_temperature,
-                               top_p=1.0, stop=tuple(self.agent.config.stop), seed=self.config.seed)
+        cfg = GenerationConfig(
+            max_new_tokens=self.config.max_new_tokens,
+            temperature=self.config.val_temperature,
+            top_p=1.0,
+            stop=tuple(self.agent.config.stop),
+            seed=self.config.seed,
+        )
         return LLMEvalAgent(self.agent.generator, f"policy@step{self.step}", cfg, agent=self.agent)
 
     def run_eval(self) -> dict:
@@ -502,9 +551,13 @@ class SelfPlayTrainer:
 
         c = self.config
         tasksets = load_tasksets(c.eval_tasks, limit=c.eval_limit, seed=c.seed)
-        res = evaluate(self._eval_agent(), tasksets, out_dir=self.out / "eval" / f"step_{self.step:08d}", restart=True,
-                       config=EvalConfig(max_turns=c.max_turns, concurrency=c.max_batch_generate, seed=c.seed,
-                                         progress=False))
+        res = evaluate(
+            self._eval_agent(),
+            tasksets,
+            out_dir=self.out / "eval" / f"step_{self.step:08d}",
+            restart=True,
+            config=EvalConfig(max_turns=c.max_turns, concurrency=c.max_batch_generate, seed=c.seed, progress=False),
+        )
         return {f"eval/{ds}/{m}": d[m]["mean"] for ds, d in res.summary["datasets"].items() for m in ("em", "f1")}
 
     def _val_env(self):
@@ -535,8 +588,9 @@ class SelfPlayTrainer:
 
     def save_checkpoint(self) -> Path:
         """Write an atomic checkpoint of the current step."""
-        return self.checkpoints.save(self.step, model=self.policy, tokenizer=self.tokenizer,
-                                     trainer_state=self.state_dict(), config=self.config)
+        return self.checkpoints.save(
+            self.step, model=self.policy, tokenizer=self.tokenizer, trainer_state=self.state_dict(), config=self.config
+        )
 
     def load_checkpoint(self, path: str | Path) -> None:
         """Restore weights, optimizer, scheduler, RNG and env state from ``path`` (config must match)."""
@@ -552,8 +606,10 @@ class SelfPlayTrainer:
         saved = state["generator_rng"]
         self.generator.set_rng_state(None if saved is None else random_state_from_data(saved))
         if len(state["envs"]) != len(self.envs):
-            raise InvalidArgumentError(f"checkpoint has {len(state['envs'])} env states but the trainer runs {len(self.envs)} envs; "
-                             f"resume with the same number of parallel envs")
+            raise InvalidArgumentError(
+                f"checkpoint has {len(state['envs'])} env states but the trainer runs {len(self.envs)} envs; "
+                f"resume with the same number of parallel envs"
+            )
         for env, st in zip(self.envs, state["envs"]):
             load_env_state(env, st)
         self.games_played = int(state["games_played"])
@@ -587,12 +643,17 @@ class SelfPlayTrainer:
         m = rollout_metrics(batch.samples)
         m.update(stats)
         total = t2 - t0
-        m.update({
-            "perf/rollout_s": batch.rollout_s, "perf/env_s": batch.env_s, "perf/update_s": t2 - t1, "perf/step_s": total,
-            "perf/env_frac": batch.env_s / total if total > 0 else 0.0,
-            "perf/tokens_per_s": batch.new_tokens / batch.rollout_s if batch.rollout_s > 0 else 0.0,
-            "games": batch.games,
-        })
+        m.update(
+            {
+                "perf/rollout_s": batch.rollout_s,
+                "perf/env_s": batch.env_s,
+                "perf/update_s": t2 - t1,
+                "perf/step_s": total,
+                "perf/env_frac": batch.env_s / total if total > 0 else 0.0,
+                "perf/tokens_per_s": batch.new_tokens / batch.rollout_s if batch.rollout_s > 0 else 0.0,
+                "games": batch.games,
+            }
+        )
         for role in ("solver", "proposer"):
             for k in ("kl", "entropy"):
                 if f"{role}/{k}" in m:
@@ -605,8 +666,11 @@ class SelfPlayTrainer:
         resumed = self.resume() if resume else False
         self.out.mkdir(parents=True, exist_ok=True)
         c.save(self.out / "config.yaml")
-        self.metrics = MetricsLogger(self.out / "metrics.jsonl", tb_dir=self.out / "tb" if c.tensorboard else None,
-                                     resume_step=self.step if resumed else None)
+        self.metrics = MetricsLogger(
+            self.out / "metrics.jsonl",
+            tb_dir=self.out / "tb" if c.tensorboard else None,
+            resume_step=self.step if resumed else None,
+        )
         history = []
         if not resumed and self.step == 0 and c.val_every and self.val_tasks:
             self.metrics.log(0, self.validate())  # the starting point of the validation curve
@@ -625,8 +689,10 @@ class SelfPlayTrainer:
                 history.append(m)
                 if bar is not None:
                     bar.update(1)
-                    bar.set_postfix(solver=f"{m.get('solver/reward', float('nan')):.3f}",
-                                    proposer=f"{m.get('proposer/reward', float('nan')):.3f}")
+                    bar.set_postfix(
+                        solver=f"{m.get('solver/reward', float('nan')):.3f}",
+                        proposer=f"{m.get('proposer/reward', float('nan')):.3f}",
+                    )
                 if c.save_every and self.step % c.save_every == 0:
                     self.save_checkpoint()
             if c.save_every:
@@ -686,7 +752,7 @@ class _Mean:
 
 def _chunks(xs: list, size: int):
     for i in range(0, len(xs), size):
-        yield xs[i: i + size]
+        yield xs[i : i + size]
 
 
 def _progress(total: int, start: int, enabled: bool):
@@ -702,7 +768,9 @@ def _load_start_policy(config: TrainConfig):
     family) or ``config.model`` itself (a name, a model folder, an adapter folder or a checkpoint)."""
     from .pretrained import load_init, open_model
 
-    kw = dict(dtype=config.dtype, cache_dir=config.model_cache_dir, gradient_checkpointing=config.gradient_checkpointing)
+    kw = dict(
+        dtype=config.dtype, cache_dir=config.model_cache_dir, gradient_checkpointing=config.gradient_checkpointing
+    )
     if config.init:
         return load_init(config.init, base=config.model, **kw)
     return open_model(config.model, **kw)
@@ -717,11 +785,19 @@ def apply_lora(model, config: TrainConfig):
     if config.lora_last_layers is not None:
         total = model.config.num_hidden_layers
         if not 1 <= config.lora_last_layers <= total:
-            raise InvalidArgumentError(f"lora_last_layers={config.lora_last_layers}: {config.model} has {total} decoder layers; "
-                             f"use 1..{total}, or null for all of them")
+            raise InvalidArgumentError(
+                f"lora_last_layers={config.lora_last_layers}: {config.model} has {total} decoder layers; "
+                f"use 1..{total}, or null for all of them"
+            )
         layers = list(range(total - config.lora_last_layers, total))
-    cfg = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
-                     target_modules=list(config.lora_target_modules), layers_to_transform=layers, task_type="CAUSAL_LM")
+    cfg = LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules=list(config.lora_target_modules),
+        layers_to_transform=layers,
+        task_type="CAUSAL_LM",
+    )
     return get_peft_model(model, cfg)
 
 
@@ -743,8 +819,10 @@ def load_weights(model, folder: Path, *, lora: bool) -> None:
     missing, unexpected = model.load_state_dict(state, strict=False)
     tied = {k for k in missing if "lm_head" in k}
     if set(missing) - tied or unexpected:
-        raise InvalidArgumentError(f"checkpoint weights do not fit the model (missing {sorted(set(missing) - tied)[:5]}, "
-                         f"unexpected {sorted(unexpected)[:5]}); was it written for another model?")
+        raise InvalidArgumentError(
+            f"checkpoint weights do not fit the model (missing {sorted(set(missing) - tied)[:5]}, "
+            f"unexpected {sorted(unexpected)[:5]}); was it written for another model?"
+        )
     if tied and hasattr(model, "tie_weights"):
         model.tie_weights()
 

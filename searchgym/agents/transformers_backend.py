@@ -16,11 +16,18 @@ import logging
 import random
 from typing import Sequence
 
-from .base import (GenerationConfig, GenerationError, GenerationResult, Prompt, TextGenerator, is_token_prompt,
-                   truncate_at_stop)
+from ..errors import InvalidArgumentError
+from .base import (
+    GenerationConfig,
+    GenerationError,
+    GenerationResult,
+    Prompt,
+    TextGenerator,
+    is_token_prompt,
+    truncate_at_stop,
+)
 from .decoding import DecodingConfig, DynamicKV, StaticKV, decode_tokens
 from .kv_reuse import PrefixDynamicKV, PrefixKVStore, build_reuse_batch, warm_shared_prefix
-from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -77,15 +84,22 @@ class TransformersGenerator(TextGenerator):
         self._static = None
         reuse = self._cache_kind == "dynamic" and self.decoding.prefix_cache_mb > 0
         self.prefix_cache = PrefixKVStore(model, max_bytes=self.decoding.prefix_cache_mb << 20) if reuse else None
-        logger.debug("decoding on %s: %s cache, compiled=%s, host check every %d steps",
-                     self.device, self._cache_kind, self._compiled, self._check_every)
+        logger.debug(
+            "decoding on %s: %s cache, compiled=%s, host check every %d steps",
+            self.device,
+            self._cache_kind,
+            self._compiled,
+            self._check_every,
+        )
 
     # ------------------------------------------------------------------ prompts
     def render(self, prompt: Prompt) -> str:
         """The exact text the model is conditioned on: chat template for messages, raw text as-is."""
         if isinstance(prompt, str):
             return prompt
-        if not isinstance(prompt, list) or not all(isinstance(m, dict) and "role" in m and "content" in m for m in prompt):
+        if not isinstance(prompt, list) or not all(
+            isinstance(m, dict) and "role" in m and "content" in m for m in prompt
+        ):
             raise GenerationError("a prompt must be a str or a list of {'role', 'content'} chat messages")
         if getattr(self.tokenizer, "chat_template", None) is None:
             raise GenerationError(
@@ -102,7 +116,9 @@ class TransformersGenerator(TextGenerator):
         """Complete every prompt; texts are cut after the first stop string (kept)."""
         return self.generate_with_stats(prompts, config).texts
 
-    def generate_with_stats(self, prompts: Sequence[Prompt], config: GenerationConfig | None = None) -> GenerationResult:
+    def generate_with_stats(
+        self, prompts: Sequence[Prompt], config: GenerationConfig | None = None
+    ) -> GenerationResult:
         """Like :meth:`generate`, also counting tokens and returning each row's sampled token ids."""
         cfg = config or GenerationConfig()
         if cfg.max_new_tokens < 1:
@@ -130,7 +146,9 @@ class TransformersGenerator(TextGenerator):
             budget = max(1, limit - cfg.max_new_tokens)
             for i, row in enumerate(batch):
                 if len(row) > budget:
-                    logger.warning("prompt of %d tokens left-truncated to %d (context limit %d)", len(row), budget, limit)
+                    logger.warning(
+                        "prompt of %d tokens left-truncated to %d (context limit %d)", len(row), budget, limit
+                    )
                     batch[i] = row[-budget:]
         if any(len(row) == 0 for row in batch):
             raise GenerationError("an empty prompt cannot be continued; give at least one token of text")
@@ -144,16 +162,27 @@ class TransformersGenerator(TextGenerator):
             with torch.inference_mode():
                 kv, input_ids, attn = self._prepare(batch, pad)
                 out_tokens = decode_tokens(
-                    kv, input_ids, attn, max_new_tokens=cfg.max_new_tokens,
+                    kv,
+                    input_ids,
+                    attn,
+                    max_new_tokens=cfg.max_new_tokens,
                     sample=lambda logits: _sample(logits, cfg.temperature, cfg.top_p, gen),
-                    eos_ids=self.eos_ids, pad=pad, check_every=self._check_every, hit_stop=hit_stop)
+                    eos_ids=self.eos_ids,
+                    pad=pad,
+                    check_every=self._check_every,
+                    hit_stop=hit_stop,
+                )
                 if self.prefix_cache is not None:  # the KV of prompt + every fed token (all sampled but the last)
-                    self.prefix_cache.store([row + toks[:-1] for row, toks in zip(batch, out_tokens)],
-                                            kv.cache, kv.attention_mask)
+                    self.prefix_cache.store(
+                        [row + toks[:-1] for row, toks in zip(batch, out_tokens)], kv.cache, kv.attention_mask
+                    )
         except RuntimeError as exc:
-            hint = (" (in the torch.compile'd static-cache step; decode without compiling with "
-                    "decoding=DecodingConfig(cache='dynamic'), or --set rollout_cache=dynamic in the trainer)"
-                    if self._compiled else "")
+            hint = (
+                " (in the torch.compile'd static-cache step; decode without compiling with "
+                "decoding=DecodingConfig(cache='dynamic'), or --set rollout_cache=dynamic in the trainer)"
+                if self._compiled
+                else ""
+            )
             raise GenerationError(f"generation failed on {dev}: {exc}{hint}") from exc
         finally:
             self.model.train(was_training)
@@ -188,8 +217,13 @@ class TransformersGenerator(TextGenerator):
         if self._cache_kind == "dynamic":
             return DynamicKV(self.model)
         if self._static is None:
-            self._static = StaticKV(self.model, compiled=self._compiled, bucket=self._bucket,
-                                    mode=self.decoding.compile_mode, max_batch=self.max_batch_size)
+            self._static = StaticKV(
+                self.model,
+                compiled=self._compiled,
+                bucket=self._bucket,
+                mode=self.decoding.compile_mode,
+                max_batch=self.max_batch_size,
+            )
         return self._static
 
     def _hit_stop(self, tokens: list[int], stop: Sequence[str]) -> bool:

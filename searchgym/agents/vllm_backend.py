@@ -15,8 +15,15 @@ import logging
 import os
 from typing import Iterable, Sequence
 
-from .base import (GenerationConfig, GenerationError, GenerationResult, Prompt, TextGenerator, is_token_prompt,
-                   truncate_at_stop)
+from .base import (
+    GenerationConfig,
+    GenerationError,
+    GenerationResult,
+    Prompt,
+    TextGenerator,
+    is_token_prompt,
+    truncate_at_stop,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -29,8 +36,16 @@ class VLLMGenerator(TextGenerator):
 
     accepts_token_ids = True
 
-    def __init__(self, model: str, *, dtype: str = "bfloat16", gpu_memory_utilization: float = 0.5,
-                 seed: int = 0, in_process: bool = True, **engine_kwargs) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        dtype: str = "bfloat16",
+        gpu_memory_utilization: float = 0.5,
+        seed: int = 0,
+        in_process: bool = True,
+        **engine_kwargs,
+    ) -> None:
         if in_process:
             os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         try:
@@ -40,8 +55,9 @@ class VLLMGenerator(TextGenerator):
         import random
 
         self.rng = random.Random(seed)
-        self.llm = LLM(model=model, dtype=dtype, gpu_memory_utilization=gpu_memory_utilization, seed=seed,
-                       **engine_kwargs)
+        self.llm = LLM(
+            model=model, dtype=dtype, gpu_memory_utilization=gpu_memory_utilization, seed=seed, **engine_kwargs
+        )
         self.tokenizer = self.llm.get_tokenizer()
 
     def render(self, prompt: Prompt) -> str:
@@ -54,23 +70,37 @@ class VLLMGenerator(TextGenerator):
         """One batched vLLM call; stop strings are kept in the returned text."""
         return self.generate_with_stats(prompts, config).texts
 
-    def generate_with_stats(self, prompts: Sequence[Prompt], config: GenerationConfig | None = None) -> GenerationResult:
+    def generate_with_stats(
+        self, prompts: Sequence[Prompt], config: GenerationConfig | None = None
+    ) -> GenerationResult:
         """Like :meth:`generate`, with token counts and the sampled token ids of each request."""
         from vllm import SamplingParams
 
         cfg = config or GenerationConfig()
         base = cfg.seed if cfg.seed is not None else self.rng.randrange(2**31)
-        params = [SamplingParams(max_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p,
-                                 stop=list(cfg.stop) or None, include_stop_str_in_output=True, seed=base + i)
-                  for i in range(len(prompts))]
+        params = [
+            SamplingParams(
+                max_tokens=cfg.max_new_tokens,
+                temperature=cfg.temperature,
+                top_p=cfg.top_p,
+                stop=list(cfg.stop) or None,
+                include_stop_str_in_output=True,
+                seed=base + i,
+            )
+            for i in range(len(prompts))
+        ]
         try:
             inputs = [{"prompt_token_ids": list(p)} if is_token_prompt(p) else self.render(p) for p in prompts]
             outs = self.llm.generate(inputs, params, use_tqdm=False)
         except Exception as exc:  # vLLM raises many types; surface them as one clear error
             raise GenerationError(f"vLLM generation failed: {exc}") from exc
         ids = [list(o.outputs[0].token_ids) for o in outs]
-        return GenerationResult([truncate_at_stop(o.outputs[0].text, cfg.stop) for o in outs],
-                                sum(len(o.prompt_token_ids or []) for o in outs), sum(len(x) for x in ids), ids)
+        return GenerationResult(
+            [truncate_at_stop(o.outputs[0].text, cfg.stop) for o in outs],
+            sum(len(o.prompt_token_ids or []) for o in outs),
+            sum(len(x) for x in ids),
+            ids,
+        )
 
     def _engine_model(self):
         executor = self.llm.llm_engine.model_executor

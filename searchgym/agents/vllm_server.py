@@ -35,7 +35,7 @@ from .openai_compat import OpenAICompatibleGenerator
 
 logger = logging.getLogger(__name__)
 
-SERVE_HINT = ("VLLM_SERVER_DEV_MODE=1 vllm serve MODEL --weight-transfer-config '{\"backend\": \"nccl\"}'")
+SERVE_HINT = 'VLLM_SERVER_DEV_MODE=1 vllm serve MODEL --weight-transfer-config \'{"backend": "nccl"}\''
 
 
 class WeightTransport(Protocol):
@@ -76,8 +76,10 @@ class NCCLWeightTransport:
                 "pip install 'searchgym[vllm]' on a CUDA machine (or build the generator with push_weights=False)"
             ) from None
         if not torch.cuda.is_available():
-            raise GenerationError("pushing weights to a vLLM server needs a CUDA device in the trainer process "
-                                  "(NCCL); none is visible here")
+            raise GenerationError(
+                "pushing weights to a vLLM server needs a CUDA device in the trainer process "
+                "(NCCL); none is visible here"
+            )
         self.device = torch.device(device)
         self.port = port
         self.master_address = master_address
@@ -90,8 +92,12 @@ class NCCLWeightTransport:
             from vllm.utils.network_utils import get_ip
 
             self.master_address = get_ip()
-        info = {"master_address": self.master_address, "master_port": self.port, "rank_offset": 1,
-                "world_size": world_size + 1}
+        info = {
+            "master_address": self.master_address,
+            "master_port": self.port,
+            "rank_offset": 1,
+            "world_size": world_size + 1,
+        }
         if self._stateful:
             info["packed"] = True
         return info
@@ -120,13 +126,18 @@ class NCCLWeightTransport:
         if self._stateful:
             from vllm.distributed.weight_transfer.packed_tensor import packed_nccl_broadcast_producer
 
-            packed_nccl_broadcast_producer(iterator=named_tensors, group=self._group, src=0,
-                                           post_iter_func=lambda item: item[1])
+            packed_nccl_broadcast_producer(
+                iterator=named_tensors, group=self._group, src=0, post_iter_func=lambda item: item[1]
+            )
         else:
-            from vllm.distributed.weight_transfer.nccl_engine import NCCLTrainerSendWeightsArgs, NCCLWeightTransferEngine
+            from vllm.distributed.weight_transfer.nccl_engine import (
+                NCCLTrainerSendWeightsArgs,
+                NCCLWeightTransferEngine,
+            )
 
             NCCLWeightTransferEngine.trainer_send_weights(
-                iterator=named_tensors, trainer_args=NCCLTrainerSendWeightsArgs(group=self._group, packed=True))
+                iterator=named_tensors, trainer_args=NCCLTrainerSendWeightsArgs(group=self._group, packed=True)
+            )
 
     def close(self) -> None:
         """Drop the group's sockets so the server stops waiting on this process."""
@@ -138,8 +149,8 @@ class NCCLWeightTransport:
 
 
 def _vllm_at_least(version: str) -> bool:
-    from packaging.version import Version
     import vllm
+    from packaging.version import Version
 
     return Version(vllm.__version__.split("+")[0]) >= Version(version)
 
@@ -155,8 +166,17 @@ class VLLMServerGenerator(OpenAICompatibleGenerator):
     :class:`NCCLWeightTransport`, built at the first push). ``weight_timeout``: seconds for one push.
     """
 
-    def __init__(self, base_url: str, model: str | None = None, *, seed: int = 0, push_weights: bool = True,
-                 transport: WeightTransport | None = None, weight_timeout: float = 600.0, **http_kwargs) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str | None = None,
+        *,
+        seed: int = 0,
+        push_weights: bool = True,
+        transport: WeightTransport | None = None,
+        weight_timeout: float = 600.0,
+        **http_kwargs,
+    ) -> None:
         super().__init__(base_url, model or "default", **http_kwargs)
         self.root_url = self.base_url[: -len("/v1")]
         self.rng = random.Random(seed)
@@ -226,13 +246,19 @@ class VLLMServerGenerator(OpenAICompatibleGenerator):
         items: list = list(state_dict.items() if hasattr(state_dict, "items") else state_dict)
         if not items:
             raise GenerationError("load_weights got no tensors")
-        update_info = {"names": [n for n, _ in items],
-                       "dtype_names": [str(t.dtype).removeprefix("torch.") for _, t in items],
-                       "shapes": [list(t.shape) for _, t in items], **self._transport.update_info_extra()}
+        update_info = {
+            "names": [n for n, _ in items],
+            "dtype_names": [str(t.dtype).removeprefix("torch.") for _, t in items],
+            "shapes": [list(t.shape) for _, t in items],
+            **self._transport.update_info_extra(),
+        }
         self._request(self.root_url + "/start_weight_update", {}, retries=0)
         try:
-            self._concurrently("/update_weights", {"update_info": update_info},
-                               lambda: self._transport.send(iter((n, t.detach()) for n, t in items)))
+            self._concurrently(
+                "/update_weights",
+                {"update_info": update_info},
+                lambda: self._transport.send(iter((n, t.detach()) for n, t in items)),
+            )
         finally:
             self._request(self.root_url + "/finish_weight_update", {}, retries=0)
         self._request(self.root_url + "/reset_prefix_cache", {}, retries=0)
@@ -245,4 +271,3 @@ class VLLMServerGenerator(OpenAICompatibleGenerator):
             self._transport.close()
             self._opened = False
         super().close()
-

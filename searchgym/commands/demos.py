@@ -9,6 +9,7 @@ Example::
 from __future__ import annotations
 
 import json
+
 from ..errors import InvalidArgumentError
 
 
@@ -18,17 +19,22 @@ def parse_hop_counts(text: str) -> dict[int, int]:
     for part in filter(None, (p.strip() for p in (text or "").split(","))):
         hops, sep, n = part.partition(":")
         if not sep or not hops.isdigit() or not n.isdigit() or int(hops) < 1:
-            raise InvalidArgumentError(f"bad hop count {part!r}: write HOPS:N pairs separated by commas, e.g. 1:300,2:200")
+            raise InvalidArgumentError(
+                f"bad hop count {part!r}: write HOPS:N pairs separated by commas, e.g. 1:300,2:200"
+            )
         out[int(hops)] = int(n)
     return out
 
 
 def register(subparsers) -> None:
     """Add the ``demos`` sub-command."""
-    p = subparsers.add_parser("demos", help="cold-start demonstrations: scripted experts play the real envs",
-                              description="Scripted experts play KGSolver-v0 / KGProposer-v0 on training-side tasks "
-                                          "(answers held out from the built-in benchmark never appear); rollouts the "
-                                          "env rewards are written as trajectory JSONL for `searchgym sft`.")
+    p = subparsers.add_parser(
+        "demos",
+        help="cold-start demonstrations: scripted experts play the real envs",
+        description="Scripted experts play KGSolver-v0 / KGProposer-v0 on training-side tasks "
+        "(answers held out from the built-in benchmark never appear); rollouts the "
+        "env rewards are written as trajectory JSONL for `searchgym sft`.",
+    )
     p.add_argument("--out", required=True, help="output JSONL (overwritten)")
     p.add_argument("--world", help="saved world folder (default: the embedded default world)")
     p.add_argument("--solver", default="1:300,2:200,3:60", help="Solver tasks per hop count, HOPS:N,...")
@@ -40,13 +46,19 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     """Generate the demonstrations and print what was kept and dropped."""
-    from ..envs.resources import resolve_world
     from ..agents.demonstrations import demonstrations_by_hops
+    from ..envs.resources import resolve_world
 
     world = resolve_world(args.world)
-    stats = demonstrations_by_hops(world, args.out, solver=parse_hop_counts(args.solver),
-                                   proposer=parse_hop_counts(args.proposer), vanilla=parse_hop_counts(args.vanilla),
-                                   seed=args.seed, progress=True)
+    stats = demonstrations_by_hops(
+        world,
+        args.out,
+        solver=parse_hop_counts(args.solver),
+        proposer=parse_hop_counts(args.proposer),
+        vanilla=parse_hop_counts(args.vanilla),
+        seed=args.seed,
+        progress=True,
+    )
     print(json.dumps(stats.as_dict(), indent=1))
     print(f"wrote {sum(stats.written.values())} demonstrations to {args.out}")
     return 0

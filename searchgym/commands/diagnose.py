@@ -12,6 +12,7 @@ import argparse
 import json
 import math
 from pathlib import Path
+
 from ..errors import MissingFileError
 
 
@@ -21,7 +22,7 @@ def register(subparsers) -> None:
         "diagnose",
         help="coverage/correctness Spearman, accuracy by coverage bin and rates of exported trajectories",
         description="Compute the WCR diagnostics (searchgym.wrappers.compute_diagnostics) of a JSONL export "
-                    "written by `searchgym play --export`, `searchgym demo` or an env made with export_path=.",
+        "written by `searchgym play --export`, `searchgym demo` or an env made with export_path=.",
     )
     p.add_argument("trajectories", help="JSONL export of games or trajectories")
     p.add_argument("--out", default=None, help="save the diagnostic panels to this PNG")
@@ -44,17 +45,27 @@ def run_diagnose(args: argparse.Namespace) -> int:
         raise MissingFileError(f"no trajectory export at {path}; write one with `searchgym play --export {path}`")
     diag = compute_diagnostics(path, games_per_batch=args.games_per_batch, case_insensitive=args.case_insensitive)
     overall = diag["spearman_overall"]
-    print(f"solver rollouts: {diag['solver_rollouts']}  proposer rollouts: {diag['proposer_rollouts']}  "
-          f"without waypoints: {diag['solver_without_waypoints']}")
-    print(f"accuracy: {_fmt(diag['accuracy'])}  mean coverage: {_fmt(diag['mean_coverage'])}  "
-          f"valid question rate: {_fmt(diag['valid_question_rate'])}")
-    print(f"search turns per rollout: {_fmt(diag['search_turns'])}  "
-          f"information utilisation: {_fmt(diag['information_utilisation'])}")
-    print(f"Spearman(coverage, correct) over {overall['n']} rollouts: rho {_fmt(overall['rho'])}, p {_fmt(overall['p'])}")
+    print(
+        f"solver rollouts: {diag['solver_rollouts']}  proposer rollouts: {diag['proposer_rollouts']}  "
+        f"without waypoints: {diag['solver_without_waypoints']}"
+    )
+    print(
+        f"accuracy: {_fmt(diag['accuracy'])}  mean coverage: {_fmt(diag['mean_coverage'])}  "
+        f"valid question rate: {_fmt(diag['valid_question_rate'])}"
+    )
+    print(
+        f"search turns per rollout: {_fmt(diag['search_turns'])}  "
+        f"information utilisation: {_fmt(diag['information_utilisation'])}"
+    )
+    print(
+        f"Spearman(coverage, correct) over {overall['n']} rollouts: rho {_fmt(overall['rho'])}, p {_fmt(overall['p'])}"
+    )
     print("accuracy by coverage bin:")
     for b in diag["accuracy_by_coverage"]:
-        print(f"  [{b['low']:.2f}, {b['high']:.2f}{']' if b is diag['accuracy_by_coverage'][-1] else ')'}  "
-              f"n={b['n']:<5d} accuracy {_fmt(b['accuracy'])}")
+        print(
+            f"  [{b['low']:.2f}, {b['high']:.2f}{']' if b is diag['accuracy_by_coverage'][-1] else ')'}  "
+            f"n={b['n']:<5d} accuracy {_fmt(b['accuracy'])}"
+        )
     if args.json:
         # NaN is not JSON: undefined statistics are written as null.
         Path(args.json).write_text(json.dumps(_nan_to_none(diag), indent=2))

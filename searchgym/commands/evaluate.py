@@ -15,8 +15,8 @@ import argparse
 import logging
 import sys
 
-from ..ray_support import add_ray_args, ray_config_from_args
 from ..errors import InvalidArgumentError
+from ..ray_support import add_ray_args, ray_config_from_args
 
 logger = logging.getLogger(__name__)
 
@@ -26,25 +26,48 @@ def register(subparsers) -> None:
     from ..agents.eval_agents import AGENTS
     from ..evaluation.metrics import METRICS
 
-    p = subparsers.add_parser("eval", help="evaluate an agent on the built-in benchmark or QA datasets (EM/F1/cover-EM/LLM judge)",
-                              description="Evaluate an agent on task sets; write summary.md, summary.json, eval.jsonl "
-                                          "and accuracy.png. Resumes from eval.jsonl when rerun with the same --out.")
+    p = subparsers.add_parser(
+        "eval",
+        help="evaluate an agent on the built-in benchmark or QA datasets (EM/F1/cover-EM/LLM judge)",
+        description="Evaluate an agent on task sets; write summary.md, summary.json, eval.jsonl "
+        "and accuracy.png. Resumes from eval.jsonl when rerun with the same --out.",
+    )
     p.add_argument("--agent", default="scripted", help=f"one of {', '.join(AGENTS)} (default scripted)")
-    p.add_argument("--model", help="transformers/vllm: model folder, checkpoint folder or 'smollm2'; openai: served model name")
+    p.add_argument(
+        "--model", help="transformers/vllm: model folder, checkpoint folder or 'smollm2'; openai: served model name"
+    )
     p.add_argument("--endpoint", help="OpenAI-compatible base URL (agent openai)")
     p.add_argument("--api-key", help="bearer token for the endpoint")
-    p.add_argument("--tasks", default="builtin",
-                   help="comma list of builtin, atlas, [name=]file.jsonl (FlashRAG), file.parquet (Search-R1) (default builtin)")
+    p.add_argument(
+        "--tasks",
+        default="builtin",
+        help="comma list of builtin, atlas, [name=]file.jsonl (FlashRAG), file.parquet (Search-R1) (default builtin)",
+    )
     p.add_argument("--limit", type=int, help="seeded sample of at most N questions per dataset")
     p.add_argument("--seed", type=int, default=0, help="seed of the sample, the bootstrap and sampling (default 0)")
-    p.add_argument("--on-error", choices=("stop", "skip"), default="stop", help="malformed dataset lines: stop (default) or skip and count")
-    p.add_argument("--retriever", help="Search-R1 retrieval-server URL or saved index folder (default: BM25 over the world)")
-    p.add_argument("--world", help="saved world folder for the builtin tasks / default retriever (default: the embedded world)")
-    p.add_argument("--metrics", default="em,f1,cover_em", help=f"comma list of {', '.join(METRICS)} (default em,f1,cover_em)")
+    p.add_argument(
+        "--on-error",
+        choices=("stop", "skip"),
+        default="stop",
+        help="malformed dataset lines: stop (default) or skip and count",
+    )
+    p.add_argument(
+        "--retriever", help="Search-R1 retrieval-server URL or saved index folder (default: BM25 over the world)"
+    )
+    p.add_argument(
+        "--world", help="saved world folder for the builtin tasks / default retriever (default: the embedded world)"
+    )
+    p.add_argument(
+        "--metrics", default="em,f1,cover_em", help=f"comma list of {', '.join(METRICS)} (default em,f1,cover_em)"
+    )
     p.add_argument("--judge-endpoint", help="OpenAI-compatible URL of the llm_judge model")
     p.add_argument("--judge-model", default="default", help="served name of the judge model")
-    p.add_argument("--layout", choices=("searchgym", "search-r1"), default="searchgym",
-                   help="observation layout; search-r1 = Search-R1's exact <information> text (default searchgym)")
+    p.add_argument(
+        "--layout",
+        choices=("searchgym", "search-r1"),
+        default="searchgym",
+        help="observation layout; search-r1 = Search-R1's exact <information> text (default searchgym)",
+    )
     p.add_argument("--max-turns", type=int, default=None, help="turns per question (default 10)")
     p.add_argument("--top-k", type=int, default=3, help="documents per search (default 3)")
     p.add_argument("--concurrency", type=int, default=16, help="questions in flight / concurrent requests (default 16)")
@@ -59,7 +82,9 @@ def register(subparsers) -> None:
     p.add_argument("--out", help="output folder (eval.jsonl, summary.json, summary.md, accuracy.png)")
     p.add_argument("--restart", action="store_true", help="discard the records already in --out instead of resuming")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"), help="print B − A with paired 95%% intervals and exit")
+    p.add_argument(
+        "--compare", nargs=2, metavar=("A.json", "B.json"), help="print B − A with paired 95%% intervals and exit"
+    )
     p.set_defaults(func=_eval)
 
 
@@ -78,20 +103,36 @@ def _run(args: argparse.Namespace) -> int:
         table, _ = compare_runs(*args.compare, seed=args.seed)
         print(table)
         return 0
-    from ..envs.rollout import DEFAULT_MAX_TURNS
     from ..agents.eval_agents import AgentSpec, make_agent
+    from ..envs.rollout import DEFAULT_MAX_TURNS
     from ..evaluation.report import markdown_table
     from ..evaluation.runner import EvalConfig, EvalInterrupted, evaluate
     from ..evaluation.tasksets import load_tasksets
 
-    config = EvalConfig(metrics=args.metrics, max_turns=args.max_turns or DEFAULT_MAX_TURNS, top_k=args.top_k,
-                        layout=args.layout,
-                        concurrency=args.concurrency, seed=args.seed, progress=not args.no_progress,
-                        save_trajectories=args.trajectories)
-    spec = AgentSpec(kind=args.agent, model=args.model, endpoint=args.endpoint, api_key=args.api_key,
-                     concurrency=args.concurrency, timeout=args.timeout, retries=args.retries,
-                     max_new_tokens=args.max_new_tokens, temperature=args.temperature, dtype=args.dtype,
-                     device=args.device, seed=args.seed)
+    config = EvalConfig(
+        metrics=args.metrics,
+        max_turns=args.max_turns or DEFAULT_MAX_TURNS,
+        top_k=args.top_k,
+        layout=args.layout,
+        concurrency=args.concurrency,
+        seed=args.seed,
+        progress=not args.no_progress,
+        save_trajectories=args.trajectories,
+    )
+    spec = AgentSpec(
+        kind=args.agent,
+        model=args.model,
+        endpoint=args.endpoint,
+        api_key=args.api_key,
+        concurrency=args.concurrency,
+        timeout=args.timeout,
+        retries=args.retries,
+        max_new_tokens=args.max_new_tokens,
+        temperature=args.temperature,
+        dtype=args.dtype,
+        device=args.device,
+        seed=args.seed,
+    )
     judge = None
     if "llm_judge" in config.metrics:
         if not args.judge_endpoint:
@@ -99,8 +140,15 @@ def _run(args: argparse.Namespace) -> int:
         from ..agents.openai_compat import OpenAICompatibleGenerator
         from ..envs.judge import LLMJudge
 
-        judge = LLMJudge(OpenAICompatibleGenerator(args.judge_endpoint, args.judge_model, timeout=args.timeout,
-                                                   max_retries=args.retries, max_concurrency=args.concurrency))
+        judge = LLMJudge(
+            OpenAICompatibleGenerator(
+                args.judge_endpoint,
+                args.judge_model,
+                timeout=args.timeout,
+                max_retries=args.retries,
+                max_concurrency=args.concurrency,
+            )
+        )
     world = None
     if args.world:
         from ..world import load_world
@@ -112,8 +160,17 @@ def _run(args: argparse.Namespace) -> int:
             print(f"{ts.name}: skipped {ts.skipped} malformed lines (first: {ts.errors[0]})", file=sys.stderr)
     agent = make_agent(spec, world=world or (tasksets[0].world if len(tasksets) == 1 else None))
     try:
-        result = evaluate(agent, tasksets, retriever=args.retriever, world=world, config=config, out_dir=args.out,
-                          judge=judge, restart=args.restart, ray=ray_config_from_args(args))
+        result = evaluate(
+            agent,
+            tasksets,
+            retriever=args.retriever,
+            world=world,
+            config=config,
+            out_dir=args.out,
+            judge=judge,
+            restart=args.restart,
+            ray=ray_config_from_args(args),
+        )
     except EvalInterrupted as exc:
         print(f"searchgym eval: error: {exc}", file=sys.stderr)
         return 3

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import time
+
 from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
@@ -79,7 +80,10 @@ def run_play(args: argparse.Namespace) -> int:
     means = "; ".join(f"mean {role} reward {sum(xs) / len(xs):.3f}" for role, xs in totals.items() if xs)
     print(f"{args.games} games in {dt:.2f} s ({args.games / dt:.1f} games/s); {means}")
     if args.reward and components:
-        print("mean solver reward components: " + ", ".join(f"{k} {sum(v) / len(v):.3f}" for k, v in sorted(components.items())))
+        print(
+            "mean solver reward components: "
+            + ", ".join(f"{k} {sum(v) / len(v):.3f}" for k, v in sorted(components.items()))
+        )
     if args.export:
         print(f"trajectories written to {args.export}")
     return 0
@@ -95,8 +99,11 @@ def register(sub) -> None:
     p.add_argument("--world", default=None, help="saved world directory (default: the embedded synthetic world)")
     p.add_argument("--max-turns", type=int, default=None)
     p.add_argument("--export", default=None, help="write every finished game to this JSONL file")
-    p.add_argument("--reward", default=None, metavar="NAMES",
-                   help="rewards to stack, comma-separated, innermost first: a registered name (binary, wcr, gdcr, "
-                        "dynasearcher) or package.module:Wrapper")
+    p.add_argument(
+        "--reward",
+        default=None,
+        metavar="NAMES",
+        help="rewards to stack, comma-separated, innermost first: a registered name (binary, wcr, gdcr, "
+        "dynasearcher) or package.module:Wrapper",
+    )
     p.set_defaults(func=run_play)
-

@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 import time
+
 from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
@@ -83,8 +84,10 @@ def _cmd_build(args) -> int:
     t0 = time.perf_counter()
     r = make_retriever(world, args.backend, cache=False, **kwargs)
     r.save(args.out)
-    print(f"indexed {r.num_docs} documents of world {world.name!r} with {args.backend} in "
-          f"{time.perf_counter() - t0:.1f} s -> {args.out}")
+    print(
+        f"indexed {r.num_docs} documents of world {world.name!r} with {args.backend} in "
+        f"{time.perf_counter() - t0:.1f} s -> {args.out}"
+    )
     return 0
 
 
@@ -108,13 +111,17 @@ def _cmd_serve(args) -> int:
     if args.processes > 1:
         from ..retrieval.multiproc import MultiProcessRetrievalServer
 
-        server = MultiProcessRetrievalServer(_retriever(args), host=args.host, port=args.port,
-                                             processes=args.processes, default_topk=args.topk)
+        server = MultiProcessRetrievalServer(
+            _retriever(args), host=args.host, port=args.port, processes=args.processes, default_topk=args.topk
+        )
     else:
         server = RetrievalServer(_retriever(args), host=args.host, port=args.port, default_topk=args.topk)
     server.bind()
-    print(f"serving {server.retriever!r} on {server.url} (POST /retrieve, GET /health) with {args.processes} "
-          "process(es); Ctrl-C to stop", flush=True)
+    print(
+        f"serving {server.retriever!r} on {server.url} (POST /retrieve, GET /health) with {args.processes} "
+        "process(es); Ctrl-C to stop",
+        flush=True,
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -149,7 +156,11 @@ def register(subparsers) -> None:
     v.add_argument("--host", default="127.0.0.1", help="interface to listen on (default loopback)")
     v.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any free port)")
     v.add_argument("--topk", type=int, default=3, help="top-k when a request gives none (default 3)")
-    v.add_argument("--processes", type=int, default=1,
-                   help="worker processes sharing the port and the index (default 1; search is CPU-bound)")
+    v.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="worker processes sharing the port and the index (default 1; search is CPU-bound)",
+    )
     _add_backend_args(v, ("bm25", "rank-bm25", "dense"))
     v.set_defaults(func=_cmd_serve)

@@ -17,22 +17,41 @@ import logging
 logger = logging.getLogger(__name__)
 
 # flag -> config key, for the flags that map one to one
-_FLAGS = {"model": "model", "output_dir": "output_dir", "source": "source", "rounds": "rounds",
-          "min_reward": "min_reward", "on_error": "on_error", "epochs": "epochs", "max_steps": "max_steps",
-          "lr": "lr", "batch_size": "batch_size", "device": "device", "dtype": "dtype",
-          "chat_template": "chat_template", "env_id": "env_id"}
+_FLAGS = {
+    "model": "model",
+    "output_dir": "output_dir",
+    "source": "source",
+    "rounds": "rounds",
+    "min_reward": "min_reward",
+    "on_error": "on_error",
+    "epochs": "epochs",
+    "max_steps": "max_steps",
+    "lr": "lr",
+    "batch_size": "batch_size",
+    "device": "device",
+    "dtype": "dtype",
+    "chat_template": "chat_template",
+    "env_id": "env_id",
+}
 
 
 def register(subparsers) -> None:
     """Add the ``sft`` sub-command."""
     p = subparsers.add_parser(
-        "sft", help="supervised fine-tuning on demonstrations / trajectory JSONL, or rejection sampling (--source self)",
+        "sft",
+        help="supervised fine-tuning on demonstrations / trajectory JSONL, or rejection sampling (--source self)",
         description="Fine-tune a model on agent tokens only (env text masked as in RL). Config: --config YAML, "
-                    "then the flags, then --set key=value. Resumes from <output-dir>/checkpoints automatically.")
+        "then the flags, then --set key=value. Resumes from <output-dir>/checkpoints automatically.",
+    )
     p.add_argument("--config", help="YAML config file (see --dump-config)")
     p.add_argument("--model", help="'smollm2' (bundled), a model folder, an adapter folder or a checkpoint")
-    p.add_argument("--data", action="append", default=[], metavar="JSONL",
-                   help="demonstration / trajectory / env-export JSONL (repeatable)")
+    p.add_argument(
+        "--data",
+        action="append",
+        default=[],
+        metavar="JSONL",
+        help="demonstration / trajectory / env-export JSONL (repeatable)",
+    )
     p.add_argument("--val-data", action="append", default=[], metavar="JSONL", help="held-out JSONL (default: a split)")
     p.add_argument("--output-dir", help="run directory (final/, metrics.jsonl, checkpoints/)")
     p.add_argument("--source", choices=("data", "self"), help="'self': sample the model, keep rollouts >= threshold")
@@ -42,7 +61,9 @@ def register(subparsers) -> None:
     p.add_argument("--roles", help="comma-separated roles to train on (default solver,proposer)")
     p.add_argument("--on-error", choices=("skip", "stop"), help="malformed lines: skip and count (default) or stop")
     p.add_argument("--lora", action="store_true", help="train a LoRA adapter (peft) instead of all weights")
-    p.add_argument("--save-adapter", action="store_true", help="with --lora: final/ holds the adapter, not a merged model")
+    p.add_argument(
+        "--save-adapter", action="store_true", help="with --lora: final/ holds the adapter, not a merged model"
+    )
     p.add_argument("--epochs", type=float, help="passes over the data (default 1)")
     p.add_argument("--max-steps", type=int, help="optimizer steps (overrides --epochs)")
     p.add_argument("--lr", type=float, help="peak learning rate")
@@ -50,7 +71,9 @@ def register(subparsers) -> None:
     p.add_argument("--device", help="auto, cpu, cuda, cuda:1 ...")
     p.add_argument("--dtype", help="float32, bfloat16 or float16")
     p.add_argument("--chat-template", help="for a model without one: 'chatml' or a Jinja template file")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override any config key (repeatable)")
+    p.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="override any config key (repeatable)"
+    )
     p.add_argument("--no-resume", action="store_true", help="ignore checkpoints already in the output dir")
     p.add_argument("--dump-config", metavar="PATH", help="write the resolved config as YAML and exit")
     p.set_defaults(func=_sft)
@@ -61,7 +84,9 @@ def resolve_sft_config(args: argparse.Namespace):
     from ..agents.sft import SFTConfig
 
     cfg = SFTConfig.load(args.config) if args.config else SFTConfig()
-    items = [f"{key}={json.dumps(getattr(args, flag))}" for flag, key in _FLAGS.items() if getattr(args, flag) is not None]
+    items = [
+        f"{key}={json.dumps(getattr(args, flag))}" for flag, key in _FLAGS.items() if getattr(args, flag) is not None
+    ]
     for flag in ("data", "val_data"):
         if getattr(args, flag):
             items.append(f"{flag}={json.dumps(getattr(args, flag))}")
@@ -83,12 +108,26 @@ def _sft(args: argparse.Namespace) -> int:
     from ..agents.sft import run_sft
 
     res = run_sft(cfg, resume=not args.no_resume)
-    keys = ("steps", "best_step", "stopped_early", "train_loss", "val_loss_initial", "val_loss_best",
-            "entropy_initial", "entropy_final", "train_examples", "val_examples", "truncated", "tokens_per_s")
+    keys = (
+        "steps",
+        "best_step",
+        "stopped_early",
+        "train_loss",
+        "val_loss_initial",
+        "val_loss_best",
+        "entropy_initial",
+        "entropy_final",
+        "train_examples",
+        "val_examples",
+        "truncated",
+        "tokens_per_s",
+    )
     print(json.dumps({k: getattr(res, k) for k in keys}))
     data = res.data or {}
     if data.get("malformed") or data.get("filtered"):
-        print(f"data: {data.get('kept')} kept, {data.get('malformed')} malformed line(s) skipped, "
-              f"filtered {data.get('filtered')}; first errors: {data.get('errors', [])[:3]}")
+        print(
+            f"data: {data.get('kept')} kept, {data.get('malformed')} malformed line(s) skipped, "
+            f"filtered {data.get('filtered')}; first errors: {data.get('errors', [])[:3]}"
+        )
     print(f"final model: {res.final_dir}  metrics: {res.output_dir}/metrics.jsonl")
     return 0

@@ -7,8 +7,8 @@ import json
 import logging
 import sys
 
-from ..ray_support import add_ray_args, ray_config_from_args
 from ..errors import InvalidArgumentError, NotFoundError
+from ..ray_support import add_ray_args, ray_config_from_args
 
 logger = logging.getLogger(__name__)
 
@@ -37,15 +37,25 @@ def register(subparsers) -> None:
     b.add_argument("--timeout", type=float, default=20.0, help="total seconds per selector request (default 20)")
     b.add_argument("--temperature", type=float, default=0.6, help="LLM selector temperature (default 0.6)")
     add_ray_args(b)
-    b.add_argument("--workers", type=int, default=None, help="concurrent extractions (default 1; 10 with --selector llm)")
+    b.add_argument(
+        "--workers", type=int, default=None, help="concurrent extractions (default 1; 10 with --selector llm)"
+    )
     b.add_argument("--min-hops", type=int, default=3)
     b.add_argument("--max-hops", type=int, default=7)
     b.add_argument("--max-candidates", type=int, default=10)
     b.add_argument("--max-retries", type=int, default=5)
-    b.add_argument("--plan-retries", type=int, default=4,
-                   help="re-draw a path that ends short of the heuristic selector's planned length up to N times (0: off)")
-    b.add_argument("--relation-blocklist", type=_csv, default=None,
-                   help="comma-separated relation ids/labels to exclude (replaces the default list; '' for none)")
+    b.add_argument(
+        "--plan-retries",
+        type=int,
+        default=4,
+        help="re-draw a path that ends short of the heuristic selector's planned length up to N times (0: off)",
+    )
+    b.add_argument(
+        "--relation-blocklist",
+        type=_csv,
+        default=None,
+        help="comma-separated relation ids/labels to exclude (replaces the default list; '' for none)",
+    )
     b.add_argument("--relation-allowlist", type=_csv, default=None, help="comma-separated relation ids/labels to keep")
     b.add_argument("--no-literal-answers", action="store_true", help="never end a path at a literal value")
     b.add_argument("--inverse-edges", action="store_true", help="let the target path walk edges backwards too")
@@ -64,8 +74,12 @@ def register(subparsers) -> None:
     sel = w.add_mutually_exclusive_group()
     sel.add_argument("--index", type=int, default=0, help="position in the ordered pool (default 0)")
     sel.add_argument("--id", help="subgraph id, e.g. sg000042")
-    w.add_argument("--order", choices=["none", "curriculum"], default="none",
-                   help="order --index refers to: seed index (none, default) or descending node count")
+    w.add_argument(
+        "--order",
+        choices=["none", "curriculum"],
+        default="none",
+        help="order --index refers to: seed index (none, default) or descending node count",
+    )
     w.add_argument("--png", help="draw the subgraph into this PNG")
     w.set_defaults(func=_cmd_show)
 
@@ -88,12 +102,15 @@ def _make_selector(args, workers: int):
             raise InvalidArgumentError("--endpoint is only used with --selector llm")
         return HeuristicSelector(args.seed)
     if not args.endpoint:
-        raise InvalidArgumentError("--selector llm needs --endpoint URL (an OpenAI-compatible server, e.g. `vllm serve`)")
+        raise InvalidArgumentError(
+            "--selector llm needs --endpoint URL (an OpenAI-compatible server, e.g. `vllm serve`)"
+        )
     from searchgym.agents.openai_compat import OpenAICompatibleGenerator
 
     # the extractor retries failed calls itself (--max-retries), so the HTTP client does not
-    gen = OpenAICompatibleGenerator(args.endpoint, args.model, api_key=args.api_key, timeout=args.timeout,
-                                    max_retries=0, max_concurrency=workers)
+    gen = OpenAICompatibleGenerator(
+        args.endpoint, args.model, api_key=args.api_key, timeout=args.timeout, max_retries=0, max_concurrency=workers
+    )
     return LLMSelector(gen, LLMSelectorConfig(temperature=args.temperature, seed=args.seed))
 
 
@@ -102,19 +119,31 @@ def _cmd_build(args) -> int:
     from ..construction.pool import build_pool, rejections_path
 
     config = ExtractionConfig(
-        min_hops=args.min_hops, max_hops=args.max_hops, max_candidates=args.max_candidates,
+        min_hops=args.min_hops,
+        max_hops=args.max_hops,
+        max_candidates=args.max_candidates,
         max_retries=args.max_retries,
         plan_retries=args.plan_retries,
         relation_blocklist=DEFAULT_RELATION_BLOCKLIST if args.relation_blocklist is None else args.relation_blocklist,
         relation_allowlist=args.relation_allowlist or (),
-        allow_literal_answers=not args.no_literal_answers, allow_inverse_edges=args.inverse_edges,
+        allow_literal_answers=not args.no_literal_answers,
+        allow_inverse_edges=args.inverse_edges,
     )
     world = _load_world(args)
     workers = args.workers if args.workers is not None else (10 if args.selector == "llm" else 1)
     selector = _make_selector(args, workers)
     try:
-        result = build_pool(world, args.n, seed=args.seed, selector=selector, config=config, out=args.out,
-                            workers=workers, progress=not args.no_progress, ray=ray_config_from_args(args))
+        result = build_pool(
+            world,
+            args.n,
+            seed=args.seed,
+            selector=selector,
+            config=config,
+            out=args.out,
+            workers=workers,
+            progress=not args.no_progress,
+            ray=ray_config_from_args(args),
+        )
     finally:
         gen = getattr(selector, "generator", None)
         if gen is not None:
@@ -158,7 +187,9 @@ def _cmd_show(args) -> int:
         sg = found[0]
     else:
         if not -len(subgraphs) <= args.index < len(subgraphs):
-            raise InvalidArgumentError(f"--index {args.index} is out of range: {args.pool} has {len(subgraphs)} subgraphs")
+            raise InvalidArgumentError(
+                f"--index {args.index} is out of range: {args.pool} has {len(subgraphs)} subgraphs"
+            )
         sg = subgraphs[args.index]
     if args.png:
         plot_subgraph(sg, args.png)

@@ -19,15 +19,22 @@ logger = logging.getLogger(__name__)
 
 def register(subparsers) -> None:
     """Add the ``train`` and ``plot`` sub-commands."""
-    p = subparsers.add_parser("train", help="train the policy by search self-play (GRPO solver + REINFORCE proposer)",
-                              description="Train one shared policy on KGSelfPlay-v0 (or another searchgym env). "
-                                          "Config: --config YAML, then --model/--output-dir/--steps, then --set key=value.")
+    p = subparsers.add_parser(
+        "train",
+        help="train the policy by search self-play (GRPO solver + REINFORCE proposer)",
+        description="Train one shared policy on KGSelfPlay-v0 (or another searchgym env). "
+        "Config: --config YAML, then --model/--output-dir/--steps, then --set key=value.",
+    )
     p.add_argument("--config", help="YAML config file (defaults: the paper's settings)")
     p.add_argument("--model", help="'smollm2' (bundled), a local HF model folder, or a cached hub id")
-    p.add_argument("--init", help="start RL from this `searchgym sft` output (or adapter/checkpoint) of --model's family")
+    p.add_argument(
+        "--init", help="start RL from this `searchgym sft` output (or adapter/checkpoint) of --model's family"
+    )
     p.add_argument("--output-dir", help="run directory (metrics, checkpoints)")
     p.add_argument("--steps", type=int, help="total training steps")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override any config key (repeatable)")
+    p.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="override any config key (repeatable)"
+    )
     p.add_argument("--no-resume", action="store_true", help="ignore checkpoints already in the output dir")
     p.add_argument("--dump-config", metavar="PATH", help="write the resolved config as YAML and exit")
     p.set_defaults(func=_train)

@@ -17,6 +17,7 @@ import logging
 import time
 from pathlib import Path
 from typing import Callable, Union
+
 from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
@@ -69,7 +70,9 @@ def _resolve(name: str) -> Builder:
     if isinstance(builder, str):
         module, _, func = builder.partition(":")
         if not func:
-            raise InvalidArgumentError(f"world source {name!r} is registered as {builder!r}; expected 'module:function'")
+            raise InvalidArgumentError(
+                f"world source {name!r} is registered as {builder!r}; expected 'module:function'"
+            )
         builder = getattr(importlib.import_module(module), func)
     return builder
 
@@ -140,7 +143,11 @@ def register(subparsers) -> None:
 
     b = sub.add_parser("build", help="build a world and save it to a directory")
     b.add_argument("--out", required=True, metavar="DIR", help="directory to write the world to")
-    b.add_argument("--source", default="synthetic", help=f"where the world comes from (registered: {', '.join(WORLD_SOURCES)}; default synthetic)")
+    b.add_argument(
+        "--source",
+        default="synthetic",
+        help=f"where the world comes from (registered: {', '.join(WORLD_SOURCES)}; default synthetic)",
+    )
     b.add_argument("--input", metavar="PATH", help="input file/directory for loader sources (not synthetic)")
     _add_size_args(b)
     b.add_argument("--force", action="store_true", help="overwrite an existing world in --out")

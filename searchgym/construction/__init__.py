@@ -5,25 +5,59 @@ Light to import: matplotlib/networkx are imported only by the plotting functions
 
 from .curriculum import ORDERS, SubgraphPool, order_pool
 from .extract import (
-    DEFAULT_RELATION_BLOCKLIST, REJECTION_REASONS, ExtractionConfig, Rejected, SelectorUnavailable, eligible_seeds,
+    DEFAULT_RELATION_BLOCKLIST,
+    REJECTION_REASONS,
+    ExtractionConfig,
+    Rejected,
+    SelectorUnavailable,
+    eligible_seeds,
     extract_subgraph,
 )
+from .plot import plot_subgraph
 from .pool import PoolFormatError, PoolResult, build_pool, load_pool, rejections_path
 from .record import Branch, Subgraph, SubgraphEdge, SubgraphNode
 from .selectors import (
-    Candidate, HeuristicSelector, LLMSelector, LLMSelectorConfig, SelectionContext, Selector, SelectorError,
+    Candidate,
+    HeuristicSelector,
+    LLMSelector,
+    LLMSelectorConfig,
+    SelectionContext,
+    Selector,
+    SelectorError,
     parse_selector_reply,
 )
 from .stats import format_stats, plot_stats, pool_stats
-from .plot import plot_subgraph
 
 __all__ = [
-    "Branch", "Subgraph", "SubgraphEdge", "SubgraphNode",
-    "ExtractionConfig", "Rejected", "REJECTION_REASONS", "SelectorUnavailable", "DEFAULT_RELATION_BLOCKLIST", "extract_subgraph",
+    "Branch",
+    "Subgraph",
+    "SubgraphEdge",
+    "SubgraphNode",
+    "ExtractionConfig",
+    "Rejected",
+    "REJECTION_REASONS",
+    "SelectorUnavailable",
+    "DEFAULT_RELATION_BLOCKLIST",
+    "extract_subgraph",
     "eligible_seeds",
-    "Candidate", "SelectionContext", "Selector", "SelectorError", "HeuristicSelector", "LLMSelector",
-    "LLMSelectorConfig", "parse_selector_reply",
-    "PoolResult", "PoolFormatError", "build_pool", "load_pool", "rejections_path",
-    "ORDERS", "order_pool", "SubgraphPool",
-    "pool_stats", "format_stats", "plot_stats", "plot_subgraph",
+    "Candidate",
+    "SelectionContext",
+    "Selector",
+    "SelectorError",
+    "HeuristicSelector",
+    "LLMSelector",
+    "LLMSelectorConfig",
+    "parse_selector_reply",
+    "PoolResult",
+    "PoolFormatError",
+    "build_pool",
+    "load_pool",
+    "rejections_path",
+    "ORDERS",
+    "order_pool",
+    "SubgraphPool",
+    "pool_stats",
+    "format_stats",
+    "plot_stats",
+    "plot_subgraph",
 ]

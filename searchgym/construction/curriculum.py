@@ -14,8 +14,8 @@ import logging
 import random
 from typing import Iterator, Sequence
 
-from .record import Subgraph
 from ..errors import InvalidArgumentError
+from .record import Subgraph
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +60,9 @@ class SubgraphPool:
 
     def __init__(self, subgraphs: Sequence[Subgraph], order: str = "curriculum", seed: int = 0) -> None:
         if not subgraphs:
-            raise InvalidArgumentError("a SubgraphPool needs at least one subgraph; build a pool with `searchgym subgraphs build`")
+            raise InvalidArgumentError(
+                "a SubgraphPool needs at least one subgraph; build a pool with `searchgym subgraphs build`"
+            )
         ids = [s.id for s in subgraphs]
         if len(set(ids)) != len(ids):
             dup = next(i for i in ids if ids.count(i) > 1)
@@ -128,8 +130,14 @@ class SubgraphPool:
     # --------------------------------------------------------- checkpoint
     def state_dict(self) -> dict:
         """JSON-serialisable position: epoch, index, order, seed and a digest of the pool ids."""
-        return {"epoch": self._epoch, "position": self._position, "order": self.order, "seed": self.seed,
-                "size": len(self._items), "digest": self._digest}
+        return {
+            "epoch": self._epoch,
+            "position": self._position,
+            "order": self.order,
+            "seed": self.seed,
+            "size": len(self._items),
+            "digest": self._digest,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         """Restore a position saved by :meth:`state_dict`; raises ValueError if the pool differs."""
@@ -137,15 +145,18 @@ class SubgraphPool:
             epoch, position = int(state["epoch"]), int(state["position"])
             order, seed, digest = state["order"], int(state["seed"]), state["digest"]
         except (KeyError, TypeError, ValueError) as exc:
-            raise InvalidArgumentError(f"not a SubgraphPool state dict ({exc!r}); expected keys epoch, position, order, seed, "
-                             "digest") from None
+            raise InvalidArgumentError(
+                f"not a SubgraphPool state dict ({exc!r}); expected keys epoch, position, order, seed, digest"
+            ) from None
         if digest != self._digest or order != self.order or seed != self.seed:
             raise InvalidArgumentError(
                 f"state dict is for a different pool (order={order!r}, seed={seed}, digest={digest}) than this one "
                 f"(order={self.order!r}, seed={self.seed}, digest={self._digest}); load the same pool file and order"
             )
         if not 0 <= position <= len(self._items) or epoch < 0:
-            raise InvalidArgumentError(f"state dict position {position} / epoch {epoch} is out of range for {len(self)} subgraphs")
+            raise InvalidArgumentError(
+                f"state dict position {position} / epoch {epoch} is out of range for {len(self)} subgraphs"
+            )
         self._epoch, self._position = epoch, position
         self._ordered = self._order_for(epoch)
 

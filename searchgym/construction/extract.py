@@ -43,37 +43,56 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from ..errors import InvalidArgumentError, SearchGymError
 from ..world.world import csr_index
 from .record import Branch, Subgraph, SubgraphNode, literal_node_id
 from .selectors import Candidate, SelectionContext, SelectorError
-from ..errors import InvalidArgumentError, SearchGymError
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "DEFAULT_RELATION_BLOCKLIST", "ExtractionConfig", "Rejected", "REJECTION_REASONS", "SelectorUnavailable",
-    "extract_subgraph", "eligible_seeds", "answer_type", "answer_type_of",
+    "DEFAULT_RELATION_BLOCKLIST",
+    "ExtractionConfig",
+    "Rejected",
+    "REJECTION_REASONS",
+    "SelectorUnavailable",
+    "extract_subgraph",
+    "eligible_seeds",
+    "answer_type",
+    "answer_type_of",
 ]
 
 #: Generic or administrative Wikidata relations that make poor reasoning hops (ids and labels;
 #: a relation is blocked when its id or its label is listed). The paper filters "overly generic
 #: relations" without publishing its list; this is a conservative default.
 DEFAULT_RELATION_BLOCKLIST: tuple[str, ...] = (
-    "P31", "instance of",
-    "P373", "Commons category",
-    "P910", "topic's main category",
-    "P1343", "described by source",
-    "P18", "image",
-    "P1424", "topic's main template",
-    "P5008", "on focus list of Wikimedia project",
-    "P6104", "maintained by WikiProject",
+    "P31",
+    "instance of",
+    "P373",
+    "Commons category",
+    "P910",
+    "topic's main category",
+    "P1343",
+    "described by source",
+    "P18",
+    "image",
+    "P1424",
+    "topic's main template",
+    "P5008",
+    "on focus list of Wikimedia project",
+    "P6104",
+    "maintained by WikiProject",
 )
 
 #: Every ``Rejected.reason`` code.
 REJECTION_REASONS = ("unknown_seed", "no_eligible_relations", "no_candidates", "too_short", "selector_failed")
 
-_ENTITY_ANSWER_TYPES = {"person": "person", "location": "location", "organisation": "organisation",
-                        "organization": "organisation"}
+_ENTITY_ANSWER_TYPES = {
+    "person": "person",
+    "location": "location",
+    "organisation": "organisation",
+    "organization": "organisation",
+}
 _LITERAL_ANSWER_TYPES = {"date": "date", "quantity": "number", "string": "other"}
 
 
@@ -122,7 +141,9 @@ def _range_pair(name: str, value, lo_min: int) -> tuple[int, int]:
     try:
         lo, hi = (int(v) for v in value)
     except (TypeError, ValueError):
-        raise InvalidArgumentError(f"ExtractionConfig.{name} must be a (low, high) pair of ints, got {value!r}") from None
+        raise InvalidArgumentError(
+            f"ExtractionConfig.{name} must be a (low, high) pair of ints, got {value!r}"
+        ) from None
     if lo < lo_min or hi < lo:
         raise InvalidArgumentError(f"ExtractionConfig.{name} must satisfy {lo_min} <= low <= high, got {value!r}")
     return lo, hi
@@ -140,7 +161,8 @@ class ExtractionConfig:
     branches always follow out-edges. ``retry_backoff`` seconds (doubled per attempt) are slept
     between failed selector calls. ``plan_retries``: when the selector plans a path length
     (``target_length(context)``, as :class:`HeuristicSelector` does) and a path ends short of it (at a
-    literal, a dead end, or where the selector declined a bare figure), the path is re-drawn from the same seed up to this many times (the
+    literal, a dead end, or where the selector declined a bare figure), the path is re-drawn from the same seed up
+    to this many times (the
     selector sees ``context.trial``); the longest attempt is kept. 0 keeps the first path.
     """
 
@@ -181,7 +203,9 @@ class ExtractionConfig:
         for name in ("relation_blocklist", "relation_allowlist"):
             value = getattr(self, name)
             if isinstance(value, str):
-                raise InvalidArgumentError(f"ExtractionConfig.{name} must be a collection of relation ids/labels, not a string")
+                raise InvalidArgumentError(
+                    f"ExtractionConfig.{name} must be a collection of relation ids/labels, not a string"
+                )
             object.__setattr__(self, name, frozenset(value or ()))
 
     def as_dict(self) -> dict:
@@ -210,8 +234,9 @@ class _Index:
             [not (r.id in config.relation_blocklist or r.label in config.relation_blocklist) for r in rels], dtype=bool
         )
         if config.relation_allowlist:
-            ok &= np.array([r.id in config.relation_allowlist or r.label in config.relation_allowlist for r in rels],
-                           dtype=bool)
+            ok &= np.array(
+                [r.id in config.relation_allowlist or r.label in config.relation_allowlist for r in rels], dtype=bool
+            )
         self.rel_ok = ok if len(rels) else np.zeros(0, dtype=bool)
         n_ent = world.num_entities
         self.num_triples = max(1, world.num_triples)
@@ -289,13 +314,29 @@ class _Index:
         if ti >= 0:
             eid = self.world.entity_ids[ti]
             return Candidate(
-                self.rel_ids[ri], self.rel_labels[ri], eid, self.world.title(eid), False, forward,
-                self.has_document(ti), self.elig_out[ti], self.rel_freq[ri], self.num_triples,
+                self.rel_ids[ri],
+                self.rel_labels[ri],
+                eid,
+                self.world.title(eid),
+                False,
+                forward,
+                self.has_document(ti),
+                self.elig_out[ti],
+                self.rel_freq[ri],
+                self.num_triples,
             )
         lit = self.world.node_at(ti)
         return Candidate(
-            self.rel_ids[ri], self.rel_labels[ri], literal_node_id(lit.kind, lit.value), lit.value, True, forward,
-            False, 0, self.rel_freq[ri], self.num_triples,
+            self.rel_ids[ri],
+            self.rel_labels[ri],
+            literal_node_id(lit.kind, lit.value),
+            lit.value,
+            True,
+            forward,
+            False,
+            0,
+            self.rel_freq[ri],
+            self.num_triples,
         )
 
 
@@ -361,8 +402,16 @@ def _planned_length(selector, seed_id: str, config: ExtractionConfig) -> int | N
     return int(plan(SelectionContext([], "", [], 0, config.min_hops, config.max_hops, seed_id)))
 
 
-def _expand_path(idx: "_Index", v0: int, seed_id: str, selector, config: ExtractionConfig, rng: random.Random,
-                 stats: dict, trial: int) -> tuple[list[int], list[int], list[bool], str]:
+def _expand_path(
+    idx: "_Index",
+    v0: int,
+    seed_id: str,
+    selector,
+    config: ExtractionConfig,
+    rng: random.Random,
+    stats: dict,
+    trial: int,
+) -> tuple[list[int], list[int], list[bool], str]:
     """Stage 1 from entity ``v0``: ``(path codes, relation rows, forward flags, stop reason)``."""
     path = [v0]
     rel_rows: list[int] = []
@@ -386,8 +435,9 @@ def _expand_path(idx: "_Index", v0: int, seed_id: str, selector, config: Extract
             picked = sorted(rng.sample(range(len(cands)), config.max_candidates))
             cands = [cands[i] for i in picked]
         shown = [idx.candidate(ri, ti, fw) for ri, ti, fw in cands]
-        ctx = SelectionContext(list(path_lines), titles[-1], shown, depth, config.min_hops, config.max_hops, seed_id,
-                               trial=trial)
+        ctx = SelectionContext(
+            list(path_lines), titles[-1], shown, depth, config.min_hops, config.max_hops, seed_id, trial=trial
+        )
         choice = _ask(selector, ctx, config, stats)
         if choice == 0:
             stop = "selector"
@@ -405,7 +455,9 @@ def _expand_path(idx: "_Index", v0: int, seed_id: str, selector, config: Extract
     return path, rel_rows, forward, stop
 
 
-def _grow_branch(idx: "_Index", start: int, length: int, in_graph: set, rng: random.Random) -> tuple[list[int], list[int]]:
+def _grow_branch(
+    idx: "_Index", start: int, length: int, in_graph: set, rng: random.Random
+) -> tuple[list[int], list[int]]:
     """One distractor branch of up to ``length`` hops from ``start`` (adds its nodes to ``in_graph``)."""
     cur = start
     b_nodes: list[int] = []
@@ -425,8 +477,13 @@ def _grow_branch(idx: "_Index", start: int, length: int, in_graph: set, rng: ran
 
 
 def extract_subgraph(
-    world, seed_id: str, selector, config: ExtractionConfig | None = None,
-    rng: random.Random | int | None = None, *, subgraph_id: str | None = None,
+    world,
+    seed_id: str,
+    selector,
+    config: ExtractionConfig | None = None,
+    rng: random.Random | int | None = None,
+    *,
+    subgraph_id: str | None = None,
 ) -> Subgraph:
     """Run Algorithm 1 from ``seed_id`` and return the :class:`Subgraph`.
 
@@ -444,7 +501,8 @@ def extract_subgraph(
     if idx.num_eligible_relations == 0:
         raise Rejected(
             "no_eligible_relations",
-            f"world {world.name!r} has no relation left after the blocklist/allowlist; relax them", seed_id,
+            f"world {world.name!r} has no relation left after the blocklist/allowlist; relax them",
+            seed_id,
         )
     v0 = world.entity_index(seed_id)
     stats = {"calls": 0, "failures": 0}
@@ -460,7 +518,9 @@ def extract_subgraph(
     hops = len(rel_rows)
     if hops < config.min_hops:
         raise Rejected(
-            "too_short", f"path from {seed_id!r} has {hops} hop(s) (stopped: {stop}); need >= {config.min_hops}", seed_id
+            "too_short",
+            f"path from {seed_id!r} has {hops} hop(s) (stopped: {stop}); need >= {config.min_hops}",
+            seed_id,
         )
 
     branches: list[Branch] = []
@@ -498,8 +558,13 @@ def extract_subgraph(
             for k, bn, br in branches  # type: ignore[misc]
         ],
         forward=forward,
-        metadata={"stop": stop, "selector_calls": stats["calls"], "selector_failures": stats["failures"],
-                  "distractors_planned": n_branches, "hops_planned": planned},
+        metadata={
+            "stop": stop,
+            "selector_calls": stats["calls"],
+            "selector_failures": stats["failures"],
+            "distractors_planned": n_branches,
+            "hops_planned": planned,
+        },
     )
     sg.answer_type = answer_type_of(sg.answer_node)
     return sg

@@ -74,15 +74,41 @@ def plot_subgraph(sg: Subgraph, png_path, *, title: str | None = None) -> None:
     ]
     for nodes, face, edge, shape in groups:
         if nodes:
-            nx.draw_networkx_nodes(g, pos, nodelist=nodes, node_color=face, edgecolors=edge, linewidths=2.5,
-                                   node_size=2600, node_shape=shape, ax=ax)
-    nx.draw_networkx_edges(g, pos, edgelist=path_edges, width=2.0, edge_color="#333333", arrows=True,
-                           arrowsize=16, node_size=2600, ax=ax)
+            nx.draw_networkx_nodes(
+                g,
+                pos,
+                nodelist=nodes,
+                node_color=face,
+                edgecolors=edge,
+                linewidths=2.5,
+                node_size=2600,
+                node_shape=shape,
+                ax=ax,
+            )
+    nx.draw_networkx_edges(
+        g, pos, edgelist=path_edges, width=2.0, edge_color="#333333", arrows=True, arrowsize=16, node_size=2600, ax=ax
+    )
     if branch_edges:
-        nx.draw_networkx_edges(g, pos, edgelist=branch_edges, width=1.2, edge_color="#9A9A9A", style="dashed",
-                               arrows=True, arrowsize=12, node_size=2600, ax=ax)
-    nx.draw_networkx_edge_labels(g, pos, edge_labels=labels, font_size=7, ax=ax,
-                                 bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85})
+        nx.draw_networkx_edges(
+            g,
+            pos,
+            edgelist=branch_edges,
+            width=1.2,
+            edge_color="#9A9A9A",
+            style="dashed",
+            arrows=True,
+            arrowsize=12,
+            node_size=2600,
+            ax=ax,
+        )
+    nx.draw_networkx_edge_labels(
+        g,
+        pos,
+        edge_labels=labels,
+        font_size=7,
+        ax=ax,
+        bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85},
+    )
     names = {n: textwrap.fill(node.title, 14)[:60] for n, node in sg.nodes.items()}
     nx.draw_networkx_labels(g, pos, labels=names, font_size=7, ax=ax)
     legend = [
@@ -93,7 +119,10 @@ def plot_subgraph(sg: Subgraph, png_path, *, title: str | None = None) -> None:
     ]
     ax.legend(handles=legend, loc="upper left", fontsize=8, frameon=False, bbox_to_anchor=(0, 1.02))
     ax.margins(0.12, 0.25)
-    ax.set_title(title or f"{sg.id}: {sg.hops}-hop path, {len(sg.distractors)} distractor branch(es), "
-                 f"answer type {sg.answer_type}", fontsize=10)
+    ax.set_title(
+        title
+        or f"{sg.id}: {sg.hops}-hop path, {len(sg.distractors)} distractor branch(es), answer type {sg.answer_type}",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(str(png_path), format="png")

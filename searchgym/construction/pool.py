@@ -39,10 +39,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .extract import ExtractionConfig, Rejected, SelectorUnavailable, extraction_index, extract_subgraph
+from ..errors import InvalidArgumentError, InvalidTypeError, MissingFileError, SearchGymError
+from .extract import ExtractionConfig, Rejected, SelectorUnavailable, extract_subgraph, extraction_index
 from .record import Subgraph
 from .selectors import HeuristicSelector
-from ..errors import InvalidArgumentError, InvalidTypeError, MissingFileError, SearchGymError
 
 logger = logging.getLogger(__name__)
 
@@ -82,8 +82,10 @@ class PoolResult:
     def summary(self) -> str:
         """One line: accepted / attempted, rejections by reason, time."""
         rej = ", ".join(f"{k}={v}" for k, v in sorted(self.rejections.items())) or "none"
-        line = (f"{self.accepted} subgraphs from {self.attempted} seeds ({self.resumed} resumed) in "
-                f"{self.elapsed_s:.2f}s; rejections: {rej}")
+        line = (
+            f"{self.accepted} subgraphs from {self.attempted} seeds ({self.resumed} resumed) in "
+            f"{self.elapsed_s:.2f}s; rejections: {rej}"
+        )
         if self.stopped_early:
             line += f"; stopped early: {self.stopped_early}"
         return line
@@ -261,8 +263,17 @@ class _Outcome:
 class _PoolRun:
     """State of one build: finished seed indices, this run's counts, the stop conditions."""
 
-    def __init__(self, n: int, accepted: dict[int, Subgraph], rejected: dict[int, str], result: PoolResult,
-                 journal: _Journal, fingerprint: str, abort_after: int, bar) -> None:
+    def __init__(
+        self,
+        n: int,
+        accepted: dict[int, Subgraph],
+        rejected: dict[int, str],
+        result: PoolResult,
+        journal: _Journal,
+        fingerprint: str,
+        abort_after: int,
+        bar,
+    ) -> None:
         self.n, self.accepted, self.rejected, self.result = n, accepted, rejected, result
         self.journal, self.fingerprint, self.abort_after, self.bar = journal, fingerprint, abort_after, bar
         self.new: Counter = Counter()  # this run's outcomes: "done", "accepted", and rejection reasons
@@ -275,8 +286,12 @@ class _PoolRun:
     def aborted(self) -> bool:
         """The selector failed on every seed of this run so far (at least ``abort_after`` of them)."""
         new = self.new
-        return (self.abort_after > 0 and new["accepted"] == 0 and new["done"] >= self.abort_after
-                and new["selector_failed"] == new["done"])
+        return (
+            self.abort_after > 0
+            and new["accepted"] == 0
+            and new["done"] >= self.abort_after
+            and new["selector_failed"] == new["done"]
+        )
 
     def finished(self) -> bool:
         """Enough accepted, the selector evidently broken, or its endpoint down."""
@@ -301,19 +316,30 @@ class _PoolRun:
         self.result.rejections[exc.reason] += 1
         if len(self.result.errors) < 20:
             self.result.errors.append(f"seed index {o.index} ({o.seed_id}): {exc}")
-        self.journal.rejected({"seed_index": o.index, "seed": o.seed_id, "reason": exc.reason, "detail": exc.detail,
-                               "pool_fingerprint": self.fingerprint})
+        self.journal.rejected(
+            {
+                "seed_index": o.index,
+                "seed": o.seed_id,
+                "reason": exc.reason,
+                "detail": exc.detail,
+                "pool_fingerprint": self.fingerprint,
+            }
+        )
 
     def stop_reason(self, max_attempts: int) -> str | None:
         """Why the run ended before ``n`` subgraphs, or None."""
         if self.outage is not None:
             o = self.outage
-            return (f"the selector endpoint is unavailable at seed index {o.index} ({o.outage.detail}); "
-                    "nothing was recorded for that seed: start the endpoint and rerun the same command to resume")
+            return (
+                f"the selector endpoint is unavailable at seed index {o.index} ({o.outage.detail}); "
+                "nothing was recorded for that seed: start the endpoint and rerun the same command to resume"
+            )
         if self.aborted():
             errors = self.result.errors
-            return (f"the first {self.new['done']} seeds all failed in the selector "
-                    f"({errors[0] if errors else 'no detail'}); is the endpoint up?")
+            return (
+                f"the first {self.new['done']} seeds all failed in the selector "
+                f"({errors[0] if errors else 'no detail'}); is the endpoint up?"
+            )
         if len(self.accepted) < self.n:
             return f"reached max_attempts={max_attempts} seed indices with {len(self.accepted)} accepted"
         return None
@@ -389,8 +415,12 @@ def _eligible_index(world, n, workers: int, selector, config: ExtractionConfig):
         raise InvalidArgumentError(f"world {world.name!r} has no entity with an eligible edge to start a path from")
     limit = getattr(getattr(selector, "generator", None), "max_concurrency", None)
     if isinstance(limit, int) and limit < workers:
-        logger.warning("the selector's generator allows %d concurrent requests but workers=%d: requests will queue; "
-                       "create it with max_concurrency >= workers", limit, workers)
+        logger.warning(
+            "the selector's generator allows %d concurrent requests but workers=%d: requests will queue; "
+            "create it with max_concurrency >= workers",
+            limit,
+            workers,
+        )
     return idx
 
 
@@ -401,8 +431,9 @@ def _resume(out_path: Path | None, fingerprint: str) -> tuple[dict[int, Subgraph
     out_path.parent.mkdir(parents=True, exist_ok=True)
     accepted, rejected = _load_existing(out_path, fingerprint)
     if accepted or rejected:
-        logger.info("resuming %s: %d accepted, %d rejected seed indices already done", out_path, len(accepted),
-                    len(rejected))
+        logger.info(
+            "resuming %s: %d accepted, %d rejected seed indices already done", out_path, len(accepted), len(rejected)
+        )
     return accepted, rejected
 
 

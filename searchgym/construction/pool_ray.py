@@ -26,7 +26,7 @@ class PoolActor:
     """A Ray actor extracting chunks of seed indices (built once per worker)."""
 
     def __init__(self, world, selector, config, eligible, seed: int, fingerprint: str) -> None:
-        from .pool import make_extractor, SeedSampler
+        from .pool import SeedSampler, make_extractor
 
         self.work = make_extractor(world, selector, config, SeedSampler(eligible, seed), seed, fingerprint)
 
@@ -36,8 +36,9 @@ class PoolActor:
         return [self.work(i) for i in range(start, stop) if i not in skip]
 
 
-def run_pool_on_ray(ray_config: RayConfig, world, selector, config, eligible, seed: int, fingerprint: str,
-                    run, max_attempts: int) -> None:
+def run_pool_on_ray(
+    ray_config: RayConfig, world, selector, config, eligible, seed: int, fingerprint: str, run, max_attempts: int
+) -> None:
     """Commit seed indices ``0, 1, ...`` into ``run`` from Ray workers until it is finished."""
     size = ray_config.chunk or DEFAULT_CHUNK
 
@@ -54,5 +55,6 @@ def run_pool_on_ray(ray_config: RayConfig, world, selector, config, eligible, se
                 return
             run.commit(o)
 
-    ordered_map(ray_config, PoolActor, (world, selector, config, eligible, seed, fingerprint), chunks(), commit,
-                run.finished)
+    ordered_map(
+        ray_config, PoolActor, (world, selector, config, eligible, seed, fingerprint), chunks(), commit, run.finished
+    )

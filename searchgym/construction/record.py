@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+
 from ..errors import InvalidArgumentError
 
 ANSWER_TYPES = ("person", "location", "organisation", "date", "number", "other")
@@ -164,12 +165,22 @@ class Subgraph:
             "relations": list(self.relations),
             "relation_ids": list(self.relation_ids),
             "nodes": {
-                k: {"id": v.id, "title": v.title, "aliases": list(v.aliases), "type": v.type, "is_literal": v.is_literal}
+                k: {
+                    "id": v.id,
+                    "title": v.title,
+                    "aliases": list(v.aliases),
+                    "type": v.type,
+                    "is_literal": v.is_literal,
+                }
                 for k, v in self.nodes.items()
             },
             "distractors": [
-                {"diverge_at": b.diverge_at, "nodes": list(b.nodes), "relations": list(b.relations),
-                 "relation_ids": list(b.relation_ids)}
+                {
+                    "diverge_at": b.diverge_at,
+                    "nodes": list(b.nodes),
+                    "relations": list(b.relations),
+                    "relation_ids": list(b.relation_ids),
+                }
                 for b in self.distractors
             ],
             "forward": list(self.forward),
@@ -183,10 +194,16 @@ class Subgraph:
         try:
             nodes = {k: SubgraphNode(**{**v, "aliases": tuple(v.get("aliases", ()))}) for k, v in d["nodes"].items()}
             return cls(
-                id=d["id"], seed=d["seed"], path=list(d["path"]), relations=list(d["relations"]),
-                relation_ids=list(d["relation_ids"]), nodes=nodes,
-                distractors=[Branch(**b) for b in d.get("distractors", [])], forward=list(d.get("forward", [])),
-                answer_type=d.get("answer_type", "other"), metadata=dict(d.get("metadata", {})),
+                id=d["id"],
+                seed=d["seed"],
+                path=list(d["path"]),
+                relations=list(d["relations"]),
+                relation_ids=list(d["relation_ids"]),
+                nodes=nodes,
+                distractors=[Branch(**b) for b in d.get("distractors", [])],
+                forward=list(d.get("forward", [])),
+                answer_type=d.get("answer_type", "other"),
+                metadata=dict(d.get("metadata", {})),
             )
         except (KeyError, TypeError) as exc:
             raise InvalidArgumentError(f"malformed subgraph record: {exc}") from None

@@ -27,13 +27,21 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, Sequence, runtime_checkable
+
 from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymError
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "Candidate", "SelectionContext", "Selector", "SelectorError", "HeuristicSelector",
-    "LLMSelector", "LLMSelectorConfig", "OUTAGE_KINDS", "parse_selector_reply",
+    "Candidate",
+    "SelectionContext",
+    "Selector",
+    "SelectorError",
+    "HeuristicSelector",
+    "LLMSelector",
+    "LLMSelectorConfig",
+    "OUTAGE_KINDS",
+    "parse_selector_reply",
 ]
 
 
@@ -176,8 +184,12 @@ class HeuristicSelector:
 
     def describe(self) -> dict:
         """Identity for pool fingerprints."""
-        return {"kind": "heuristic-v2", "seed": self.seed, "document_bonus": self.document_bonus,
-                "quantity_weight": self.quantity_weight}
+        return {
+            "kind": "heuristic-v2",
+            "seed": self.seed,
+            "document_bonus": self.document_bonus,
+            "quantity_weight": self.quantity_weight,
+        }
 
     def _idf(self, freq: int, total: int) -> float:
         key = (freq, total)
@@ -309,7 +321,8 @@ class LLMSelector:
     def __init__(self, generator, config: LLMSelectorConfig | None = None) -> None:
         if not hasattr(generator, "generate"):
             raise InvalidTypeError(
-                f"LLMSelector needs a TextGenerator (an object with generate(prompts, config)), got {type(generator).__name__}"
+                f"LLMSelector needs a TextGenerator (an object with generate(prompts, config)), got "
+                f"{type(generator).__name__}"
             )
         self.generator = generator
         self.config = config or LLMSelectorConfig()

@@ -71,12 +71,21 @@ def plan_stats(subgraphs: Sequence[Subgraph]) -> dict:
     (``metadata["distractors_planned"]``): ``planned`` and ``realised`` summaries over those
     subgraphs and ``short`` (how many fell short of their plan)."""
     out = {}
-    for key, planned_key, realised in (("path_length", "hops_planned", lambda sg: sg.hops),
-                                       ("distractors", "distractors_planned", lambda sg: len(sg.distractors))):
-        pairs = [(int(sg.metadata[planned_key]), realised(sg)) for sg in subgraphs
-                 if sg.metadata.get(planned_key) is not None]
-        out[key] = {"count": len(pairs), "planned": _summary([p for p, _ in pairs]),
-                    "realised": _summary([r for _, r in pairs]), "short": sum(r < p for p, r in pairs)}
+    for key, planned_key, realised in (
+        ("path_length", "hops_planned", lambda sg: sg.hops),
+        ("distractors", "distractors_planned", lambda sg: len(sg.distractors)),
+    ):
+        pairs = [
+            (int(sg.metadata[planned_key]), realised(sg))
+            for sg in subgraphs
+            if sg.metadata.get(planned_key) is not None
+        ]
+        out[key] = {
+            "count": len(pairs),
+            "planned": _summary([p for p, _ in pairs]),
+            "realised": _summary([r for _, r in pairs]),
+            "short": sum(r < p for p, r in pairs),
+        }
     return out
 
 
@@ -88,20 +97,28 @@ def format_stats(stats: dict) -> str:
     """Human-readable report of :func:`pool_stats` output."""
     n = stats["count"]
     lines = [f"subgraphs: {n}"]
-    for key, title in (("path_length", "path length (hops)"), ("node_count", "nodes per subgraph"),
-                       ("distractors", "distractor branches"), ("relations_per_subgraph", "distinct relations per subgraph")):
+    for key, title in (
+        ("path_length", "path length (hops)"),
+        ("node_count", "nodes per subgraph"),
+        ("distractors", "distractor branches"),
+        ("relations_per_subgraph", "distinct relations per subgraph"),
+    ):
         s = stats[key]
         lines.append(f"{title}: mean {s['mean']:.2f}, std {s['std']:.2f}, range {s['min']}-{s['max']}")
         if key != "node_count":
             lines.append(f"  {_hist_line(s, n)}")
-    lines.append("answer types: " + ", ".join(
-        f"{t} {c} ({100 * c / n:.1f}%)" if n else f"{t} 0" for t, c in stats["answer_types"].items()))
+    lines.append(
+        "answer types: "
+        + ", ".join(f"{t} {c} ({100 * c / n:.1f}%)" if n else f"{t} 0" for t, c in stats["answer_types"].items())
+    )
     for key, title in (("path_length", "path length"), ("distractors", "distractor branches")):
         p = stats.get("plan", {}).get(key)
         if p and p["count"]:
-            lines.append(f"planned vs realised {title} ({p['count']} subgraphs with a plan): mean "
-                         f"{p['planned']['mean']:.2f} planned, {p['realised']['mean']:.2f} realised; "
-                         f"{p['short']} ({100 * p['short'] / p['count']:.1f}%) short of plan")
+            lines.append(
+                f"planned vs realised {title} ({p['count']} subgraphs with a plan): mean "
+                f"{p['planned']['mean']:.2f} planned, {p['realised']['mean']:.2f} realised; "
+                f"{p['short']} ({100 * p['short'] / p['count']:.1f}%) short of plan"
+            )
             lines.append(f"  planned:  {_hist_line(p['planned'], p['count'])}")
     lines.append(f"relations: {stats['unique_relations']} distinct over {stats['edges']} edges; top:")
     for lab, c in stats["top_relations"]:
@@ -132,8 +149,15 @@ def plot_stats(stats: dict, png_path, *, title: str | None = None) -> None:
 
     pl = stats["path_length"]
     bars(axes[0][0], pl["histogram"], "path length (hops)", "a", "#4C72B0")
-    axes[0][0].text(0.98, 0.95, f"mean={pl['mean']:.2f}, std={pl['std']:.2f}", transform=axes[0][0].transAxes,
-                    ha="right", va="top", fontsize=9)
+    axes[0][0].text(
+        0.98,
+        0.95,
+        f"mean={pl['mean']:.2f}, std={pl['std']:.2f}",
+        transform=axes[0][0].transAxes,
+        ha="right",
+        va="top",
+        fontsize=9,
+    )
     types = [(t, c) for t, c in stats["answer_types"].items()]
     ax = axes[0][1]
     ax.bar([t for t, _ in types], [100 * c / n for _, c in types], color="#55A868", edgecolor="black", linewidth=0.5)
@@ -143,15 +167,17 @@ def plot_stats(stats: dict, png_path, *, title: str | None = None) -> None:
     ax = axes[1][0]
     top = stats["top_relations"][::-1]
     edges = max(1, stats["edges"])
-    ax.barh([lab for lab, _ in top], [100 * c / edges for _, c in top], color="#C44E52", edgecolor="black",
-            linewidth=0.5)
+    ax.barh(
+        [lab for lab, _ in top], [100 * c / edges for _, c in top], color="#C44E52", edgecolor="black", linewidth=0.5
+    )
     ax.set_xlabel("% of all edges")
     ax.set_title(f"(c) top-{len(top)} relations ({stats['unique_relations']} distinct)")
     ax.tick_params(axis="y", labelsize=8)
     rp = stats["relations_per_subgraph"]
     bars(axes[1][1], rp["histogram"], "distinct relations per subgraph", "d", "#8172B2")
-    axes[1][1].text(0.98, 0.95, f"mean={rp['mean']:.2f}", transform=axes[1][1].transAxes, ha="right", va="top",
-                    fontsize=9)
+    axes[1][1].text(
+        0.98, 0.95, f"mean={rp['mean']:.2f}", transform=axes[1][1].transAxes, ha="right", va="top", fontsize=9
+    )
     fig.suptitle(title or f"Subgraph pool statistics ({stats['count']} subgraphs)")
     fig.tight_layout()
     fig.savefig(str(png_path), format="png")

@@ -26,9 +26,18 @@ import numpy as np
 
 from ..errors import InvalidArgumentError
 
-__all__ = ["STD_DDOFS", "PROPOSER_BASELINES", "check_ddof", "grpo_advantages", "group_advantages",
-           "baseline_advantages", "proposer_advantages", "step_advantages", "sapo_step_advantages",
-           "sapo_group_advantages"]
+__all__ = [
+    "STD_DDOFS",
+    "PROPOSER_BASELINES",
+    "check_ddof",
+    "grpo_advantages",
+    "group_advantages",
+    "baseline_advantages",
+    "proposer_advantages",
+    "step_advantages",
+    "sapo_step_advantages",
+    "sapo_group_advantages",
+]
 
 STD_DDOFS = (0, 1)
 PROPOSER_BASELINES = ("verified", "all")
@@ -37,11 +46,15 @@ PROPOSER_BASELINES = ("verified", "all")
 def check_ddof(ddof: int) -> int:
     """``ddof`` of the group std, validated: 0 (population std) or 1 (sample std)."""
     if ddof not in STD_DDOFS:
-        raise InvalidArgumentError(f"ddof={ddof!r}: the group std uses ddof 0 (population, default) or 1 (sample, as verl/TRL)")
+        raise InvalidArgumentError(
+            f"ddof={ddof!r}: the group std uses ddof 0 (population, default) or 1 (sample, as verl/TRL)"
+        )
     return int(ddof)
 
 
-def group_advantages(rewards: Sequence[float], groups: Sequence[object], eps: float = 1e-6, ddof: int = 0) -> list[float]:
+def group_advantages(
+    rewards: Sequence[float], groups: Sequence[object], eps: float = 1e-6, ddof: int = 0
+) -> list[float]:
     """GRPO advantages of a batch: :func:`grpo_advantages` within the rollouts that share a group key.
 
     ``std`` is the population std of the group by default (``ddof=0``); the papers do not say
@@ -143,7 +156,8 @@ def sapo_group_advantages(
     ``ddof`` of the outcome std as in :func:`grpo_advantages`)."""
     if len(outcome_rewards) != len(step_rewards):
         raise InvalidArgumentError(
-            f"{len(outcome_rewards)} outcome rewards but {len(step_rewards)} step-reward sequences; one each per rollout"
+            f"{len(outcome_rewards)} outcome rewards but {len(step_rewards)} step-reward sequences; one each "
+            f"per rollout"
         )
     outcome = grpo_advantages(outcome_rewards, eps, ddof)
     return [sapo_step_advantages(a, steps, lam, eps) for a, steps in zip(outcome, step_rewards)]

@@ -11,10 +11,11 @@ in :attr:`GenerationResult.token_ids`, which the trainer trains on (:mod:`search
 
 from __future__ import annotations
 
+import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
-import random
 from typing import Any, Optional, Sequence, Union
+
 from ..errors import InvalidArgumentError, SearchGymError
 
 ChatMessages = list[dict]
@@ -86,8 +87,9 @@ class TextGenerator(ABC):
         if state is None:
             return
         if self.rng is None:
-            raise InvalidArgumentError(f"{type(self).__name__} has no seed stream to restore; "
-                                       "the checkpoint was written with another backend")
+            raise InvalidArgumentError(
+                f"{type(self).__name__} has no seed stream to restore; the checkpoint was written with another backend"
+            )
         self.rng.setstate(state)
 
     @abstractmethod

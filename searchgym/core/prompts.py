@@ -9,6 +9,7 @@ calls, so a change here reaches envs, verifier, judge and selector alike.
 from __future__ import annotations
 
 from typing import Sequence
+
 from ..errors import InvalidArgumentError
 
 SOLVER_PROMPT = (
@@ -134,8 +135,12 @@ def render_judge(question: str, prediction: str, reference: str, *, criteria: st
     rejects hedged answers."""
     if criteria not in JUDGE_CRITERIA:
         raise InvalidArgumentError(f"judge criteria {criteria!r} unknown; use one of {', '.join(JUDGE_CRITERIA)}")
-    return JUDGE_PROMPT.format(question=question.strip(), prediction=prediction.strip(), reference=reference.strip(),
-                               criteria=JUDGE_CRITERIA[criteria])
+    return JUDGE_PROMPT.format(
+        question=question.strip(),
+        prediction=prediction.strip(),
+        reference=reference.strip(),
+        criteria=JUDGE_CRITERIA[criteria],
+    )
 
 
 def render_selector(path_lines: Sequence[str], current: str, candidates: Sequence[str]) -> str:

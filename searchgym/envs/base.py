@@ -17,6 +17,7 @@ from typing import Any, Optional, Sequence, Union
 import gymnasium as gym
 
 from ..core.prompts import render_proposer, render_solver
+from ..errors import InvalidArgumentError, InvalidTypeError
 from ..retrieval.base import DEFAULT_TOP_K, Retriever
 from ..rng_state import numpy_generator_from_state, random_state_from_data
 from ..world import World
@@ -25,7 +26,6 @@ from .export import TrajectoryWriter
 from .rollout import DEFAULT_DOC_MAX_CHARS, DEFAULT_MAX_ACTION_CHARS, DEFAULT_MAX_TURNS, Rollout, SearchEngine
 from .tasks import JsonlTaskSource, ListTaskSource, SubgraphTaskSource, TaskSource
 from .types import Task, Trajectory
-from ..errors import InvalidArgumentError, InvalidTypeError
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +45,9 @@ def resolve_tasks(world: World, tasks: Any, pool: Any = None, order: str = "curr
         return ListTaskSource(tasks)
     if isinstance(tasks, TaskSource):
         return tasks
-    raise InvalidTypeError(f"tasks must be a TaskSource, a JSONL path, a list of Task or None, got {type(tasks).__name__}")
+    raise InvalidTypeError(
+        f"tasks must be a TaskSource, a JSONL path, a list of Task or None, got {type(tasks).__name__}"
+    )
 
 
 class TextEnvBase(gym.Env):
@@ -79,30 +81,45 @@ class TextEnvBase(gym.Env):
         observation_layout: str = "searchgym",
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise InvalidArgumentError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+            raise InvalidArgumentError(
+                f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}"
+            )
         if max_turns < 1:
             raise InvalidArgumentError(f"max_turns must be >= 1, got {max_turns}")
         self.render_mode = render_mode
         self.world = resources.resolve_world(world)
         self.retriever = resources.resolve_retriever(self.world, retriever)
         self.kg = resources.resolve_kg(self.world, kg_tool)
-        self.engine = SearchEngine(self.retriever, self.kg, top_k=top_k, doc_max_chars=doc_max_chars,
-                                   layout=observation_layout)
+        self.engine = SearchEngine(
+            self.retriever, self.kg, top_k=top_k, doc_max_chars=doc_max_chars, layout=observation_layout
+        )
         self.judge = resources.resolve_judge(judge)
         self.max_turns = max_turns
         self.max_action_chars = max_action_chars
         self.writer = TrajectoryWriter(export_path) if export_path is not None else None
         self.games_finished = 0
         self._rng = random.Random(0)
-        self._limits = {"max_turns": max_turns, "top_k": top_k, "doc_max_chars": doc_max_chars,
-                        "max_action_chars": max_action_chars, "render_mode": render_mode,
-                        "observation_layout": observation_layout}
+        self._limits = {
+            "max_turns": max_turns,
+            "top_k": top_k,
+            "doc_max_chars": doc_max_chars,
+            "max_action_chars": max_action_chars,
+            "render_mode": render_mode,
+            "observation_layout": observation_layout,
+        }
 
     def _shared_resources(self) -> list:
         """Read-only resources a deep copy references instead of copying (task sources and pools
         are read-only: draws use the env's own RNG)."""
-        return [self.world, self.retriever, self.kg, self.judge, self.writer,
-                getattr(self, "tasks", None), getattr(self, "pool", None)]
+        return [
+            self.world,
+            self.retriever,
+            self.kg,
+            self.judge,
+            self.writer,
+            getattr(self, "tasks", None),
+            getattr(self, "pool", None),
+        ]
 
     def __deepcopy__(self, memo: dict) -> "TextEnvBase":
         """An independent env in the same state (RNGs, rollouts, replay buffer, cursor) that shares
@@ -113,8 +130,12 @@ class TextEnvBase(gym.Env):
     def shared_kwargs(self) -> dict:
         """Constructor arguments that make a sibling env share this one's world, index, KG tool and
         judge (export is never shared: give each env its own ``export_path``)."""
-        return {"retriever": self.retriever, "judge": self.judge, "kg_tool": self.kg if self.kg is not None else False,
-                **self._limits}
+        return {
+            "retriever": self.retriever,
+            "judge": self.judge,
+            "kg_tool": self.kg if self.kg is not None else False,
+            **self._limits,
+        }
 
     # ------------------------------------------------------------- checkpointing
     def state_dict(self) -> dict:
@@ -123,7 +144,8 @@ class TextEnvBase(gym.Env):
         window, pool cursor). Tuples come back as lists after JSON; loading accepts both."""
         return {
             "np_random": self._np_random.bit_generator.state if self._np_random is not None else None,
-            "rng": self._rng.getstate(), "games_finished": self.games_finished,
+            "rng": self._rng.getstate(),
+            "games_finished": self.games_finished,
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -143,22 +165,41 @@ class TextEnvBase(gym.Env):
         """A Solver rollout; a task's ``metadata["solver_prompt"]`` (e.g. a Search-R1 dataset's own
         prompt text) replaces the rendered Solver prompt."""
         prompt = task.metadata.get("solver_prompt") or render_solver(task.question, kg_tool=self.kg is not None)
-        return Rollout("solver", task, prompt,
-                       max_turns=self.max_turns, max_action_chars=self.max_action_chars)
+        return Rollout("solver", task, prompt, max_turns=self.max_turns, max_action_chars=self.max_action_chars)
 
     def _proposer_rollout(self, task: Task, mode: str) -> Rollout:
         n = task.hops or DEFAULT_PROPOSER_SEARCHES
         subgraph_text = task.subgraph.describe() if (mode == "kg" and task.subgraph is not None) else None
         if mode == "kg" and subgraph_text is None:
-            raise InvalidArgumentError(f"task {task.id!r} has no subgraph; the KG-grounded proposer needs one (or use mode='vanilla')")
-        return Rollout("proposer", task, render_proposer(task.answer, n, subgraph_text=subgraph_text),
-                       max_turns=self.max_turns, max_action_chars=self.max_action_chars)
+            raise InvalidArgumentError(
+                f"task {task.id!r} has no subgraph; the KG-grounded proposer needs one (or use mode='vanilla')"
+            )
+        return Rollout(
+            "proposer",
+            task,
+            render_proposer(task.answer, n, subgraph_text=subgraph_text),
+            max_turns=self.max_turns,
+            max_action_chars=self.max_action_chars,
+        )
 
-    def _export(self, *, proposer: Optional[Trajectory], validation: Optional[dict], solvers: Sequence[Trajectory],
-                events: Sequence[dict], replay: Any = False) -> None:
+    def _export(
+        self,
+        *,
+        proposer: Optional[Trajectory],
+        validation: Optional[dict],
+        solvers: Sequence[Trajectory],
+        events: Sequence[dict],
+        replay: Any = False,
+    ) -> None:
         if self.writer is not None:
-            self.writer.write_game(game=self.games_finished, proposer=proposer, validation=validation,
-                                   solvers=list(solvers), rewards=list(events), replay=replay)
+            self.writer.write_game(
+                game=self.games_finished,
+                proposer=proposer,
+                validation=validation,
+                solvers=list(solvers),
+                rewards=list(events),
+                replay=replay,
+            )
 
     def _render_trajectories(self) -> list[Trajectory]:
         return []

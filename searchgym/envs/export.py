@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence, Union
 
-from .types import Trajectory
 from ..errors import InvalidArgumentError, MissingFileError
+from .types import Trajectory
 
 __all__ = ["TrajectoryWriter", "GameRecord", "read_trajectories", "iter_trajectories", "json_line"]
 
@@ -73,8 +73,16 @@ class TrajectoryWriter:
         self._lock = threading.Lock()
         self.count = 0
 
-    def write_game(self, *, game: int, proposer: Optional[Trajectory], validation: Optional[dict],
-                   solvers: Sequence[Trajectory], rewards: Sequence[dict], replay: Any = False) -> None:
+    def write_game(
+        self,
+        *,
+        game: int,
+        proposer: Optional[Trajectory],
+        validation: Optional[dict],
+        solvers: Sequence[Trajectory],
+        rewards: Sequence[dict],
+        replay: Any = False,
+    ) -> None:
         """Write one game as one line."""
         rec = {
             "game": int(game),

@@ -17,11 +17,13 @@ without any model. It reads like a cautious multi-hop reader:
    between them are not linked (a list such as "Places in X include A, B and C" does not relate
    A to B); values the world does not know (a date found by pattern) link on the sentence alone. A beam search
    over simple paths from the anchors collects, for each candidate, the largest multiset of
-   question words covered along one chain (a word counts as often as the question uses it) — the answer of "the capital of the country where Tarsk is
+   question words covered along one chain (a word counts as often as the question uses it) — the answer of "the
+   capital of the country where Tarsk is
    located" is reached through ``located`` and ``capital``, a distractor through fewer.
 3. **Scoring.** score = covered words + ½ × question words in the candidate's description not
    yet covered + ½ for a matching answer type read from the question's first words (who →
-   person, where/place → location, when/year → date, how many/population → number). Anchors never answer. Ties: fewer hops, then first mention.
+   person, where/place → location, when/year → date, how many/population → number). Anchors never answer. Ties:
+   fewer hops, then first mention.
 
 Without anchors it falls back to sentence-level word overlap. It returns ``""`` when no
 candidate scores above zero. Same input, same output: no randomness, stable orderings.
@@ -36,8 +38,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Optional
 
-from ..world.shared import LockFreePickling
 from ..errors import InvalidArgumentError
+from ..world.shared import LockFreePickling
 
 logger = logging.getLogger(__name__)
 
@@ -165,7 +167,9 @@ class ExtractiveReader(LockFreePickling):
         if self._automaton:
             for end, (key, cand) in self._automaton.iter(low):
                 start = end - len(key) + 1
-                if (start > 0 and _is_word_char(low[start - 1])) or (end + 1 < len(low) and _is_word_char(low[end + 1])):
+                if (start > 0 and _is_word_char(low[start - 1])) or (
+                    end + 1 < len(low) and _is_word_char(low[end + 1])
+                ):
                     continue
                 if text[start].islower():  # names are proper nouns: "born" is not the place "Born"
                     continue

@@ -26,12 +26,18 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence, Union
 
 from ..core.answers import gold_list
-from .types import Trajectory
 from ..errors import InvalidArgumentError
+from .types import Trajectory
 
 REASONS = (
-    "no_question", "too_short", "too_long", "too_few_words", "answer_leak", "no_information",
-    "too_few_searches", "duplicate_queries",
+    "no_question",
+    "too_short",
+    "too_long",
+    "too_few_words",
+    "answer_leak",
+    "no_information",
+    "too_few_searches",
+    "duplicate_queries",
 )
 
 
@@ -53,7 +59,9 @@ class FilterConfig:
             if getattr(self, name) < 0:
                 raise InvalidArgumentError(f"FilterConfig.{name} must be >= 0, got {getattr(self, name)}")
         if self.max_chars and self.max_chars < self.min_chars:
-            raise InvalidArgumentError(f"FilterConfig.max_chars ({self.max_chars}) is below min_chars ({self.min_chars})")
+            raise InvalidArgumentError(
+                f"FilterConfig.max_chars ({self.max_chars}) is below min_chars ({self.min_chars})"
+            )
 
 
 @dataclass(frozen=True)
@@ -94,8 +102,11 @@ def check_question(
     queries = [_norm_query(s.query) for t in trajectory.turns for s in t.searches]
     dupes = sorted({x for x in queries if queries.count(x) > 1})
     details = {
-        "chars": len(q), "words": len(q.split()), "searches": len(queries),
-        "information_blocks": _information_blocks(trajectory), "duplicate_queries": dupes,
+        "chars": len(q),
+        "words": len(q.split()),
+        "searches": len(queries),
+        "information_blocks": _information_blocks(trajectory),
+        "duplicate_queries": dupes,
     }
 
     def fail(reason: str, **extra) -> FilterResult:

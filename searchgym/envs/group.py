@@ -17,13 +17,13 @@ from typing import Any, Optional, Sequence
 import numpy as np
 from gymnasium import spaces
 
+from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymRuntimeError
 from .base import TextEnvBase
 from .rollout import Rollout, advance
 from .scoring import reward_event, score_solver
 from .solver import KGSolverEnv
 from .spaces import text_space
 from .types import Task, Trajectory
-from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymRuntimeError
 
 __all__ = ["KGSolverGroupEnv", "SolverGroup", "group_observation_space", "group_action_space", "check_group_action"]
 
@@ -32,11 +32,13 @@ ROLE_PROPOSER, ROLE_SOLVER = 0, 1
 
 def group_observation_space(group_size: int) -> spaces.Dict:
     """The multi-slot observation space of the group and self-play envs."""
-    return spaces.Dict({
-        "role": spaces.Discrete(2),
-        "active": spaces.MultiBinary(group_size),
-        "texts": spaces.Tuple([text_space() for _ in range(group_size)]),
-    })
+    return spaces.Dict(
+        {
+            "role": spaces.Discrete(2),
+            "active": spaces.MultiBinary(group_size),
+            "texts": spaces.Tuple([text_space() for _ in range(group_size)]),
+        }
+    )
 
 
 def group_action_space(group_size: int) -> spaces.Tuple:
@@ -46,19 +48,29 @@ def group_action_space(group_size: int) -> spaces.Tuple:
 
 def group_obs(role: int, active: Sequence[bool], texts: Sequence[str]) -> dict:
     """A fresh observation dict (new arrays every call, as gymnasium requires)."""
-    return {"role": int(role), "active": np.array([1 if a else 0 for a in active], dtype=np.int8), "texts": tuple(texts)}
+    return {
+        "role": int(role),
+        "active": np.array([1 if a else 0 for a in active], dtype=np.int8),
+        "texts": tuple(texts),
+    }
 
 
 def check_group_action(action: Any, group_size: int) -> list:
     """The action as a list of G texts; raises a clear error for a wrong container or length."""
     if isinstance(action, (str, bytes)):
-        raise InvalidTypeError(f"this env takes one text per slot: a tuple of {group_size} strings (inactive slots are ignored), not a single string")
+        raise InvalidTypeError(
+            f"this env takes one text per slot: a tuple of {group_size} strings (inactive slots are ignored), "
+            f"not a single string"
+        )
     try:
         texts = list(action)
     except TypeError:
         raise InvalidTypeError(f"action must be a tuple of {group_size} strings, got {type(action).__name__}") from None
     if len(texts) != group_size:
-        raise InvalidArgumentError(f"action has {len(texts)} texts; this env has {group_size} slots (give one text per slot, '' for inactive ones)")
+        raise InvalidArgumentError(
+            f"action has {len(texts)} texts; this env has {group_size} slots (give one text per slot, '' for "
+            f"inactive ones)"
+        )
     return texts
 
 
@@ -112,13 +124,17 @@ class SolverGroup:
         events = []
         for slot, r in enumerate(self.rollouts):
             score_solver(r.trajectory, self.env.judge)
-            events.append(reward_event("solver", slot, r.trajectory.reward, r.trajectory.reward_components, r.trajectory))
+            events.append(
+                reward_event("solver", slot, r.trajectory.reward, r.trajectory.reward_components, r.trajectory)
+            )
         return events
 
     def components(self) -> dict:
         """``{name: [per slot]}`` of the solver reward components (``None`` for unscored slots)."""
         names = sorted({k for t in self.trajectories for k in t.reward_components} | {"outcome"})
-        return {n: [t.reward_components.get(n) if t.reward_components else None for t in self.trajectories] for n in names}
+        return {
+            n: [t.reward_components.get(n) if t.reward_components else None for t in self.trajectories] for n in names
+        }
 
 
 class KGSolverGroupEnv(KGSolverEnv):
@@ -139,7 +155,9 @@ class KGSolverGroupEnv(KGSolverEnv):
         self._reseed(seed)
         self.group = SolverGroup(self, self._pick_task(options), self.group_size)
         self._game = self.games_finished
-        return group_obs(ROLE_SOLVER, self.group.active, self.group.prompts()), self._info(["" for _ in range(self.group_size)], [])
+        return group_obs(ROLE_SOLVER, self.group.active, self.group.prompts()), self._info(
+            ["" for _ in range(self.group_size)], []
+        )
 
     def step(self, action: Any):
         """One turn for every active slot; all G rewards arrive when the last rollout ends."""
@@ -155,14 +173,25 @@ class KGSolverGroupEnv(KGSolverEnv):
             self._export(proposer=None, validation=None, solvers=self.group.trajectories, events=events)
             self.games_finished += 1
         reward = float(sum(ev["reward"] for ev in events))
-        return group_obs(ROLE_SOLVER, self.group.active, inserted), reward, terminated, truncated, self._info(inserted, events)
+        return (
+            group_obs(ROLE_SOLVER, self.group.active, inserted),
+            reward,
+            terminated,
+            truncated,
+            self._info(inserted, events),
+        )
 
     def _info(self, inserted: Sequence[str], events: list) -> dict:
         g = self.group
         return {
-            "trajectories": g.trajectories, "task": g.task, "turn": [r.last_turn for r in g.rollouts],
-            "inserted": list(inserted), "rewards": events, "role": "solver",
-            "reward_components": {"solver": g.components(), "proposer": {}}, "game": self._game,
+            "trajectories": g.trajectories,
+            "task": g.task,
+            "turn": [r.last_turn for r in g.rollouts],
+            "inserted": list(inserted),
+            "rewards": events,
+            "role": "solver",
+            "reward_components": {"solver": g.components(), "proposer": {}},
+            "game": self._game,
         }
 
     def _render_trajectories(self):

@@ -31,17 +31,24 @@ from dataclasses import replace
 from typing import Iterable, Literal, Optional, Sequence
 
 from ..construction.record import Subgraph
+from ..errors import InvalidArgumentError
 from ..world import World
 from ..world.world import normalize_name
 from .tasks import task_from_subgraph
 from .types import Task
-from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "BENCHMARK_VERSION", "HELDOUT_FRACTION", "BENCHMARK_SIZES", "is_heldout_name", "is_heldout_answer",
-    "answer_name", "training_subgraphs", "hop_tasks", "builtin_benchmark",
+    "BENCHMARK_VERSION",
+    "HELDOUT_FRACTION",
+    "BENCHMARK_SIZES",
+    "is_heldout_name",
+    "is_heldout_answer",
+    "answer_name",
+    "training_subgraphs",
+    "hop_tasks",
+    "builtin_benchmark",
 ]
 
 BENCHMARK_VERSION = "v1"
@@ -94,8 +101,9 @@ def _extraction_config(hops: Optional[int], config):
     return config
 
 
-def training_subgraphs(world: World, n: int, *, seed: int = 0, hops: Optional[int] = None, config=None,
-                       split: Split = "train") -> list[Subgraph]:
+def training_subgraphs(
+    world: World, n: int, *, seed: int = 0, hops: Optional[int] = None, config=None, split: Split = "train"
+) -> list[Subgraph]:
     """Up to ``n`` heuristic subgraphs of ``world`` whose answers are all on ``split``'s side
     (``"any"``: no filter).
 
@@ -119,8 +127,14 @@ def training_subgraphs(world: World, n: int, *, seed: int = 0, hops: Optional[in
             break
         want *= 2
     if len(kept) < n:
-        logger.warning("world %r yields only %d %s-side subgraphs of %s hops (asked for %d)",
-                       world.name, len(kept), split, hops if hops is not None else "3-7", n)
+        logger.warning(
+            "world %r yields only %d %s-side subgraphs of %s hops (asked for %d)",
+            world.name,
+            len(kept),
+            split,
+            hops if hops is not None else "3-7",
+            n,
+        )
     return kept[:n]
 
 
@@ -141,20 +155,23 @@ def _with_family(task: Task, source: str) -> Task:
     return task
 
 
-def hop_tasks(world: World, hops: int, n: int, *, seed: int = 0, split: Split = "train",
-              source: str = "hop") -> list[Task]:
+def hop_tasks(
+    world: World, hops: int, n: int, *, seed: int = 0, split: Split = "train", source: str = "hop"
+) -> list[Task]:
     """``n`` template-question tasks of exactly ``hops`` hops whose answers lie on ``split``'s side
     (distinct questions; fewer if the world runs out). ``metadata`` has ``hops`` and ``family``."""
     if not isinstance(hops, int) or hops < 1:
         raise InvalidArgumentError(f"hops must be an int >= 1, got {hops!r}")
     subgraphs = training_subgraphs(world, n + n // 4 + 4, seed=seed, hops=hops, split=split)
-    tasks = _dedupe(_with_family(task_from_subgraph(sg, world, source=f"{source}{hops}"), f"{source}{hops}")
-                    for sg in subgraphs)
+    tasks = _dedupe(
+        _with_family(task_from_subgraph(sg, world, source=f"{source}{hops}"), f"{source}{hops}") for sg in subgraphs
+    )
     return tasks[:n]
 
 
-def builtin_benchmark(world: Optional[World] = None, *, version: str = BENCHMARK_VERSION,
-                      hops: Optional[Sequence[int]] = None) -> list[Task]:
+def builtin_benchmark(
+    world: Optional[World] = None, *, version: str = BENCHMARK_VERSION, hops: Optional[Sequence[int]] = None
+) -> list[Task]:
     """The built-in held-out benchmark of ``world`` (default: the embedded default world).
 
     Fixed by ``version`` (sizes and seeds in ``BENCHMARK_SIZES``); every answer is held out from
@@ -174,6 +191,9 @@ def builtin_benchmark(world: Optional[World] = None, *, version: str = BENCHMARK
         raise InvalidArgumentError(f"benchmark {version} has hop counts {sorted(sizes)}; not {unknown}")
     out: list[Task] = []
     for h in chosen:
-        out.extend(hop_tasks(world, h, sizes[h], seed=_BENCHMARK_SEEDS[version] + h, split="heldout",
-                             source=f"bench-{version}-h"))
+        out.extend(
+            hop_tasks(
+                world, h, sizes[h], seed=_BENCHMARK_SEEDS[version] + h, split="heldout", source=f"bench-{version}-h"
+            )
+        )
     return out

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from typing import Iterable, Optional
 
 from ..core.answers import Golds, cover_exact_match, exact_match, gold_list, normalize_answer, token_f1
-
-from ..world.shared import LockFreePickling
 from ..errors import InvalidArgumentError
+from ..world.shared import LockFreePickling
 
 logger = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -177,8 +177,15 @@ class LLMJudge(Judge):
 
     method = "llm"
 
-    def __init__(self, generator, *, fallback_first: Optional[str] = "em", references: str = "canonical",
-                 config=None, criteria: str = "ssp") -> None:
+    def __init__(
+        self,
+        generator,
+        *,
+        fallback_first: Optional[str] = "em",
+        references: str = "canonical",
+        config=None,
+        criteria: str = "ssp",
+    ) -> None:
         super().__init__()
         from ..core.llm import GenerationConfig
         from ..core.prompts import JUDGE_CRITERIA
@@ -238,6 +245,15 @@ class LLMJudge(Judge):
 
 
 __all__ = [
-    "normalize_answer", "exact_match", "token_f1", "cover_exact_match", "parse_verdict", "Verdict", "Judge",
-    "ExactMatchJudge", "F1Judge", "CoverEMJudge", "LLMJudge",
+    "normalize_answer",
+    "exact_match",
+    "token_f1",
+    "cover_exact_match",
+    "parse_verdict",
+    "Verdict",
+    "Judge",
+    "ExactMatchJudge",
+    "F1Judge",
+    "CoverEMJudge",
+    "LLMJudge",
 ]

@@ -34,7 +34,8 @@ step-level analogue of GDCR's graph-distance reward: each move along the target 
 ``progress_reward / K``; any other move leaves the path for good and earns nothing more. The bonus
 is never taken back (taking it back made "never step onto the path" a local optimum PPO got
 stuck in), so a solved episode returns ``1 + progress_reward − steps × step_cost`` and the best
-policy is unchanged: walk the path, then answer. Set it to 0 for the pure outcome reward. ``info`` has ``success``, ``task_id``, ``hops``, ``node`` (current
+policy is unchanged: walk the path, then answer. Set it to 0 for the pure outcome reward. ``info`` has ``success``,
+``task_id``, ``hops``, ``node`` (current
 title) and ``target``.
 """
 
@@ -50,8 +51,8 @@ import numpy as np
 from gymnasium import spaces
 
 from ..construction.extract import answer_type
-from . import resources
 from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymRuntimeError
+from . import resources
 
 logger = logging.getLogger(__name__)
 
@@ -88,12 +89,16 @@ def resolve_subgraph(world, subgraph, rel_index: dict[str, int]) -> NavTask:
     try:
         cur = world.entity_index(subgraph.path[0])
     except KeyError:
-        raise InvalidArgumentError(f"subgraph {subgraph.id}: seed {subgraph.path[0]!r} is not in world {world.name!r}") from None
+        raise InvalidArgumentError(
+            f"subgraph {subgraph.id}: seed {subgraph.path[0]!r} is not in world {world.name!r}"
+        ) from None
     codes, rels = [cur], []
     for i, rid in enumerate(subgraph.relation_ids):
         nxt_id, fwd = subgraph.path[i + 1], subgraph.forward[i]
         if rid not in rel_index:
-            raise InvalidArgumentError(f"subgraph {subgraph.id}: relation {rid!r} (hop {i + 1}) is not in world {world.name!r}")
+            raise InvalidArgumentError(
+                f"subgraph {subgraph.id}: relation {rid!r} (hop {i + 1}) is not in world {world.name!r}"
+            )
         r = rel_index[rid]
         node = subgraph.nodes[nxt_id]
         found = None
@@ -115,13 +120,16 @@ def resolve_subgraph(world, subgraph, rel_index: dict[str, int]) -> NavTask:
                     found = int(T[row, 0])
                     break
         if found is None:
-            raise InvalidArgumentError(f"subgraph {subgraph.id}: hop {i + 1} ({subgraph.relations[i]!r} to {node.title!r}) "
-                             f"is not an edge of world {world.name!r}; was the pool built on another world?")
+            raise InvalidArgumentError(
+                f"subgraph {subgraph.id}: hop {i + 1} ({subgraph.relations[i]!r} to {node.title!r}) "
+                f"is not an edge of world {world.name!r}; was the pool built on another world?"
+            )
         codes.append(found)
         rels.append(r)
         cur = found
-    return NavTask(subgraph.id, tuple(codes), tuple(rels), tuple(subgraph.forward), subgraph.answer,
-                   subgraph.answer_type)
+    return NavTask(
+        subgraph.id, tuple(codes), tuple(rels), tuple(subgraph.forward), subgraph.answer, subgraph.answer_type
+    )
 
 
 def _label_words(label: str) -> frozenset:
@@ -167,9 +175,13 @@ class KGNavigateEnv(gym.Env):
         if candidate_order not in ("relevance", "stable"):
             raise InvalidArgumentError(f"candidate_order must be 'relevance' or 'stable', got {candidate_order!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise InvalidArgumentError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+            raise InvalidArgumentError(
+                f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}"
+            )
         if step_cost < 0 or progress_reward < 0:
-            raise InvalidArgumentError(f"step_cost and progress_reward must be >= 0, got {step_cost}, {progress_reward}")
+            raise InvalidArgumentError(
+                f"step_cost and progress_reward must be >= 0, got {step_cost}, {progress_reward}"
+            )
         self.world = world = resources.resolve_world(world)
         self.render_mode = render_mode
         self.N = max_candidates
@@ -190,7 +202,9 @@ class KGNavigateEnv(gym.Env):
         resolved = []
         for sg in tasks:
             if not inverse_edges and not all(sg.forward):
-                raise InvalidArgumentError(f"subgraph {sg.id} walks an edge backwards; pass inverse_edges=True to navigate it")
+                raise InvalidArgumentError(
+                    f"subgraph {sg.id} walks an edge backwards; pass inverse_edges=True to navigate it"
+                )
             resolved.append(resolve_subgraph(world, sg, self._rel_index))
         if not resolved:
             raise InvalidArgumentError("KGNavigateEnv needs at least one task (the subgraph pool is empty)")
@@ -210,7 +224,9 @@ class KGNavigateEnv(gym.Env):
         self._jaccard_cache: dict[int, np.ndarray] = {}
 
         self.action_space = spaces.Discrete(self.N + 2)
-        self.observation_space = spaces.Box(0.0, 1.0, shape=(self.N * SLOT_FEATURES + GLOBAL_FEATURES,), dtype=np.float32)
+        self.observation_space = spaces.Box(
+            0.0, 1.0, shape=(self.N * SLOT_FEATURES + GLOBAL_FEATURES,), dtype=np.float32
+        )
         self.task: Optional[NavTask] = None
         self._node = 0
         self._hops = 0
@@ -244,7 +260,8 @@ class KGNavigateEnv(gym.Env):
         if rel not in self._jaccard_cache:
             a = self._rel_words[rel]
             self._jaccard_cache[rel] = np.array(
-                [len(a & b) / len(a | b) if (a | b) else 0.0 for b in self._rel_words], dtype=np.float32)
+                [len(a & b) / len(a | b) if (a | b) else 0.0 for b in self._rel_words], dtype=np.float32
+            )
         return self._jaccard_cache[rel]
 
     def _candidates(self) -> np.ndarray:
@@ -297,7 +314,7 @@ class KGNavigateEnv(gym.Env):
             slots[:k, 5] = [float(int(t) in self._visited) for t in tgt]
             ent = np.where(tgt >= 0, tgt, 0)
             slots[:k, 6] = np.where(tgt >= 0, np.log1p(self._deg[ent]) / self._log_max_deg, 0.0)
-        g = obs[self.N * SLOT_FEATURES:]
+        g = obs[self.N * SLOT_FEATURES :]
         remaining = max(0, self.task.hops - self._hops)
         g[0] = min(1.0, self._hops / self.max_hops)
         g[1] = remaining / self.max_hops
@@ -332,14 +349,29 @@ class KGNavigateEnv(gym.Env):
 
     def _info(self, success: bool = False) -> dict:
         assert self.task is not None
-        return {"success": success, "task_id": self.task.id, "hops": self.task.hops, "node": self._title(self._node),
-                "target": self.task.answer, "steps": self._steps}
+        return {
+            "success": success,
+            "task_id": self.task.id,
+            "hops": self.task.hops,
+            "node": self._title(self._node),
+            "target": self.task.answer,
+            "steps": self._steps,
+        }
 
     def __deepcopy__(self, memo: dict) -> "KGNavigateEnv":
         """An independent env in the same state (RNG, position, episode) sharing this one's world,
         retriever, tasks and read-only per-world tables; ``pickle`` works too."""
-        shared = [self.world, self._retriever, self.tasks, self._types, self._deg, self._rel_index,
-                  self._rel_labels, self._rel_words, self._jaccard_cache]
+        shared = [
+            self.world,
+            self._retriever,
+            self.tasks,
+            self._types,
+            self._deg,
+            self._rel_index,
+            self._rel_labels,
+            self._rel_words,
+            self._jaccard_cache,
+        ]
         return resources.deepcopy_sharing(self, memo, shared)
 
     # ------------------------------------------------------------------ gym API
@@ -386,8 +418,7 @@ class KGNavigateEnv(gym.Env):
             self._node = int(self._cands[a, 1])
         self._hops += 1  # every non-answer step is a move; a padding slot is a move to nowhere
         self._visited.add(self._node)
-        self._on_path = (self._on_path and self._hops <= self.task.hops
-                         and self._node == self.task.codes[self._hops])
+        self._on_path = self._on_path and self._hops <= self.task.hops and self._node == self.task.codes[self._hops]
         truncated = self._steps >= self.max_steps
         self._ended = truncated
         reward = max(0.0, self._potential() - before) - self.step_cost  # progress is paid once, never taken back
@@ -397,10 +428,13 @@ class KGNavigateEnv(gym.Env):
         """The action as an int; only integers of ``Discrete(N + 2)`` (Python or numpy, a 0-d integer
         array included) are actions: ``1.7``, ``"3"`` and ``True`` raise like the text envs do."""
         if isinstance(action, (bool, np.bool_)) or not (
-                isinstance(action, (int, np.integer)) or (isinstance(action, np.ndarray) and action.shape == ()
-                                                          and action.dtype.kind in "iu")):
-            raise InvalidTypeError(f"an action must be an integer in 0..{self.N + 1} (Discrete({self.N + 2})), "
-                            f"got {type(action).__name__} {action!r}")
+            isinstance(action, (int, np.integer))
+            or (isinstance(action, np.ndarray) and action.shape == () and action.dtype.kind in "iu")
+        ):
+            raise InvalidTypeError(
+                f"an action must be an integer in 0..{self.N + 1} (Discrete({self.N + 2})), "
+                f"got {type(action).__name__} {action!r}"
+            )
         if not self.action_space.contains(action):
             raise InvalidArgumentError(f"action {action!r} is outside Discrete({self.N + 2})")
         return int(action)
@@ -419,8 +453,10 @@ class KGNavigateEnv(gym.Env):
         if self.task is None:
             return "(not reset)"
         rels = " -> ".join(self._rel_labels[r] for r in self.task.relations)
-        lines = [f"task {self.task.id}: {self._title(self.task.codes[0])} | {rels} | target {self.task.answer}",
-                 f"step {self._steps}, hop {self._hops}, at {self._title(self._node)}"]
+        lines = [
+            f"task {self.task.id}: {self._title(self.task.codes[0])} | {rels} | target {self.task.answer}",
+            f"step {self._steps}, hop {self._hops}, at {self._title(self._node)}",
+        ]
         for i, (r, t, f) in enumerate(self._cands):
             lines.append(f"  [{i}] {'-' if f else '<-'}{self._rel_labels[int(r)]}-> {self._title(int(t))}")
         return "\n".join(lines)
@@ -430,7 +466,7 @@ class KGNavigateEnv(gym.Env):
         width = max(SLOT_FEATURES, GLOBAL_FEATURES)
         grid = np.zeros((self.N + 1, width), np.float32)
         grid[: self.N, :SLOT_FEATURES] = self._last_obs[: self.N * SLOT_FEATURES].reshape(self.N, SLOT_FEATURES)
-        grid[self.N, :GLOBAL_FEATURES] = self._last_obs[self.N * SLOT_FEATURES:]
+        grid[self.N, :GLOBAL_FEATURES] = self._last_obs[self.N * SLOT_FEATURES :]
         img = np.kron(grid, np.ones((cell, cell), np.float32))
         return np.repeat((img * 255).round().astype(np.uint8)[:, :, None], 3, axis=2)
 

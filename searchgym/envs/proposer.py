@@ -21,13 +21,13 @@ import logging
 from collections import deque
 from typing import Any, Optional
 
+from ..errors import InvalidArgumentError, InvalidTypeError
 from .base import resolve_tasks
 from .rollout import Rollout
-from .single import SingleRolloutEnv
 from .scoring import document_materials, reward_event, validate_question
+from .single import SingleRolloutEnv
 from .spaces import text_space
 from .types import Task
-from ..errors import InvalidArgumentError, InvalidTypeError
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +76,9 @@ class ProposerValidation:
     trajectories instead, as in SSP.
     """
 
-    def __init__(self, world, *, verifier: Any = None, filter_config: Any = None, n_noise: int = 4, noise_window: int = 4) -> None:
+    def __init__(
+        self, world, *, verifier: Any = None, filter_config: Any = None, n_noise: int = 4, noise_window: int = 4
+    ) -> None:
         if noise_window < 0:
             raise InvalidArgumentError(f"noise_window must be >= 0, got {noise_window}")
         if verifier is None:
@@ -86,7 +88,9 @@ class ProposerValidation:
 
             verifier = RAGVerifier(default_reader(world), ExactMatchJudge(), n_noise=n_noise)
         elif verifier is not False and not callable(getattr(verifier, "verify", None)):
-            raise InvalidTypeError("verifier must have verify(question, answers, materials, noise_pool, rng), or be False")
+            raise InvalidTypeError(
+                "verifier must have verify(question, answers, materials, noise_pool, rng), or be False"
+            )
         self.verifier = verifier if verifier is not False else None
         self.filter_config = filter_config
         self.recent: deque[list[str]] = deque(maxlen=noise_window)
@@ -108,8 +112,15 @@ class ProposerValidation:
     def __call__(self, traj, answers, rng) -> dict:
         """Validate a finished proposer trajectory, then remember its materials as future noise."""
         mats = document_materials(traj)
-        result = validate_question(traj, answers, verifier=self.verifier, filter_config=self.filter_config,
-                                   noise_pool=self.noise_pool(traj), rng=rng, materials=mats)
+        result = validate_question(
+            traj,
+            answers,
+            verifier=self.verifier,
+            filter_config=self.filter_config,
+            noise_pool=self.noise_pool(traj),
+            rng=rng,
+            materials=mats,
+        )
         key = "valid" if result["valid"] else str(result["reason"])
         self.counts[key] = self.counts.get(key, 0) + 1
         if mats and self.recent.maxlen:
@@ -140,15 +151,27 @@ class KGProposerEnv(SingleRolloutEnv):
     ``noise_window``: see :class:`ProposerValidation`. Observation/action: text, as for the Solver.
     """
 
-    def __init__(self, world=None, tasks: Any = None, *, pool: Any = None, mode: str = "kg", verifier: Any = None,
-                 filter_config: Any = None, n_noise: int = 4, noise_window: int = 4, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        world=None,
+        tasks: Any = None,
+        *,
+        pool: Any = None,
+        mode: str = "kg",
+        verifier: Any = None,
+        filter_config: Any = None,
+        n_noise: int = 4,
+        noise_window: int = 4,
+        **kwargs: Any,
+    ) -> None:
         if mode not in PROPOSER_MODES:
             raise InvalidArgumentError(f"mode must be one of {PROPOSER_MODES}, got {mode!r}")
         super().__init__(world, **kwargs)
         self.mode = mode
         self.tasks = resolve_tasks(self.world, tasks, pool)
-        self.validation = ProposerValidation(self.world, verifier=verifier, filter_config=filter_config,
-                                             n_noise=n_noise, noise_window=noise_window)
+        self.validation = ProposerValidation(
+            self.world, verifier=verifier, filter_config=filter_config, n_noise=n_noise, noise_window=noise_window
+        )
         self.observation_space = text_space()
         self.action_space = text_space()
         self.last_validation: Optional[dict] = None
@@ -156,8 +179,15 @@ class KGProposerEnv(SingleRolloutEnv):
     def clone(self) -> "KGProposerEnv":
         """A new env sharing this one's resources and verifier (its own noise window; no export)."""
         v = self.validation
-        return KGProposerEnv(self.world, self.tasks, mode=self.mode, verifier=v.verifier or False,
-                             filter_config=v.filter_config, noise_window=v.recent.maxlen or 0, **self.shared_kwargs())
+        return KGProposerEnv(
+            self.world,
+            self.tasks,
+            mode=self.mode,
+            verifier=v.verifier or False,
+            filter_config=v.filter_config,
+            noise_window=v.recent.maxlen or 0,
+            **self.shared_kwargs(),
+        )
 
     def state_dict(self) -> dict:
         """Base state plus the noise window and rejection counts."""

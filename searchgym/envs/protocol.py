@@ -37,8 +37,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from .types import THINK_SEPARATOR
 from ..errors import InvalidArgumentError
+from .types import THINK_SEPARATOR
 
 # --------------------------------------------------------------------------- error codes
 ERR_NO_ACTION = "no_action"  #: no search, answer or question found in the turn
@@ -50,8 +50,13 @@ ERR_EMPTY_ANSWER = "empty_answer"  #: the last <answer> is empty
 ERR_EMPTY_QUESTION = "empty_question"  #: the last <question> is empty
 
 ERROR_CODES = (
-    ERR_NO_ACTION, ERR_EMPTY_QUERY, ERR_TOO_MANY_SEARCHES, ERR_BAD_SEARCH_JSON, ERR_BAD_TOOL_CALL,
-    ERR_EMPTY_ANSWER, ERR_EMPTY_QUESTION,
+    ERR_NO_ACTION,
+    ERR_EMPTY_QUERY,
+    ERR_TOO_MANY_SEARCHES,
+    ERR_BAD_SEARCH_JSON,
+    ERR_BAD_TOOL_CALL,
+    ERR_EMPTY_ANSWER,
+    ERR_EMPTY_QUESTION,
 )
 
 DEFAULT_MAX_CHARS = 20_000
@@ -153,8 +158,13 @@ def corrective_message(errors: Sequence[str] = (), *, role: str = "solver") -> s
         if role == "proposer"
         else "If I want to give the final answer, I should put the answer between <answer> and </answer>."
     )
-    parts = ["My previous action is invalid.", *hints,
-             "If I want to search, I should put the query between <search> and </search>.", final, "Let me try again."]
+    parts = [
+        "My previous action is invalid.",
+        *hints,
+        "If I want to search, I should put the query between <search> and </search>.",
+        final,
+        "Let me try again.",
+    ]
     return "\n" + " ".join(parts) + "\n"
 
 
@@ -172,7 +182,7 @@ def strip_forged(text: str) -> tuple[str, bool]:
             out.append(text[pos:])
             break
         forged = True
-        out.append(text[pos:m.start()])
+        out.append(text[pos : m.start()])
         close = _FORGED_CLOSE_RE.search(text, m.end())
         if close is None:
             pos = len(text)
@@ -270,7 +280,9 @@ def _search_payload(payload: str, max_query_chars: int, errors: list[str], warni
     return [SearchRequest(query)]
 
 
-def _tool_call(payload: str, max_query_chars: int, errors: list[str], warnings: list[str]) -> tuple[list[SearchRequest], Optional[str]]:
+def _tool_call(
+    payload: str, max_query_chars: int, errors: list[str], warnings: list[str]
+) -> tuple[list[SearchRequest], Optional[str]]:
     """Parse one ``<tool_call>`` JSON body into searches and/or an answer."""
     try:
         obj = json.loads(payload.strip())
@@ -385,8 +397,20 @@ def parse_action(
 
 
 __all__ = [
-    "SearchRequest", "ParsedAction", "parse_action", "format_information", "corrective_message",
-    "strip_forged", "ERROR_CODES", "ERR_NO_ACTION", "ERR_EMPTY_QUERY", "ERR_TOO_MANY_SEARCHES",
-    "ERR_BAD_SEARCH_JSON", "ERR_BAD_TOOL_CALL", "ERR_EMPTY_ANSWER", "ERR_EMPTY_QUESTION",
-    "DEFAULT_MAX_CHARS", "DEFAULT_MAX_SEARCHES",
+    "SearchRequest",
+    "ParsedAction",
+    "parse_action",
+    "format_information",
+    "corrective_message",
+    "strip_forged",
+    "ERROR_CODES",
+    "ERR_NO_ACTION",
+    "ERR_EMPTY_QUERY",
+    "ERR_TOO_MANY_SEARCHES",
+    "ERR_BAD_SEARCH_JSON",
+    "ERR_BAD_TOOL_CALL",
+    "ERR_EMPTY_ANSWER",
+    "ERR_EMPTY_QUESTION",
+    "DEFAULT_MAX_CHARS",
+    "DEFAULT_MAX_SEARCHES",
 ]

@@ -16,16 +16,24 @@ from pathlib import Path
 from typing import Any, Callable, Sequence, Union
 
 from ..construction.record import Subgraph
+from ..errors import InvalidArgumentError, InvalidTypeError
 from ..retrieval.base import Retriever
 from ..world import World
 from ..world.shared import share
-from ..errors import InvalidArgumentError, InvalidTypeError
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "DEFAULT_POOL_SIZE", "DEFAULT_POOL_SEED", "resolve_world", "resolve_pool", "resolve_retriever",
-    "resolve_kg", "resolve_judge", "default_pool", "default_retriever", "default_reader",
+    "DEFAULT_POOL_SIZE",
+    "DEFAULT_POOL_SEED",
+    "resolve_world",
+    "resolve_pool",
+    "resolve_retriever",
+    "resolve_kg",
+    "resolve_judge",
+    "default_pool",
+    "default_retriever",
+    "default_reader",
 ]
 
 DEFAULT_POOL_SIZE = 128  # subgraphs in the default heuristic pool
@@ -49,7 +57,9 @@ def resolve_world(world: Union[World, str, Path, None]) -> World:
         from ..world import load_world
 
         return load_world(world)
-    raise InvalidTypeError(f"world must be a World, a saved-world path or None (default world), got {type(world).__name__}")
+    raise InvalidTypeError(
+        f"world must be a World, a saved-world path or None (default world), got {type(world).__name__}"
+    )
 
 
 def _per_world(cache: "weakref.WeakKeyDictionary[World, Any]", world: World, build: Callable[[], Any]) -> Any:
@@ -73,8 +83,10 @@ def default_pool(world: World) -> list[Subgraph]:
 
         subgraphs = training_subgraphs(world, DEFAULT_POOL_SIZE, seed=DEFAULT_POOL_SEED)
         if not subgraphs:  # a toy world whose every answer is held out: there is nothing to hold out from
-            logger.warning("world %r has no training-side answers; its default pool is not held out from "
-                           "builtin_benchmark(world)", world.name)
+            logger.warning(
+                "world %r has no training-side answers; its default pool is not held out from builtin_benchmark(world)",
+                world.name,
+            )
             subgraphs = training_subgraphs(world, DEFAULT_POOL_SIZE, seed=DEFAULT_POOL_SEED, split="any")
         pool = order_pool(subgraphs, "curriculum", DEFAULT_POOL_SEED)
         if not pool:
@@ -88,7 +100,9 @@ def default_pool(world: World) -> list[Subgraph]:
     return _per_world(_pools, world, build)
 
 
-def resolve_pool(world: World, pool: Union[Sequence[Subgraph], str, Path, None], order: str = "curriculum", seed: int = 0) -> list[Subgraph]:
+def resolve_pool(
+    world: World, pool: Union[Sequence[Subgraph], str, Path, None], order: str = "curriculum", seed: int = 0
+) -> list[Subgraph]:
     """A subgraph list: given, loaded from a JSONL pool file, or the cached default pool.
 
     ``order`` re-orders a given/loaded pool (``"curriculum"``, ``"shuffle"`` or ``"given"`` to keep it).
@@ -102,7 +116,9 @@ def resolve_pool(world: World, pool: Union[Sequence[Subgraph], str, Path, None],
         pool = load_pool(pool)
     subgraphs = list(pool)
     if not subgraphs:
-        raise InvalidArgumentError("the subgraph pool is empty; build one with `searchgym subgraphs build` or pass pool=None")
+        raise InvalidArgumentError(
+            "the subgraph pool is empty; build one with `searchgym subgraphs build` or pass pool=None"
+        )
     bad = [type(s).__name__ for s in subgraphs if not isinstance(s, Subgraph)]
     if bad:
         raise InvalidTypeError(f"pool must hold Subgraph records, found {bad[0]}")
@@ -145,7 +161,9 @@ def resolve_retriever(world: World, retriever: Union[Retriever, str, None]) -> R
         from ..retrieval import make_retriever
 
         return make_retriever(world, retriever)
-    raise InvalidTypeError(f"retriever must be a Retriever, a URL, a backend name or None, got {type(retriever).__name__}")
+    raise InvalidTypeError(
+        f"retriever must be a Retriever, a URL, a backend name or None, got {type(retriever).__name__}"
+    )
 
 
 def resolve_kg(world: World, kg: Any) -> Any:
@@ -170,7 +188,9 @@ def resolve_judge(judge: Any) -> Any:
     if judge is None:
         return ExactMatchJudge()
     if not callable(getattr(judge, "judge", None)):
-        raise InvalidTypeError("judge must have judge(question, prediction, golds) -> Verdict (see searchgym.envs.judge)")
+        raise InvalidTypeError(
+            "judge must have judge(question, prediction, golds) -> Verdict (see searchgym.envs.judge)"
+        )
     return judge
 
 

@@ -20,10 +20,10 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
+from ..errors import InvalidArgumentError, InvalidTypeError
 from ..retrieval.base import DEFAULT_TOP_K, Retriever, check_layout, format_hits
 from . import protocol
 from .types import Role, SearchCall, Segment, Task, Trajectory, Turn
-from ..errors import InvalidArgumentError, InvalidTypeError
 
 logger = logging.getLogger(__name__)
 
@@ -57,8 +57,15 @@ class SearchEngine:
     ``<information>`` text, for evaluating Search-R1 checkpoints on what they were trained on).
     """
 
-    def __init__(self, retriever: Retriever, kg: Any = None, *, top_k: int = DEFAULT_TOP_K,
-                 doc_max_chars: Optional[int] = DEFAULT_DOC_MAX_CHARS, layout: str = "searchgym") -> None:
+    def __init__(
+        self,
+        retriever: Retriever,
+        kg: Any = None,
+        *,
+        top_k: int = DEFAULT_TOP_K,
+        doc_max_chars: Optional[int] = DEFAULT_DOC_MAX_CHARS,
+        layout: str = "searchgym",
+    ) -> None:
         if top_k < 1:
             raise InvalidArgumentError(f"top_k must be >= 1, got {top_k}")
         self.layout = check_layout(layout)
@@ -81,8 +88,12 @@ class SearchEngine:
                 if triples:
                     text = (text + "\n" if text else "") + "KG facts:\n" + "\n".join(triples)
             call = SearchCall(
-                query=req.query, entities=list(req.entities), relations=list(req.relations),
-                doc_ids=[h.doc_id for h in hits], titles=[h.title for h in hits], kg_triples=triples,
+                query=req.query,
+                entities=list(req.entities),
+                relations=list(req.relations),
+                doc_ids=[h.doc_id for h in hits],
+                titles=[h.title for h in hits],
+                kg_triples=triples,
             )
             out.append((text or "No results.", call))
         return out
@@ -119,7 +130,9 @@ class Rollout:
         self.max_searches = max_searches
         self.answer_count = 0
         self.trajectory = Trajectory(role=role, task=task, prompt=prompt, segments=[Segment(prompt, "prompt")])
-        self.trajectory.metadata.update({"invalid_turns": 0, "forged_information": False, "answer_count": 0, "max_turns": max_turns})
+        self.trajectory.metadata.update(
+            {"invalid_turns": 0, "forged_information": False, "answer_count": 0, "max_turns": max_turns}
+        )
 
     @property
     def done(self) -> bool:
@@ -143,8 +156,13 @@ class Rollout:
     def _finish(self, pending: _Pending, results: list[tuple[str, SearchCall]], layout: str = "searchgym") -> str:
         traj, parsed = self.trajectory, pending.parsed
         turn = Turn(
-            index=len(traj.turns), action=pending.text, think=parsed.think, answer=parsed.answer,
-            question=parsed.question, evidence=parsed.evidence, forged_information=parsed.forged_information,
+            index=len(traj.turns),
+            action=pending.text,
+            think=parsed.think,
+            answer=parsed.answer,
+            question=parsed.question,
+            evidence=parsed.evidence,
+            forged_information=parsed.forged_information,
             error=";".join(parsed.errors) or None,
         )
         self.answer_count += parsed.answer_count

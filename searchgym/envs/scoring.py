@@ -14,8 +14,8 @@ import random
 import re
 from typing import Any, Optional, Sequence
 
-from .types import Trajectory
 from ..errors import InvalidArgumentError
+from .types import Trajectory
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +26,13 @@ _INFO_TAGS = re.compile(r"^\s*<information>|</information>\s*$")
 
 def reward_event(role: str, slot: int, reward: float, components: dict, trajectory: Optional[Trajectory]) -> dict:
     """One reward event: ``{"role", "slot", "reward", "components", "trajectory"}`` (env contract)."""
-    return {"role": role, "slot": int(slot), "reward": float(reward), "components": dict(components), "trajectory": trajectory}
+    return {
+        "role": role,
+        "slot": int(slot),
+        "reward": float(reward),
+        "components": dict(components),
+        "trajectory": trajectory,
+    }
 
 
 def score_solver(traj: Trajectory, judge: Any) -> float:
@@ -39,8 +45,12 @@ def score_solver(traj: Trajectory, judge: Any) -> float:
     if traj.answer is not None and traj.valid:
         verdict = judge.judge(traj.task.question, traj.answer, traj.task.answers)
         correct = bool(verdict.correct) and not getattr(verdict, "error", None)
-        traj.metadata["verdict"] = {"correct": bool(verdict.correct), "method": getattr(verdict, "method", None),
-                                    "score": getattr(verdict, "score", None), "error": getattr(verdict, "error", None)}
+        traj.metadata["verdict"] = {
+            "correct": bool(verdict.correct),
+            "method": getattr(verdict, "method", None),
+            "score": getattr(verdict, "score", None),
+            "error": getattr(verdict, "error", None),
+        }
     traj.correct = correct
     traj.reward = float(correct)
     traj.reward_components = {"outcome": float(correct)}
@@ -110,8 +120,13 @@ def validate_question(
         else:
             mats = list(materials) if materials is not None else document_materials(traj)
             vr = verifier.verify(traj.question, list(answers), mats, list(noise_pool), rng)
-            result.update(valid=bool(vr.valid) and not vr.error, reason=vr.reason, stage="verifier",
-                          prediction=vr.prediction, error=vr.error)
+            result.update(
+                valid=bool(vr.valid) and not vr.error,
+                reason=vr.reason,
+                stage="verifier",
+                prediction=vr.prediction,
+                error=vr.error,
+            )
             if vr.error:
                 logger.warning("RAG verification failed (question counted invalid): %s", vr.error)
     traj.valid = result["valid"]

@@ -9,7 +9,8 @@ One game = one episode:
    4 noise documents; fails closed. Driven alone, the env draws them from its ``noise_window``
    (default 4) most recent proposer rollouts, so its first game has none; under the trainer they
    come from the other Proposer rollouts of the same batch, as in SSP
-   (:class:`~searchgym.envs.proposer.BatchNoise`). A valid question is stored in the replay buffer. An invalid one gets the Proposer's
+   (:class:`~searchgym.envs.proposer.BatchNoise`). A valid question is stored in the replay buffer. An invalid one
+   gets the Proposer's
    reward event **now** (reward 0, ``components["valid"] = 0``; never negative) and the Solvers get
    a question from the :class:`~searchgym.envs.replay.ReplayBuffer` instead (``info["replay"] =
    True``), or — when the buffer is empty — the *dummy task*: the subgraph's own template question
@@ -34,8 +35,17 @@ import copy
 import logging
 from typing import Any, Optional
 
+from ..errors import InvalidArgumentError, SearchGymRuntimeError
 from .base import TextEnvBase
-from .group import ROLE_PROPOSER, ROLE_SOLVER, SolverGroup, check_group_action, group_action_space, group_obs, group_observation_space
+from .group import (
+    ROLE_PROPOSER,
+    ROLE_SOLVER,
+    SolverGroup,
+    check_group_action,
+    group_action_space,
+    group_obs,
+    group_observation_space,
+)
 from .proposer import PROPOSER_MODES, ProposerValidation
 from .replay import ReplayBuffer
 from .resources import resolve_pool
@@ -43,7 +53,6 @@ from .rollout import Rollout, advance
 from .scoring import reward_event
 from .tasks import task_from_subgraph
 from .types import Task
-from ..errors import InvalidArgumentError, SearchGymRuntimeError
 
 logger = logging.getLogger(__name__)
 
@@ -62,10 +71,23 @@ class KGSelfPlayEnv(TextEnvBase):
     :class:`~searchgym.envs.base.TextEnvBase`.
     """
 
-    def __init__(self, world=None, *, pool: Any = None, order: str = "curriculum", group_size: int = 5,
-                 proposer_mode: str = "kg", verifier: Any = None, filter_config: Any = None, n_noise: int = 4,
-                 noise_window: int = 4, replay_capacity: int = 256, replay_reset_every: Optional[int] = 10,
-                 pool_seed: int = 0, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        world=None,
+        *,
+        pool: Any = None,
+        order: str = "curriculum",
+        group_size: int = 5,
+        proposer_mode: str = "kg",
+        verifier: Any = None,
+        filter_config: Any = None,
+        n_noise: int = 4,
+        noise_window: int = 4,
+        replay_capacity: int = 256,
+        replay_reset_every: Optional[int] = 10,
+        pool_seed: int = 0,
+        **kwargs: Any,
+    ) -> None:
         if group_size < 1:
             raise InvalidArgumentError(f"group_size must be >= 1, got {group_size}")
         if proposer_mode not in PROPOSER_MODES:
@@ -74,8 +96,9 @@ class KGSelfPlayEnv(TextEnvBase):
         self.pool = resolve_pool(self.world, pool, order, pool_seed)
         self.group_size = group_size
         self.proposer_mode = proposer_mode
-        self.validation = ProposerValidation(self.world, verifier=verifier, filter_config=filter_config,
-                                             n_noise=n_noise, noise_window=noise_window)
+        self.validation = ProposerValidation(
+            self.world, verifier=verifier, filter_config=filter_config, n_noise=n_noise, noise_window=noise_window
+        )
         self.replay = ReplayBuffer(replay_capacity, replay_reset_every)
         self.observation_space = group_observation_space(group_size)
         self.action_space = group_action_space(group_size)
@@ -92,15 +115,27 @@ class KGSelfPlayEnv(TextEnvBase):
         replay buffer and noise window (and no export)."""
         v = self.validation
         return KGSelfPlayEnv(
-            self.world, pool=self.pool, order="given", group_size=self.group_size, proposer_mode=self.proposer_mode,
-            verifier=v.verifier or False, filter_config=v.filter_config, noise_window=v.recent.maxlen or 0,
-            replay_capacity=self.replay.capacity, replay_reset_every=self.replay.reset_every, **self.shared_kwargs(),
+            self.world,
+            pool=self.pool,
+            order="given",
+            group_size=self.group_size,
+            proposer_mode=self.proposer_mode,
+            verifier=v.verifier or False,
+            filter_config=v.filter_config,
+            noise_window=v.recent.maxlen or 0,
+            replay_capacity=self.replay.capacity,
+            replay_reset_every=self.replay.reset_every,
+            **self.shared_kwargs(),
         )
 
     def state_dict(self) -> dict:
         """Base state plus pool cursor, replay buffer and noise window (continue training exactly)."""
-        return {**super().state_dict(), "cursor": self._cursor, "replay": self.replay.state_dict(),
-                "validation": self.validation.state_dict()}
+        return {
+            **super().state_dict(),
+            "cursor": self._cursor,
+            "replay": self.replay.state_dict(),
+            "validation": self.validation.state_dict(),
+        }
 
     def load_state_dict(self, state: dict) -> None:
         """Inverse of :meth:`state_dict` (the game in progress is not restored: call reset)."""
@@ -165,9 +200,14 @@ class KGSelfPlayEnv(TextEnvBase):
         if self.last_validation["valid"]:
             task = Task(
                 id=f"proposed:{self._game}:{sg_task.subgraph.id if sg_task.subgraph else sg_task.id}",
-                question=traj.question, answers=list(sg_task.answers), subgraph=sg_task.subgraph,
-                waypoints=list(sg_task.waypoints), gold_titles=list(sg_task.gold_titles), evidence=traj.evidence,
-                source="proposer", metadata=dict(sg_task.metadata),
+                question=traj.question,
+                answers=list(sg_task.answers),
+                subgraph=sg_task.subgraph,
+                waypoints=list(sg_task.waypoints),
+                gold_titles=list(sg_task.gold_titles),
+                evidence=traj.evidence,
+                source="proposer",
+                metadata=dict(sg_task.metadata),
             )
             self.replay.add(task)
         else:
@@ -189,8 +229,13 @@ class KGSelfPlayEnv(TextEnvBase):
             traj.reward = 1.0 - solve_rate
             traj.reward_components = {"valid": 1.0, "outcome": traj.reward, "solve_rate": solve_rate}
             events.append(reward_event("proposer", 0, traj.reward, traj.reward_components, traj))
-        self._export(proposer=traj, validation=self.last_validation, solvers=self.group.trajectories,
-                     events=self._all_events(events), replay=self.replay_source)
+        self._export(
+            proposer=traj,
+            validation=self.last_validation,
+            solvers=self.group.trajectories,
+            events=self._all_events(events),
+            replay=self.replay_source,
+        )
         self.games_finished += 1
         self.replay.end_game()
         return events
@@ -220,9 +265,16 @@ class KGSelfPlayEnv(TextEnvBase):
             solver_rc = self.group.components()
         return {
             "role": "solver" if self.group is not None else "proposer",
-            "trajectories": trajs, "proposer": ptraj, "task": task, "turn": turns, "inserted": list(inserted),
-            "rewards": events, "reward_components": {"solver": solver_rc, "proposer": dict(ptraj.reward_components)},
-            "validation": copy.deepcopy(self.last_validation), "game": self._game, "replay": self.replay_source,
+            "trajectories": trajs,
+            "proposer": ptraj,
+            "task": task,
+            "turn": turns,
+            "inserted": list(inserted),
+            "rewards": events,
+            "reward_components": {"solver": solver_rc, "proposer": dict(ptraj.reward_components)},
+            "validation": copy.deepcopy(self.last_validation),
+            "game": self._game,
+            "replay": self.replay_source,
             "subgraph": ptraj.task.subgraph,
         }
 

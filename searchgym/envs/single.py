@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from ..errors import InvalidTypeError, SearchGymRuntimeError
 from .base import TextEnvBase
 from .rollout import Rollout, advance
 from .types import Task, Trajectory
-from ..errors import InvalidTypeError, SearchGymRuntimeError
 
 __all__ = ["SingleRolloutEnv"]
 
@@ -67,13 +67,24 @@ class SingleRolloutEnv(TextEnvBase):
             events = self._finish(traj)
             self.games_finished += 1
         reward = float(sum(ev["reward"] for ev in events))
-        return inserted, reward, bool(traj.terminated), bool(traj.truncated and not traj.terminated), self._info(inserted, events)
+        return (
+            inserted,
+            reward,
+            bool(traj.terminated),
+            bool(traj.truncated and not traj.terminated),
+            self._info(inserted, events),
+        )
 
     def _info(self, inserted: str, events: list) -> dict:
         traj = self.rollout.trajectory
         return {
-            "trajectory": traj, "task": traj.task, "turn": self.rollout.last_turn, "inserted": inserted,
-            "rewards": events, "reward_components": dict(traj.reward_components), "game": self._game,
+            "trajectory": traj,
+            "task": traj.task,
+            "turn": self.rollout.last_turn,
+            "inserted": inserted,
+            "rewards": events,
+            "reward_components": dict(traj.reward_components),
+            "game": self._game,
             **self._extra_info(),
         }
 

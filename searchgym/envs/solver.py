@@ -14,8 +14,8 @@ from typing import Any
 
 from .base import resolve_tasks
 from .rollout import Rollout
-from .single import SingleRolloutEnv
 from .scoring import reward_event, score_solver
+from .single import SingleRolloutEnv
 from .spaces import text_space
 from .types import Task
 

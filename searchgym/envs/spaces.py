@@ -31,7 +31,9 @@ class UnicodeText(spaces.Text):
     :data:`SAMPLE_CHARSET`; pass ``mask=(length, None)`` for another length.
     """
 
-    def __init__(self, max_length: int = TEXT_MAX_LENGTH, *, min_length: int = 0, seed: int | np.random.Generator | None = None) -> None:
+    def __init__(
+        self, max_length: int = TEXT_MAX_LENGTH, *, min_length: int = 0, seed: int | np.random.Generator | None = None
+    ) -> None:
         super().__init__(max_length, min_length=min_length, charset=SAMPLE_CHARSET, seed=seed)
 
     def contains(self, x: Any) -> bool:
@@ -50,7 +52,10 @@ class UnicodeText(spaces.Text):
         return f"UnicodeText({self.min_length}, {self.max_length}, charset=<all Unicode>)"
 
     def __eq__(self, other: Any) -> bool:
-        return isinstance(other, UnicodeText) and (self.min_length, self.max_length) == (other.min_length, other.max_length)
+        return isinstance(other, UnicodeText) and (self.min_length, self.max_length) == (
+            other.min_length,
+            other.max_length,
+        )
 
     __hash__ = None  # type: ignore[assignment]  (spaces are mutable: they carry an RNG)
 

@@ -17,12 +17,19 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional, Protocol, Sequence, runtime_checkable
 
 from ..construction.record import Subgraph
+from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
 from .templates import path_question
 from .types import Task
-from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
 
-__all__ = ["TaskSource", "SubgraphTaskSource", "JsonlTaskSource", "ListTaskSource", "task_from_subgraph", "TaskFormatError",
-           "qa_lines"]
+__all__ = [
+    "TaskSource",
+    "SubgraphTaskSource",
+    "JsonlTaskSource",
+    "ListTaskSource",
+    "task_from_subgraph",
+    "TaskFormatError",
+    "qa_lines",
+]
 
 
 class TaskFormatError(SearchGymError, ValueError):
@@ -43,7 +50,9 @@ class TaskSource(Protocol):
         """Task ``i`` in the source's fixed order."""
 
 
-def task_from_subgraph(subgraph: Subgraph, world=None, *, question: str | None = None, source: str = "subgraph") -> Task:
+def task_from_subgraph(
+    subgraph: Subgraph, world=None, *, question: str | None = None, source: str = "subgraph"
+) -> Task:
     """A Solver task for ``subgraph``: template question (unless given), answer + aliases as golds,
     the subgraph's waypoints, and as ``gold_titles`` the titles of path entities that have a
     document in ``world`` (all non-literal path titles when no world is given)."""
@@ -105,7 +114,9 @@ class SubgraphTaskSource(_IndexedSource):
     def __init__(self, pool: Sequence[Subgraph], world=None) -> None:
         self.subgraphs = list(pool)
         if not self.subgraphs:
-            raise InvalidArgumentError("SubgraphTaskSource needs a non-empty subgraph pool (build one with searchgym.construction.build_pool)")
+            raise InvalidArgumentError(
+                "SubgraphTaskSource needs a non-empty subgraph pool (build one with searchgym.construction.build_pool)"
+            )
         self._tasks = [task_from_subgraph(sg, world) for sg in self.subgraphs]
 
 
@@ -120,7 +131,7 @@ def _answers_of(rec: dict, where: str) -> list[str]:
             if not vals:
                 raise TaskFormatError(f"{where}: {key!r} is empty; give at least one gold answer")
             return vals
-    raise TaskFormatError(f"{where}: no gold answer; add an \"answer\", \"answers\" or \"golden_answers\" field")
+    raise TaskFormatError(f'{where}: no gold answer; add an "answer", "answers" or "golden_answers" field')
 
 
 def qa_lines(path: Path) -> Iterator[tuple[int, str, Optional[dict], Optional[str]]]:
@@ -156,14 +167,16 @@ class JsonlTaskSource(_IndexedSource):
         for n, where, rec, problem in qa_lines(self.path):
             if problem is not None:
                 raise TaskFormatError(f"{where}: {problem}")
-            self._tasks.append(Task(
-                id=str(rec.get("id", f"{self.path.stem}:{n}")),
-                question=rec["question"].strip(),
-                answers=_answers_of(rec, where),
-                waypoints=[str(w) for w in rec.get("waypoints", [])],
-                gold_titles=[str(t) for t in rec.get("supporting_titles", rec.get("gold_titles", []))],
-                evidence=rec.get("evidence"),
-                source="jsonl",
-            ))
+            self._tasks.append(
+                Task(
+                    id=str(rec.get("id", f"{self.path.stem}:{n}")),
+                    question=rec["question"].strip(),
+                    answers=_answers_of(rec, where),
+                    waypoints=[str(w) for w in rec.get("waypoints", [])],
+                    gold_titles=[str(t) for t in rec.get("supporting_titles", rec.get("gold_titles", []))],
+                    evidence=rec.get("evidence"),
+                    source="jsonl",
+                )
+            )
         if not self._tasks:
             raise TaskFormatError(f"{self.path}: no tasks found; the file is empty")

@@ -95,7 +95,13 @@ INVERSE_TEMPLATES: dict[str, str] = {
     "country": "a place in the country {x}",
 }
 
-_NOUNS = {"person": "Who", "location": "What place", "organisation": "Which organisation", "date": "When", "number": "What number"}
+_NOUNS = {
+    "person": "Who",
+    "location": "What place",
+    "organisation": "Which organisation",
+    "date": "When",
+    "number": "What number",
+}
 
 
 def relation_phrase(label: str, x: str, *, forward: bool = True) -> str:

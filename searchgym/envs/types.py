@@ -8,7 +8,8 @@ mask env-inserted tokens exactly and a reward wrapper can read only the agent's 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Literal as _Lit, Optional
+from typing import Literal as _Lit
+from typing import Optional
 
 from ..construction.record import Subgraph
 from ..errors import InvalidArgumentError
@@ -191,6 +192,8 @@ class Trajectory:
         """Inverse of :meth:`to_dict`."""
         d = dict(d)
         task = Task.from_dict(d.pop("task"))
-        turns = [Turn(**{**t, "searches": [SearchCall(**s) for s in t.get("searches", [])]}) for t in d.pop("turns", [])]
+        turns = [
+            Turn(**{**t, "searches": [SearchCall(**s) for s in t.get("searches", [])]}) for t in d.pop("turns", [])
+        ]
         segments = [Segment(**s) for s in d.pop("segments", [])]
         return cls(task=task, turns=turns, segments=segments, **d)

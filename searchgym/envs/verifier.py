@@ -23,8 +23,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional, Protocol, Sequence, Union, runtime_checkable
 
-from .types import Trajectory
 from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymError
+from .types import Trajectory
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ def extract_final_answer(reply: str) -> str:
     matches = list(_ANSWER_RE.finditer(text))
     if not matches:
         raise ReaderError(f"unparseable verifier reply (no 'Answer:'): {text.strip()[:200]!r}")
-    tail = text[matches[-1].end():].strip()
+    tail = text[matches[-1].end() :].strip()
     first = tail.splitlines()[0] if tail else ""
     first = first.strip(" \t*_`.")
     if not first:
@@ -139,8 +139,9 @@ class RAGVerifier:
         self.n_noise = n_noise
         self.stats: Counter = Counter()
 
-    def select_materials(self, materials: Sequence[str], noise_pool: Sequence[str],
-                         rng: Union[random.Random, int]) -> list[str]:
+    def select_materials(
+        self, materials: Sequence[str], noise_pool: Sequence[str], rng: Union[random.Random, int]
+    ) -> list[str]:
         """Own materials + ``n_noise`` distinct noise items not among them, shuffled with ``rng``."""
         r = _as_rng(rng)
         own = [m for m in materials if isinstance(m, str) and m.strip()]
@@ -151,8 +152,14 @@ class RAGVerifier:
         r.shuffle(chosen)
         return chosen
 
-    def verify(self, question: str, answers: Union[str, Sequence[str]], materials: Sequence[str],
-               noise_pool: Sequence[str] = (), rng: Union[random.Random, int] = 0) -> VerifierResult:
+    def verify(
+        self,
+        question: str,
+        answers: Union[str, Sequence[str]],
+        materials: Sequence[str],
+        noise_pool: Sequence[str] = (),
+        rng: Union[random.Random, int] = 0,
+    ) -> VerifierResult:
         """Verify one question; never raises for reader/judge failures (they make it invalid)."""
         used = self.select_materials(materials, noise_pool, rng)
         self.stats["verified"] += 1
@@ -166,7 +173,9 @@ class RAGVerifier:
         if verdict.error is not None:
             return self._error(f"judge failed: {verdict.error}", prediction, used)
         self.stats["valid" if verdict.correct else "invalid"] += 1
-        return VerifierResult(verdict.correct, None if verdict.correct else "verifier_incorrect", prediction, None, used)
+        return VerifierResult(
+            verdict.correct, None if verdict.correct else "verifier_incorrect", prediction, None, used
+        )
 
     def _error(self, message: str, prediction: Optional[str], used: list[str]) -> VerifierResult:
         self.stats["errors"] += 1
@@ -177,6 +186,12 @@ class RAGVerifier:
 from .extractive import ExtractiveReader  # noqa: E402  (re-exported; light module)
 
 __all__ = [
-    "Reader", "ReaderError", "LLMReader", "ExtractiveReader", "RAGVerifier", "VerifierResult",
-    "materials_from_trajectory", "extract_final_answer",
+    "Reader",
+    "ReaderError",
+    "LLMReader",
+    "ExtractiveReader",
+    "RAGVerifier",
+    "VerifierResult",
+    "materials_from_trajectory",
+    "extract_final_answer",
 ]

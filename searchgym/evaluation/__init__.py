@@ -17,10 +17,30 @@ from .runner import EvalConfig, EvalInterrupted, EvalResult, evaluate, play_task
 from .tasksets import DatasetFormatError, TaskSet, load_flashrag_jsonl, load_searchr1_parquet, load_tasksets
 
 __all__ = [
-    "AGENTS", "AgentSpec", "EvalAgent", "LLMEvalAgent", "ScriptedEvalAgent", "make_agent", "METRICS", "answer_scores",
-    "bootstrap_ci", "paired_diff_ci", "compare_runs", "markdown_table", "plot_summary", "EvalConfig", "EvalInterrupted",
-    "EvalResult", "evaluate", "play_tasks", "record_of", "DatasetFormatError", "TaskSet", "load_flashrag_jsonl",
-    "load_searchr1_parquet", "load_tasksets",
+    "AGENTS",
+    "AgentSpec",
+    "EvalAgent",
+    "LLMEvalAgent",
+    "ScriptedEvalAgent",
+    "make_agent",
+    "METRICS",
+    "answer_scores",
+    "bootstrap_ci",
+    "paired_diff_ci",
+    "compare_runs",
+    "markdown_table",
+    "plot_summary",
+    "EvalConfig",
+    "EvalInterrupted",
+    "EvalResult",
+    "evaluate",
+    "play_tasks",
+    "record_of",
+    "DatasetFormatError",
+    "TaskSet",
+    "load_flashrag_jsonl",
+    "load_searchr1_parquet",
+    "load_tasksets",
 ]
 
 # The agents an evaluation runs live on the agents floor, above this one (the trainer evaluates its policy

@@ -16,8 +16,15 @@ from ..core.answers import cover_exact_match, exact_match, token_f1
 from ..errors import InvalidArgumentError
 
 __all__ = [
-    "METRICS", "DEFAULT_METRICS", "STATS", "check_metrics", "answer_scores", "bootstrap_ci", "paired_diff_ci",
-    "summarize", "group_records",
+    "METRICS",
+    "DEFAULT_METRICS",
+    "STATS",
+    "check_metrics",
+    "answer_scores",
+    "bootstrap_ci",
+    "paired_diff_ci",
+    "summarize",
+    "group_records",
 ]
 
 METRICS = ("em", "f1", "cover_em", "llm_judge")
@@ -39,8 +46,11 @@ def answer_scores(prediction: Optional[str], golds: Sequence[str], *, valid: boo
     """``{"em", "f1", "cover_em"}`` of one prediction (0 for no answer or an invalid rollout)."""
     if not valid or prediction is None:
         return {"em": 0.0, "f1": 0.0, "cover_em": 0.0}
-    return {"em": float(exact_match(prediction, golds)), "f1": float(token_f1(prediction, golds)),
-            "cover_em": float(cover_exact_match(prediction, golds))}
+    return {
+        "em": float(exact_match(prediction, golds)),
+        "f1": float(token_f1(prediction, golds)),
+        "cover_em": float(cover_exact_match(prediction, golds)),
+    }
 
 
 def _resample_means(x: np.ndarray, n_boot: int, rng: np.random.Generator, chunk: int = 200) -> np.ndarray:
@@ -58,12 +68,17 @@ def bootstrap_ci(values: Iterable[float], *, n_boot: int = N_BOOT, seed: int = 0
         return {"mean": float("nan"), "lo": float("nan"), "hi": float("nan"), "n": 0}
     means = _resample_means(x, n_boot, np.random.default_rng(seed))
     a = (1 - level) / 2
-    return {"mean": float(x.mean()), "lo": float(np.quantile(means, a)), "hi": float(np.quantile(means, 1 - a)),
-            "n": int(x.size)}
+    return {
+        "mean": float(x.mean()),
+        "lo": float(np.quantile(means, a)),
+        "hi": float(np.quantile(means, 1 - a)),
+        "n": int(x.size),
+    }
 
 
-def paired_diff_ci(a: Sequence[float], b: Sequence[float], *, n_boot: int = N_BOOT, seed: int = 0,
-                   level: float = 0.95) -> dict:
+def paired_diff_ci(
+    a: Sequence[float], b: Sequence[float], *, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95
+) -> dict:
     """Mean of ``b - a`` over paired questions with its bootstrap interval (questions resampled jointly)."""
     if len(a) != len(b):
         raise InvalidArgumentError("paired values need the same length")

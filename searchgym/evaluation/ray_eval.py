@@ -42,10 +42,18 @@ class EvalActor:
         return sorted(done, key=lambda tr: order[task_key(tr.task)])
 
 
-def play_tasks_on_ray(ray_config: RayConfig, agent: Any, world: Any, retriever: Any, config: Any,
-                      tasks: Sequence[Task], on_done: Callable[[list[Trajectory]], None]) -> None:
+def play_tasks_on_ray(
+    ray_config: RayConfig,
+    agent: Any,
+    world: Any,
+    retriever: Any,
+    config: Any,
+    tasks: Sequence[Task],
+    on_done: Callable[[list[Trajectory]], None],
+) -> None:
     """Play ``tasks`` on Ray actors; ``on_done`` gets each chunk's trajectories, in question order."""
     size = ray_config.chunk or DEFAULT_CHUNK
-    chunks = [list(tasks[i:i + size]) for i in range(0, len(tasks), size)]
-    ordered_map(ray_config, EvalActor, (agent, world, retriever, config, tasks[0]), chunks,
-                lambda _chunk, trajs: on_done(trajs))
+    chunks = [list(tasks[i : i + size]) for i in range(0, len(tasks), size)]
+    ordered_map(
+        ray_config, EvalActor, (agent, world, retriever, config, tasks[0]), chunks, lambda _chunk, trajs: on_done(trajs)
+    )

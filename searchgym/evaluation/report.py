@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 from typing import Optional, Sequence
 
-from .metrics import N_BOOT, group_records, paired_diff_ci
 from ..errors import InvalidArgumentError, MissingFileError
+from .metrics import N_BOOT, group_records, paired_diff_ci
 
 __all__ = ["markdown_table", "write_reports", "plot_summary", "load_summary", "compare_runs", "LABELS"]
 
@@ -31,8 +31,15 @@ def _num(x) -> str:
 
 
 def _row(label: str, s: dict, metrics: Sequence[str], skipped: str = "") -> str:
-    cells = [label, str(s["n"]) + skipped, *(_pct(s.get(m)) for m in metrics), _num(s.get("searches")),
-             _num(s.get("turns")), _num(s.get("tokens")), _num(100 * s["invalid_format"] if s.get("invalid_format") is not None else None)]
+    cells = [
+        label,
+        str(s["n"]) + skipped,
+        *(_pct(s.get(m)) for m in metrics),
+        _num(s.get("searches")),
+        _num(s.get("turns")),
+        _num(s.get("tokens")),
+        _num(100 * s["invalid_format"] if s.get("invalid_format") is not None else None),
+    ]
     if "llm_judge" in metrics:
         cells.append(str(s.get("llm_judge_errors", 0)))
     return "| " + " | ".join(cells) + " |"
@@ -52,7 +59,10 @@ def markdown_table(summary: dict) -> str:
     head = ["dataset", "n", *(LABELS[m] for m in metrics), "searches", "turns", "tokens", "invalid fmt %"]
     if "llm_judge" in metrics:
         head.append("judge errors")
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|"]
+    lines = [
+        "| " + " | ".join(head) + " |",
+        "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|",
+    ]
     for name, d in summary["datasets"].items():
         lines.append(_row(name, d, metrics, f" ({d['skipped']} skipped)" if d.get("skipped") else ""))
         for key in ("by_hops", "by_family"):
@@ -100,8 +110,12 @@ def plot_summary(summary: dict, path: str | Path, metric: Optional[str] = None) 
 
 def write_reports(summary: dict, out: Path) -> dict:
     """Write ``summary.json``, ``summary.md`` and ``accuracy.png`` into ``out``; returns their paths."""
-    files = {"records": out / summary["records"], "summary": out / "summary.json", "table": out / "summary.md",
-             "plot": out / "accuracy.png"}
+    files = {
+        "records": out / summary["records"],
+        "summary": out / "summary.json",
+        "table": out / "summary.md",
+        "plot": out / "accuracy.png",
+    }
     files["summary"].write_text(json.dumps(summary, indent=1))
     files["table"].write_text(markdown_table(summary))
     plot_summary(summary, files["plot"])
@@ -120,8 +134,11 @@ def load_summary(path: str | Path) -> tuple[dict, list[dict]]:
     if not rec_path.is_file():
         raise MissingFileError(f"{rec_path} (the per-question records of {p}) is missing; --compare needs it")
     wanted = set(summary["datasets"])
-    records = [r for r in (json.loads(line) for line in rec_path.open(encoding="utf-8") if line.strip())
-               if r["dataset"] in wanted]
+    records = [
+        r
+        for r in (json.loads(line) for line in rec_path.open(encoding="utf-8") if line.strip())
+        if r["dataset"] in wanted
+    ]
     return summary, records
 
 
@@ -144,10 +161,12 @@ def compare_runs(a_path: str | Path, b_path: str | Path, *, n_boot: int = N_BOOT
             groups[f"{ds} · {_group_label('by_hops', h)}"] = hp
     if len(per_dataset) > 1:
         groups["overall"] = pairs
-    lines = [f"**B − A**: B = {sb.get('agent')} ({b_path}), A = {sa.get('agent')} ({a_path}); "
-             f"paired bootstrap, 95 % interval, points\n",
-             "| group | n | " + " | ".join(f"{LABELS[m]} A | {LABELS[m]} B | Δ {LABELS[m]}" for m in metrics) + " |",
-             "|---|---:|" + "---:|" * (3 * len(metrics))]
+    lines = [
+        f"**B − A**: B = {sb.get('agent')} ({b_path}), A = {sa.get('agent')} ({a_path}); "
+        f"paired bootstrap, 95 % interval, points\n",
+        "| group | n | " + " | ".join(f"{LABELS[m]} A | {LABELS[m]} B | Δ {LABELS[m]}" for m in metrics) + " |",
+        "|---|---:|" + "---:|" * (3 * len(metrics)),
+    ]
     for name, ps in groups.items():
         cells = [name, str(len(ps))]
         result[name] = {}
@@ -156,8 +175,11 @@ def compare_runs(a_path: str | Path, b_path: str | Path, *, n_boot: int = N_BOOT
             b = [float(p[1].get(m, 0.0)) for p in ps]
             d = paired_diff_ci(a, b, n_boot=n_boot, seed=seed)
             result[name][m] = {"a": sum(a) / len(a), "b": sum(b) / len(b), "diff": d}
-            cells += [f"{100 * sum(a) / len(a):.1f}", f"{100 * sum(b) / len(b):.1f}",
-                      f"{100 * d['mean']:+.1f} [{100 * d['lo']:+.1f}, {100 * d['hi']:+.1f}]"]
+            cells += [
+                f"{100 * sum(a) / len(a):.1f}",
+                f"{100 * sum(b) / len(b):.1f}",
+                f"{100 * d['mean']:+.1f} [{100 * d['lo']:+.1f}, {100 * d['hi']:+.1f}]",
+            ]
         lines.append("| " + " | ".join(cells) + " |")
     only = len(a_by) + len(b_by) - 2 * len(shared)
     note = f"\n{only} questions answered by only one run were left out.\n" if only else ""

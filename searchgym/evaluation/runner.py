@@ -23,16 +23,25 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 from ..core.llm import GenerationError
 from ..envs.rollout import DEFAULT_DOC_MAX_CHARS, DEFAULT_MAX_TURNS
 from ..envs.types import Task, Trajectory
-from ..retrieval.client import RetrievalError
+from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
 from ..retrieval.base import DEFAULT_TOP_K, check_layout
+from ..retrieval.client import RetrievalError
 from .metrics import DEFAULT_METRICS, N_BOOT, answer_scores, check_metrics, group_records, summarize
 from .tasksets import TaskSet, task_key, with_search_r1_prompts
-from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["EvalConfig", "EvalResult", "EvalInterrupted", "RecordLog", "play_tasks", "record_of", "evaluate",
-           "RECORDS_NAME", "SUMMARY_NAME"]
+__all__ = [
+    "EvalConfig",
+    "EvalResult",
+    "EvalInterrupted",
+    "RecordLog",
+    "play_tasks",
+    "record_of",
+    "evaluate",
+    "RECORDS_NAME",
+    "SUMMARY_NAME",
+]
 
 RECORDS_NAME, SUMMARY_NAME, RUN_NAME = "eval.jsonl", "summary.json", "run.json"
 
@@ -120,20 +129,29 @@ def record_of(traj: Trajectory, *, count_tokens: Callable[[str], int], trajector
     task = traj.task
     agent_text = "".join(s.text for s in traj.segments if s.source == "agent")
     rec = {
-        "key": task_key(task), "dataset": task.metadata.get("dataset", task.source), "id": task.id,
-        "question": task.question, "golds": list(task.answers), "prediction": traj.answer,
+        "key": task_key(task),
+        "dataset": task.metadata.get("dataset", task.source),
+        "id": task.id,
+        "question": task.question,
+        "golds": list(task.answers),
+        "prediction": traj.answer,
         **answer_scores(traj.answer, task.answers, valid=traj.valid),
-        "searches": traj.num_searches, "turns": len(traj.turns), "tokens": count_tokens(agent_text),
+        "searches": traj.num_searches,
+        "turns": len(traj.turns),
+        "tokens": count_tokens(agent_text),
         "invalid_format": int(bool(traj.metadata.get("invalid_turns")) or not traj.valid or traj.answer is None),
         "truncated": bool(traj.truncated and not traj.terminated),
-        "hops": task.hops, "family": task.metadata.get("family"),
+        "hops": task.hops,
+        "family": task.metadata.get("family"),
     }
     if trajectory:
         rec["trajectory"] = traj.to_dict()
     return rec
 
 
-def play_tasks(agent: Any, envs: Sequence[Any], tasks: Iterable[Task], on_done: Callable[[list[Trajectory]], None]) -> None:
+def play_tasks(
+    agent: Any, envs: Sequence[Any], tasks: Iterable[Task], on_done: Callable[[list[Trajectory]], None]
+) -> None:
     """Play every task to the end on ``envs`` (one rollout in flight per env), calling ``on_done``
     with the rollouts that finished after each batched agent turn. ``agent.act_batch`` gets all
     pending turns at once; a backend error propagates with nothing half-reported."""
@@ -168,8 +186,15 @@ def play_tasks(agent: Any, envs: Sequence[Any], tasks: Iterable[Task], on_done: 
 def envs_for(world: Any, retriever: Any, config: EvalConfig, first: Task, n: int) -> list:
     from ..envs.solver import KGSolverEnv
 
-    env = KGSolverEnv(world, [first], retriever=retriever, max_turns=config.max_turns, top_k=config.top_k,
-                      doc_max_chars=config.doc_max_chars, observation_layout=config.layout)
+    env = KGSolverEnv(
+        world,
+        [first],
+        retriever=retriever,
+        max_turns=config.max_turns,
+        top_k=config.top_k,
+        doc_max_chars=config.doc_max_chars,
+        observation_layout=config.layout,
+    )
     return [env] + [env.clone() for _ in range(n - 1)]
 
 
@@ -182,8 +207,10 @@ def _check_resume(out: Path, fingerprint: dict, restart: bool) -> None:
         old = json.loads(run.read_text())
         if old != fingerprint:
             diff = sorted(k for k in set(old) | set(fingerprint) if old.get(k) != fingerprint.get(k))
-            raise InvalidArgumentError(f"{out} holds an evaluation run with other settings ({', '.join(diff)}); "
-                             f"use another --out, or --restart to discard it")
+            raise InvalidArgumentError(
+                f"{out} holds an evaluation run with other settings ({', '.join(diff)}); "
+                f"use another --out, or --restart to discard it"
+            )
     out.mkdir(parents=True, exist_ok=True)
     run.write_text(json.dumps(fingerprint, indent=1, sort_keys=True))
 
@@ -215,7 +242,9 @@ def evaluate(
     if config.layout == "search-r1":
         tasksets = with_search_r1_prompts(tasksets)
     if "llm_judge" in config.metrics and judge is None:
-        raise InvalidArgumentError("metric llm_judge needs a judge model: pass --judge-endpoint URL (or judge=LLMJudge(...))")
+        raise InvalidArgumentError(
+            "metric llm_judge needs a judge model: pass --judge-endpoint URL (or judge=LLMJudge(...))"
+        )
     retriever = _resolve_retriever(retriever)
     out = Path(out_dir) if out_dir is not None else None
     log = None
@@ -230,7 +259,9 @@ def evaluate(
     def finish(trajs: list[Trajectory]) -> None:
         recs = [record_of(t, count_tokens=agent.count_tokens, trajectory=config.save_trajectories) for t in trajs]
         if judge is not None and "llm_judge" in config.metrics:
-            verdicts = judge.judge_batch([(t.task.question, t.answer if t.valid else None, t.task.answers) for t in trajs])
+            verdicts = judge.judge_batch(
+                [(t.task.question, t.answer if t.valid else None, t.task.answers) for t in trajs]
+            )
             for r, v in zip(recs, verdicts):
                 r["llm_judge"] = float(bool(v.correct) and not v.error)
                 r["llm_judge_error"] = v.error
@@ -248,8 +279,11 @@ def evaluate(
                 continue
             ts_world = ts.world if ts.world is not None else world
             if ts_world is None and retriever is None and ts.source.endswith((".jsonl", ".json", ".parquet")):
-                logger.warning("task set %s has no --retriever: searching the default world's corpus; pass the "
-                               "Search-R1 retrieval server URL or an index folder for real QA data", ts.name)
+                logger.warning(
+                    "task set %s has no --retriever: searching the default world's corpus; pass the "
+                    "Search-R1 retrieval server URL or an index folder for real QA data",
+                    ts.name,
+                )
             ts_world = resolve_world(ts_world)
             try:
                 if ray is not None:
@@ -261,7 +295,11 @@ def evaluate(
                     play_tasks(agent, envs, todo, finish)
             except (GenerationError, RetrievalError) as exc:
                 n_done = sum(1 for t in (t for s in tasksets for t in s.tasks) if task_key(t) in done)
-                where = f"; the {n_done} finished questions are kept in {log.path} -- rerun the same command to resume" if log else ""
+                where = (
+                    f"; the {n_done} finished questions are kept in {log.path} -- rerun the same command to resume"
+                    if log
+                    else ""
+                )
                 what = "retriever" if isinstance(exc, RetrievalError) else "agent's backend"
                 raise EvalInterrupted(f"the {what} failed after {n_done} questions: {exc}{where}") from exc
     finally:
@@ -271,8 +309,9 @@ def evaluate(
             log.close()
     elapsed = time.perf_counter() - t0
     records = [done[task_key(t)] for ts in tasksets for t in ts.tasks]
-    summary = build_summary(records, tasksets, config, agent_name=getattr(agent, "name", ""), elapsed=elapsed,
-                            new=todo_total)
+    summary = build_summary(
+        records, tasksets, config, agent_name=getattr(agent, "name", ""), elapsed=elapsed, new=todo_total
+    )
     result = EvalResult(records, summary, out)
     if out is not None:
         from .report import write_reports
@@ -293,13 +332,21 @@ def _resolve_retriever(retriever: Any) -> Any:
             from ..retrieval.factory import load_index
 
             return load_index(text)
-        raise MissingFileError(f"retriever {text!r} is neither an http(s) URL nor an index folder "
-                                f"(build one with `searchgym index build`)")
+        raise MissingFileError(
+            f"retriever {text!r} is neither an http(s) URL nor an index folder (build one with `searchgym index build`)"
+        )
     return retriever
 
 
-def build_summary(records: Sequence[dict], tasksets: Sequence[TaskSet], config: EvalConfig, *, agent_name: str = "",
-                  elapsed: float = 0.0, new: int = 0) -> dict:
+def build_summary(
+    records: Sequence[dict],
+    tasksets: Sequence[TaskSet],
+    config: EvalConfig,
+    *,
+    agent_name: str = "",
+    elapsed: float = 0.0,
+    new: int = 0,
+) -> dict:
     """The JSON summary: per dataset (with per-hop and per-family splits) and overall."""
     m, nb, seed = config.metrics, config.n_boot, config.seed
     datasets = {}
@@ -313,10 +360,18 @@ def build_summary(records: Sequence[dict], tasksets: Sequence[TaskSet], config: 
                 entry[f"by_{key}"] = {str(k): summarize(v, m, n_boot=nb, seed=seed) for k, v in groups.items()}
         datasets[ts.name] = entry
     return {
-        "searchgym_eval": 1, "agent": agent_name, "metrics": list(m), "config": asdict(config),
-        "records": RECORDS_NAME, "datasets": datasets, "overall": summarize(records, m, n_boot=nb, seed=seed),
-        "timing": {"seconds": round(elapsed, 3), "questions_this_run": new,
-                   "questions_per_s": round(new / elapsed, 3) if elapsed > 0 and new else None},
+        "searchgym_eval": 1,
+        "agent": agent_name,
+        "metrics": list(m),
+        "config": asdict(config),
+        "records": RECORDS_NAME,
+        "datasets": datasets,
+        "overall": summarize(records, m, n_boot=nb, seed=seed),
+        "timing": {
+            "seconds": round(elapsed, 3),
+            "questions_this_run": new,
+            "questions_per_s": round(new / elapsed, 3) if elapsed > 0 and new else None,
+        },
     }
 
 

@@ -29,9 +29,22 @@ from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "TaskSet", "DatasetFormatError", "GOLD_FIELDS", "BUILTIN", "ATLAS", "load_flashrag_jsonl",
-    "load_searchr1_parquet", "builtin_taskset", "atlas_taskset", "parse_spec", "load_tasksets", "sample_tasks",
-    "task_key", "SEARCH_R1_PROMPT", "search_r1_prompt", "with_search_r1_prompts",
+    "TaskSet",
+    "DatasetFormatError",
+    "GOLD_FIELDS",
+    "BUILTIN",
+    "ATLAS",
+    "load_flashrag_jsonl",
+    "load_searchr1_parquet",
+    "builtin_taskset",
+    "atlas_taskset",
+    "parse_spec",
+    "load_tasksets",
+    "sample_tasks",
+    "task_key",
+    "SEARCH_R1_PROMPT",
+    "search_r1_prompt",
+    "with_search_r1_prompts",
 ]
 
 GOLD_FIELDS = ("golden_answers", "answers", "answer")  # accepted gold-answer fields of a JSONL line
@@ -77,7 +90,9 @@ def _golds(value: Any) -> Optional[list[str]]:
     vals = [value] if isinstance(value, (str, int, float)) and not isinstance(value, bool) else value
     if not isinstance(vals, list):
         return None
-    out = [str(v).strip() for v in vals if isinstance(v, (str, int, float)) and not isinstance(v, bool) and str(v).strip()]
+    out = [
+        str(v).strip() for v in vals if isinstance(v, (str, int, float)) and not isinstance(v, bool) and str(v).strip()
+    ]
     return out or None
 
 
@@ -93,7 +108,9 @@ def load_flashrag_jsonl(path: str | Path, *, name: Optional[str] = None, on_erro
         raise InvalidArgumentError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
     p = Path(path)
     if not p.is_file():
-        raise MissingFileError(f"dataset file {p} does not exist; pass a FlashRAG JSONL file (id, question, golden_answers)")
+        raise MissingFileError(
+            f"dataset file {p} does not exist; pass a FlashRAG JSONL file (id, question, golden_answers)"
+        )
     name = name or p.stem
     tasks: list[Task] = []
     errors: list[str] = []
@@ -110,7 +127,8 @@ def load_flashrag_jsonl(path: str | Path, *, name: Optional[str] = None, on_erro
             if no_gold == parsed or on_error == "stop":  # no line so far has golds: the file's schema is wrong
                 raise DatasetFormatError(
                     f"{where}: no gold answers; a dataset line needs one of the fields "
-                    f"{', '.join(GOLD_FIELDS)} (FlashRAG uses \"golden_answers\": [\"...\"])")
+                    f'{", ".join(GOLD_FIELDS)} (FlashRAG uses "golden_answers": ["..."])'
+                )
             _fail(where, f"no gold answer field ({', '.join(GOLD_FIELDS)})", on_error, errors)
             continue
         golds = _golds(rec[field_name])
@@ -123,10 +141,19 @@ def load_flashrag_jsonl(path: str | Path, *, name: Optional[str] = None, on_erro
             continue
         seen.add(tid)
         meta = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
-        tasks.append(Task(id=tid, question=rec["question"].strip(), answers=golds, source="jsonl",
-                          metadata={**meta, "dataset": name}))
+        tasks.append(
+            Task(
+                id=tid,
+                question=rec["question"].strip(),
+                answers=golds,
+                source="jsonl",
+                metadata={**meta, "dataset": name},
+            )
+        )
     if not tasks:
-        raise DatasetFormatError(f"{p}: no usable questions ({len(errors)} malformed lines); the file is empty or broken")
+        raise DatasetFormatError(
+            f"{p}: no usable questions ({len(errors)} malformed lines); the file is empty or broken"
+        )
     return TaskSet(name, tasks, skipped=len(errors), source=str(p), errors=errors)
 
 
@@ -155,8 +182,12 @@ def with_search_r1_prompts(tasksets: Sequence[TaskSet]) -> list[TaskSet]:
 
     out = []
     for ts in tasksets:
-        tasks = [t if t.metadata.get("solver_prompt") else
-                 replace(t, metadata={**t.metadata, "solver_prompt": search_r1_prompt(t.question)}) for t in ts.tasks]
+        tasks = [
+            t
+            if t.metadata.get("solver_prompt")
+            else replace(t, metadata={**t.metadata, "solver_prompt": search_r1_prompt(t.question)})
+            for t in ts.tasks
+        ]
         out.append(replace(ts, tasks=tasks))
     return out
 
@@ -190,8 +221,10 @@ def load_searchr1_parquet(path: str | Path, *, name: Optional[str] = None, on_er
         raise ImportError("reading .parquet needs pyarrow: pip install 'searchgym[eval]'") from None
     rows = pq.read_table(p).to_pylist()
     if rows and not ({"data_source", "reward_model"} <= set(rows[0])):
-        raise DatasetFormatError(f"{p}: not a Search-R1 parquet; needs columns data_source, prompt (or question) and "
-                                 f"reward_model.ground_truth.target, found {sorted(rows[0])}")
+        raise DatasetFormatError(
+            f"{p}: not a Search-R1 parquet; needs columns data_source, prompt (or question) and "
+            f"reward_model.ground_truth.target, found {sorted(rows[0])}"
+        )
     by_source: dict[str, list[Task]] = {}
     errors: list[str] = []
     for n, row in enumerate(rows):
@@ -214,13 +247,21 @@ def load_searchr1_parquet(path: str | Path, *, name: Optional[str] = None, on_er
         extra = row.get("extra_info") if isinstance(row.get("extra_info"), dict) else {}
         tid = str(extra.get("index", n))
         by_source.setdefault(dataset, []).append(
-            Task(id=tid, question=question.strip(), answers=golds, source="searchr1",
-                 metadata={"dataset": dataset, **({"solver_prompt": prompt} if prompt else {})}))
+            Task(
+                id=tid,
+                question=question.strip(),
+                answers=golds,
+                source="searchr1",
+                metadata={"dataset": dataset, **({"solver_prompt": prompt} if prompt else {})},
+            )
+        )
     if not by_source:
         raise DatasetFormatError(f"{p}: no usable rows ({len(errors)} malformed)")
     # malformed rows are counted once, on the file's first dataset
-    return [TaskSet(ds, tasks, skipped=len(errors) if i == 0 else 0, source=str(p), errors=errors if i == 0 else [])
-            for i, (ds, tasks) in enumerate(by_source.items())]
+    return [
+        TaskSet(ds, tasks, skipped=len(errors) if i == 0 else 0, source=str(p), errors=errors if i == 0 else [])
+        for i, (ds, tasks) in enumerate(by_source.items())
+    ]
 
 
 def builtin_taskset(world: Any = None, *, version: Optional[str] = None) -> TaskSet:
@@ -277,8 +318,9 @@ def sample_tasks(tasks: list[Task], limit: Optional[int], seed: int) -> list[Tas
     return [tasks[i] for i in keep]
 
 
-def load_tasksets(spec: str | Sequence[str], *, limit: Optional[int] = None, seed: int = 0, on_error: str = "stop",
-                  world: Any = None) -> list[TaskSet]:
+def load_tasksets(
+    spec: str | Sequence[str], *, limit: Optional[int] = None, seed: int = 0, on_error: str = "stop", world: Any = None
+) -> list[TaskSet]:
     """Every task set of ``spec`` (see the module docstring), each sampled to ``limit`` with ``seed``."""
     sets: list[TaskSet] = []
     for name, src in parse_spec(spec):
@@ -292,8 +334,9 @@ def load_tasksets(spec: str | Sequence[str], *, limit: Optional[int] = None, see
         elif src.endswith((".jsonl", ".json")):
             loaded = [load_flashrag_jsonl(src, name=name, on_error=on_error)]
         else:
-            raise InvalidArgumentError(f"unknown task set {src!r}; use builtin, atlas, name=path.jsonl (FlashRAG) "
-                             f"or path.parquet (Search-R1)")
+            raise InvalidArgumentError(
+                f"unknown task set {src!r}; use builtin, atlas, name=path.jsonl (FlashRAG) or path.parquet (Search-R1)"
+            )
         for ts in loaded:
             if name and ts.name != name:
                 ts.name = name

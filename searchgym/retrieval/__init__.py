@@ -16,8 +16,23 @@ from .server import RetrievalServer
 from .storage import IndexFormatError
 
 __all__ = [
-    "DEFAULT_TOP_K", "LAYOUTS", "Hit", "Retriever", "format_hits",
-    "BM25Retriever", "RankBM25Retriever", "DenseRetriever", "Encoder", "MiniLMEncoder",
-    "RemoteRetriever", "RetrievalError", "RetrievalServer", "KGLookup", "format_triples",
-    "BACKENDS", "make_retriever", "load_index", "IndexFormatError",
+    "DEFAULT_TOP_K",
+    "LAYOUTS",
+    "Hit",
+    "Retriever",
+    "format_hits",
+    "BM25Retriever",
+    "RankBM25Retriever",
+    "DenseRetriever",
+    "Encoder",
+    "MiniLMEncoder",
+    "RemoteRetriever",
+    "RetrievalError",
+    "RetrievalServer",
+    "KGLookup",
+    "format_triples",
+    "BACKENDS",
+    "make_retriever",
+    "load_index",
+    "IndexFormatError",
 ]

@@ -16,8 +16,8 @@ from typing import Iterable, Sequence
 
 from tqdm.auto import tqdm
 
-from .bm25s_import import import_bm25s
 from ..errors import InvalidArgumentError
+from .bm25s_import import import_bm25s
 
 TOKEN_PATTERN = r"(?u)\b\w\w+\b"
 
@@ -51,7 +51,9 @@ class Analyzer:
     def from_config(cls, cfg: dict) -> "Analyzer":
         """Rebuild the analyzer recorded by :meth:`config`."""
         if cfg.get("pattern") != TOKEN_PATTERN:
-            raise InvalidArgumentError(f"index was built with token pattern {cfg.get('pattern')!r}, this version uses {TOKEN_PATTERN!r}")
+            raise InvalidArgumentError(
+                f"index was built with token pattern {cfg.get('pattern')!r}, this version uses {TOKEN_PATTERN!r}"
+            )
         return cls(stopwords=cfg.get("stopwords"), stemmer=cfg.get("stemmer"))
 
     def _new_stemmer(self):
@@ -79,7 +81,9 @@ class Analyzer:
         stem = self._stem_word()
         return [stem(w) for w in words]
 
-    def corpus_ids(self, texts: Iterable[str], *, total: int | None = None, progress: bool = False) -> tuple[list[list[int]], dict[str, int]]:
+    def corpus_ids(
+        self, texts: Iterable[str], *, total: int | None = None, progress: bool = False
+    ) -> tuple[list[list[int]], dict[str, int]]:
         """Analyse a corpus: per-document term ids and the vocabulary ``term -> id`` (first-seen order).
 
         A cache from surface word to term id makes this one dict lookup per token after warm-up.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Sequence
+
 from ..errors import InvalidArgumentError
 
 DEFAULT_TOP_K = 3  # SSP and the WCR paper retrieve the top 3 documents
@@ -63,5 +64,7 @@ def format_hits(hits: Sequence[Hit], *, max_chars: int | None = None, layout: st
         text = " ".join(h.text.split()) if layout == "searchgym" else h.text
         if max_chars is not None and len(text) > max_chars:
             text = text[: max(0, max_chars - 3)].rstrip() + "..."
-        lines.append(f'Doc {i} (Title: "{h.title}") {text}' if layout == "searchgym" else f'Doc {i}(Title: "{h.title}") {text}')
+        lines.append(
+            f'Doc {i} (Title: "{h.title}") {text}' if layout == "searchgym" else f'Doc {i}(Title: "{h.title}") {text}'
+        )
     return "\n".join(lines)

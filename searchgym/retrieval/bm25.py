@@ -11,7 +11,8 @@ matrix arrays and added, term by term in ascending term id, into a per-thread fl
 over the documents (allocated once, reset on the touched entries only). That adds the same
 contributions in the same order as the sparse product, so scores -- and therefore top-k and its
 tie order (higher score first, then lower document row) -- are identical. Beyond that accumulator
-nothing is allocated per document of the corpus at query time, so latency follows the query's posting-list lengths, not the corpus size. The
+nothing is allocated per document of the corpus at query time, so latency follows the query's posting-list lengths,
+not the corpus size. The
 scores are exactly bm25s's (same matrix; repeated query terms count repeatedly, as in bm25s).
 
 Only documents that share at least one term with the query are returned: an empty, stopword-only
@@ -30,13 +31,13 @@ from typing import Sequence
 
 import numpy as np
 
+from ..errors import InvalidArgumentError
 from .analyzer import Analyzer
 from .base import DEFAULT_TOP_K, Hit
 from .bm25_checks import bm25_array_problems
 from .bm25s_import import import_bm25s
 from .corpus import CorpusRetriever, check_queries, top_k_rows
 from .storage import IndexFormatError, index_error, read_docs, read_manifest, verify_files
-from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -46,8 +47,16 @@ __all__ = ["BM25Retriever", "RankBM25Retriever", "BM25_METHODS"]
 # every document, which would defeat sparse scoring and return non-matching documents).
 BM25_METHODS = ("lucene", "robertson", "atire")
 # The files bm25s writes into an index's bm25s/ directory (checksummed in the manifest).
-_BM25S_FILES = tuple(f"bm25s/{name}" for name in (
-    "data.csc.index.npy", "indices.csc.index.npy", "indptr.csc.index.npy", "vocab.index.json", "params.index.json"))
+_BM25S_FILES = tuple(
+    f"bm25s/{name}"
+    for name in (
+        "data.csc.index.npy",
+        "indices.csc.index.npy",
+        "indptr.csc.index.npy",
+        "vocab.index.json",
+        "params.index.json",
+    )
+)
 # Upper bound on candidate (query, document) pairs scored in one sparse product (~64 MiB).
 _MAX_PAIRS_PER_CHUNK = 8_000_000
 # Batches up to this size score query by query on the posting arrays (no sparse constructors).
@@ -129,8 +138,13 @@ class BM25Retriever(CorpusRetriever):
     def params(self) -> dict:
         """The settings recorded in a saved index's manifest."""
         return {
-            "k1": self.k1, "b": self.b, "method": self.method, "index_titles": self.index_titles,
-            "analyzer": self._analyzer.config(), "vocab_size": self.vocab_size, "nnz": int(self._matrix.nnz),
+            "k1": self.k1,
+            "b": self.b,
+            "method": self.method,
+            "index_titles": self.index_titles,
+            "analyzer": self._analyzer.config(),
+            "vocab_size": self.vocab_size,
+            "nnz": int(self._matrix.nnz),
         }
 
     # ----------------------------------------------------------------- search
@@ -149,15 +163,15 @@ class BM25Retriever(CorpusRetriever):
         uniq = sorted(counts)  # ascending term id, the sparse product's order
         if len(uniq) == 1:
             t = uniq[0]
-            rows, scores = indices[ptr[t]: ptr[t + 1]], data[ptr[t]: ptr[t + 1]]
+            rows, scores = indices[ptr[t] : ptr[t + 1]], data[ptr[t] : ptr[t + 1]]
             if counts[t] != 1:
                 scores = scores * data.dtype.type(counts[t])
         else:
             acc = self._scratch()
             postings = []
             for t in uniq:  # term by term: left-to-right float32 sums per document
-                rows_t = indices[ptr[t]: ptr[t + 1]].astype(np.intp)  # index once, not once per fancy op
-                vals = data[ptr[t]: ptr[t + 1]]
+                rows_t = indices[ptr[t] : ptr[t + 1]].astype(np.intp)  # index once, not once per fancy op
+                vals = data[ptr[t] : ptr[t + 1]]
                 acc[rows_t] += vals if counts[t] == 1 else vals * data.dtype.type(counts[t])
                 postings.append(rows_t)
             rows = np.concatenate(postings)  # a document appears once per query term it holds
@@ -340,11 +354,21 @@ class RankBM25Retriever(CorpusRetriever):
         ids, titles, texts = read_docs(d, manifest)
         cfg = p.get("analyzer", {})
         try:
-            return cls(ids, titles, texts, k1=p["k1"], b=p["b"], index_titles=p.get("index_titles", True),
-                       stopwords=cfg["stopwords"], stemmer=cfg["stemmer"])
+            return cls(
+                ids,
+                titles,
+                texts,
+                k1=p["k1"],
+                b=p["b"],
+                index_titles=p.get("index_titles", True),
+                stopwords=cfg["stopwords"],
+                stemmer=cfg["stemmer"],
+            )
         except KeyError as exc:
-            raise IndexFormatError(f"index directory {str(d)!r}: manifest.json lacks setting {exc}; "
-                                   f"rebuild it with RankBM25Retriever(...).save({str(d)!r})") from None
+            raise IndexFormatError(
+                f"index directory {str(d)!r}: manifest.json lacks setting {exc}; "
+                f"rebuild it with RankBM25Retriever(...).save({str(d)!r})"
+            ) from None
 
     def batch_search(self, queries: Sequence[str], k: int = DEFAULT_TOP_K) -> list[list[Hit]]:
         """Top-``k`` hits per query (one full pass over the corpus per query)."""

@@ -22,7 +22,9 @@ def _vector(scores: dict, name: str, kinds: str, problems: list[str]) -> np.ndar
     a = scores.get(name)
     if not isinstance(a, np.ndarray) or a.ndim != 1 or a.dtype.kind not in kinds:
         what = f"{a.ndim}-d {a.dtype}" if isinstance(a, np.ndarray) else type(a).__name__
-        problems.append(f"bm25s array {name!r} must be a 1-d {'float' if kinds == 'f' else 'integer'} array, got {what}")
+        problems.append(
+            f"bm25s array {name!r} must be a 1-d {'float' if kinds == 'f' else 'integer'} array, got {what}"
+        )
         return None
     return a
 
@@ -31,7 +33,9 @@ def _vocab_problems(vocab: Any, n_terms: int) -> list[str]:
     if not isinstance(vocab, dict):
         return [f"bm25s vocabulary is a {type(vocab).__name__}, not a term -> row mapping"]
     ids = list(vocab.values())
-    if not all(isinstance(t, str) for t in vocab) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+    if not all(isinstance(t, str) for t in vocab) or not all(
+        isinstance(i, int) and not isinstance(i, bool) for i in ids
+    ):
         return ["bm25s vocabulary must map terms (strings) to integer rows"]
     if len(ids) != n_terms or (ids and (min(ids) < 0 or max(ids) >= n_terms or len(set(ids)) != n_terms)):
         return [f"bm25s vocabulary does not map one to one onto the {n_terms} matrix rows"]
@@ -59,8 +63,10 @@ def bm25_array_problems(scores: dict, vocab: Any, manifest: dict) -> list[str]:
     problems += _vocab_problems(vocab, n_terms)
     nnz = len(data)
     if not (nnz == len(indices) == params.get("nnz")):
-        problems.append(f"score arrays have inconsistent lengths (data {nnz}, indices {len(indices)}, "
-                        f"manifest nnz {params.get('nnz')})")
+        problems.append(
+            f"score arrays have inconsistent lengths (data {nnz}, indices {len(indices)}, "
+            f"manifest nnz {params.get('nnz')})"
+        )
     if int(indptr[0]) != 0 or int(indptr[-1]) != nnz or bool((np.diff(indptr) < 0).any()):
         problems.append(f"bm25s array 'indptr' must rise from 0 to {nnz} without decreasing")
     if len(indices) and (int(indices.min()) < 0 or int(indices.max()) >= num_docs):

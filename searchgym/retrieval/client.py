@@ -13,9 +13,9 @@ from typing import Any, Sequence
 
 from searchgym.http_deadline import DeadlineExceeded, exchange, open_connection
 
+from ..errors import InvalidArgumentError, SearchGymError
 from .base import DEFAULT_TOP_K, Hit, Retriever
 from .corpus import check_queries
-from ..errors import InvalidArgumentError, SearchGymError
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ def _hit(item: Any, where: str) -> Hit:
     elif isinstance(doc.get("contents"), str):
         title, text = parse_contents(doc["contents"])
     else:
-        raise RetrievalError(f"malformed server response: {where} has no \"contents\" string")
+        raise RetrievalError(f'malformed server response: {where} has no "contents" string')
     try:
         value = 0.0 if score is None else float(score)
     except (TypeError, ValueError):
@@ -64,14 +64,17 @@ class RemoteRetriever(Retriever):
 
     Each calling thread keeps one keep-alive connection. ``timeout``: total seconds per HTTP
     request (connect to last byte, :mod:`searchgym.http_deadline`; a trickling server cannot
-    stretch it); ``retries``: extra attempts after a connection error, timeout or 5xx answer, waiting ``backoff * 2**attempt`` seconds between them (4xx answers are
+    stretch it); ``retries``: extra attempts after a connection error, timeout or 5xx answer, waiting ``backoff *
+    2**attempt`` seconds between them (4xx answers are
     not retried: the request itself is wrong). ``batch_size``: queries per request. Hits without a
     score (servers asked without ``return_scores``) get score 0.0.
     """
 
     backend = "remote"
 
-    def __init__(self, url: str, timeout: float = 10.0, retries: int = 1, backoff: float = 0.5, *, batch_size: int = 256) -> None:
+    def __init__(
+        self, url: str, timeout: float = 10.0, retries: int = 1, backoff: float = 0.5, *, batch_size: int = 256
+    ) -> None:
         if not url.startswith(("http://", "https://")):
             raise InvalidArgumentError(f"retrieval server URL must start with http:// or https://, got {url!r}")
         if timeout <= 0 or retries < 0 or backoff < 0 or batch_size < 1:
@@ -116,7 +119,9 @@ class RemoteRetriever(Retriever):
         # the server closed an idle keep-alive connection: reconnect once
         return self._exchange(self._connection(fresh=True), method, path, data)
 
-    def _exchange(self, conn: http.client.HTTPConnection, method: str, path: str, data: bytes | None) -> tuple[int, bytes]:
+    def _exchange(
+        self, conn: http.client.HTTPConnection, method: str, path: str, data: bytes | None
+    ) -> tuple[int, bytes]:
         headers = {"Content-Type": "application/json"} if data is not None else {}
         try:
             status, body, will_close = exchange(conn, method, self._prefix + path, data, headers, self.timeout)
@@ -143,7 +148,9 @@ class RemoteRetriever(Retriever):
                 if status >= 400:
                     reason = _error_reason(raw)
                     if status < 500:
-                        raise RequestRejected(f"retrieval server at {self.url} rejected the request ({status}): {reason}")
+                        raise RequestRejected(
+                            f"retrieval server at {self.url} rejected the request ({status}): {reason}"
+                        )
                     last = f"server error {status}: {reason}"
                 else:
                     try:
@@ -176,7 +183,7 @@ class RemoteRetriever(Retriever):
             result = resp.get("result") if isinstance(resp, dict) else None
             if not isinstance(result, list) or len(result) != len(chunk):
                 raise RetrievalError(
-                    f"malformed server response: expected \"result\" with {len(chunk)} lists, got {str(resp)[:200]}"
+                    f'malformed server response: expected "result" with {len(chunk)} lists, got {str(resp)[:200]}'
                 )
             for qi, hits in enumerate(result):
                 if not isinstance(hits, list):

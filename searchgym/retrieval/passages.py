@@ -13,16 +13,17 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from .base import Retriever
 from ..errors import InvalidArgumentError
+from .base import Retriever
 
 __all__ = ["split_passages", "passage_retriever"]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 
 
-def split_passages(doc_ids: Sequence[str], titles: Sequence[str], texts: Sequence[str], *,
-                   sentences: int = 2) -> tuple[list[str], list[str], list[str]]:
+def split_passages(
+    doc_ids: Sequence[str], titles: Sequence[str], texts: Sequence[str], *, sentences: int = 2
+) -> tuple[list[str], list[str], list[str]]:
     """``(ids, titles, texts)`` of passages of ``sentences`` consecutive sentences per document.
 
     Passage ``j`` of document ``d`` has id ``"d#j"`` and ``d``'s title; a document with no sentence
@@ -36,7 +37,7 @@ def split_passages(doc_ids: Sequence[str], titles: Sequence[str], texts: Sequenc
         for j in range(0, max(len(parts), 1), sentences):
             ids.append(f"{doc_id}#{j // sentences}")
             out_titles.append(title)
-            out_texts.append(" ".join(parts[j:j + sentences]))
+            out_texts.append(" ".join(parts[j : j + sentences]))
     return ids, out_titles, out_texts
 
 

@@ -16,9 +16,9 @@ import logging
 import threading
 from typing import Sequence
 
+from ..errors import InvalidArgumentError
 from .base import DEFAULT_TOP_K, Hit, Retriever
 from .client import RemoteRetriever, RequestRejected, RetrievalError
-from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -43,10 +43,19 @@ class ReplicatedRetriever(Retriever):
 
     backend = "remote"
 
-    def __init__(self, urls: str | Sequence[str], timeout: float = 10.0, retries: int = 0, backoff: float = 0.1,
-                 *, batch_size: int = 256) -> None:
-        self.replicas = [RemoteRetriever(u, timeout=timeout, retries=retries, backoff=backoff, batch_size=batch_size)
-                         for u in split_urls(urls)]
+    def __init__(
+        self,
+        urls: str | Sequence[str],
+        timeout: float = 10.0,
+        retries: int = 0,
+        backoff: float = 0.1,
+        *,
+        batch_size: int = 256,
+    ) -> None:
+        self.replicas = [
+            RemoteRetriever(u, timeout=timeout, retries=retries, backoff=backoff, batch_size=batch_size)
+            for u in split_urls(urls)
+        ]
         self.errors: dict[str, int] = {r.url: 0 for r in self.replicas}
         self.served: dict[str, int] = {r.url: 0 for r in self.replicas}
         self._next = itertools.count()

@@ -17,7 +17,8 @@ Many rollouts at once: the listen backlog (``backlog``, default 1024; Python's d
 connection attempts under a burst of new connections, which the client's kernel retries only after
 1 s) and a pool of ``workers`` reusable handler threads (default 256) size it for hundreds of
 concurrent clients, and concurrent requests are searched together in one ``batch_search``
-(:class:`~searchgym.retrieval.coalesce.SearchCoalescer`; ``coalesce=False`` searches each alone). A connection waits for a free worker rather than being refused; while any wait,
+(:class:`~searchgym.retrieval.coalesce.SearchCoalescer`; ``coalesce=False`` searches each alone). A connection
+waits for a free worker rather than being refused; while any wait,
 responses carry ``Connection: close`` so kept-alive connections cannot starve them. A client
 that disconnects (mid-body or before the answer) costs one debug log line, never a traceback. A
 body over ``max_body_bytes`` is read and discarded (up to ``max_discard_bytes``) before the 413, so
@@ -38,9 +39,9 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymError, SearchGymRuntimeError
 from .base import DEFAULT_TOP_K, Hit, Retriever
 from .coalesce import SearchCoalescer
-from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymError, SearchGymRuntimeError
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +61,9 @@ def hit_to_document(hit: Hit) -> dict:
     return {"id": hit.doc_id, "contents": f'"{hit.title}"\n{hit.text}'}
 
 
-def _parse_request(body: bytes, *, default_topk: int, max_topk: int, max_queries: int, max_query_chars: int) -> tuple[list[str], int, bool]:
+def _parse_request(
+    body: bytes, *, default_topk: int, max_topk: int, max_queries: int, max_query_chars: int
+) -> tuple[list[str], int, bool]:
     try:
         req = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -73,7 +76,7 @@ def _parse_request(body: bytes, *, default_topk: int, max_topk: int, max_queries
     if not isinstance(queries, list) or not all(isinstance(q, str) for q in queries):
         raise RequestError(400, '"queries" must be a list of strings')
     if len(queries) > max_queries:
-        raise RequestError(400, f'too many queries: {len(queries)} > {max_queries}; split the batch')
+        raise RequestError(400, f"too many queries: {len(queries)} > {max_queries}; split the batch")
     for i, q in enumerate(queries):
         if len(q) > max_query_chars:
             raise RequestError(400, f"query {i} is {len(q)} characters long; the limit is {max_query_chars}")
@@ -121,14 +124,17 @@ class RetrievalServer:
         if not 1 <= default_topk <= max_topk:
             raise InvalidArgumentError(f"default_topk must be between 1 and max_topk={max_topk}, got {default_topk}")
         if backlog < 1 or workers < 1 or idle_timeout <= 0 or max_discard_bytes < 0:
-            raise InvalidArgumentError(f"need backlog >= 1, workers >= 1, idle_timeout > 0 and max_discard_bytes >= 0, "
-                             f"got {backlog}, {workers}, {idle_timeout}, {max_discard_bytes}")
+            raise InvalidArgumentError(
+                f"need backlog >= 1, workers >= 1, idle_timeout > 0 and max_discard_bytes >= 0, "
+                f"got {backlog}, {workers}, {idle_timeout}, {max_discard_bytes}"
+            )
         self.retriever = retriever
         self._search = SearchCoalescer(retriever) if coalesce else retriever
         self.host = host
         self._port = port
-        self.limits = dict(default_topk=default_topk, max_topk=max_topk, max_queries=max_queries,
-                           max_query_chars=max_query_chars)
+        self.limits = dict(
+            default_topk=default_topk, max_topk=max_topk, max_queries=max_queries, max_query_chars=max_query_chars
+        )
         self.max_body_bytes = max_body_bytes
         self.max_discard_bytes = max_discard_bytes
         self.backlog = backlog
@@ -148,11 +154,14 @@ class RetrievalServer:
             if self.host not in ("127.0.0.1", "localhost", "::1"):
                 logger.warning("retrieval server listens on %s, reachable from other machines", self.host)
             if self._listen_socket is not None:
-                self._httpd = _PooledHTTPServer.on_socket(self._listen_socket, self._handler_class(), workers=self.workers)
+                self._httpd = _PooledHTTPServer.on_socket(
+                    self._listen_socket, self._handler_class(), workers=self.workers
+                )
                 return self._httpd
             try:
-                self._httpd = _PooledHTTPServer((self.host, self._port), self._handler_class(),
-                                                backlog=self.backlog, workers=self.workers)
+                self._httpd = _PooledHTTPServer(
+                    (self.host, self._port), self._handler_class(), backlog=self.backlog, workers=self.workers
+                )
             except OSError as exc:
                 raise SearchGymRuntimeError(
                     f"cannot listen on {self.host}:{self._port} ({exc.strerror or exc}); pick another --port"
@@ -231,8 +240,12 @@ class RetrievalServer:
         out: list[list[Any]] = []
         for hits in results:
             if with_scores:
-                out.append([{"document": hit_to_document(h), "score": h.score if math.isfinite(h.score) else None}
-                            for h in hits])
+                out.append(
+                    [
+                        {"document": hit_to_document(h), "score": h.score if math.isfinite(h.score) else None}
+                        for h in hits
+                    ]
+                )
             else:
                 out.append([hit_to_document(h) for h in hits])
         return {"result": out}
@@ -303,7 +316,9 @@ class RetrievalServer:
                         if not chunk:
                             break
                         left -= len(chunk)
-                self._error(413, f"request body of {n} bytes exceeds the {server.max_body_bytes}-byte limit; split the batch")
+                self._error(
+                    413, f"request body of {n} bytes exceeds the {server.max_body_bytes}-byte limit; split the batch"
+                )
 
             def _error(self, status: int, message: str) -> None:
                 self._send(status, {"error": message})

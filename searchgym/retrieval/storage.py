@@ -24,6 +24,7 @@ import logging
 import os
 from pathlib import Path
 from typing import Iterable, Sequence
+
 from ..errors import SearchGymError
 
 logger = logging.getLogger(__name__)
@@ -33,8 +34,17 @@ VERSION = 1
 REBUILD_HINT = "rebuild it with `searchgym index build --world DIR --out {path}`"
 
 __all__ = [
-    "IndexFormatError", "index_error", "begin_save", "read_docs", "read_manifest", "write_docs", "write_manifest",
-    "hash_files", "verify_files", "FORMAT", "VERSION",
+    "IndexFormatError",
+    "index_error",
+    "begin_save",
+    "read_docs",
+    "read_manifest",
+    "write_docs",
+    "write_manifest",
+    "hash_files",
+    "verify_files",
+    "FORMAT",
+    "VERSION",
 ]
 
 
@@ -69,13 +79,18 @@ def write_docs(path: Path, doc_ids: Sequence[str], titles: Sequence[str], texts:
     return digest.hexdigest()
 
 
-def write_manifest(path: Path, backend: str, num_docs: int, docs_sha256: str, params: dict,
-                   files_sha256: dict[str, str] | None = None) -> None:
+def write_manifest(
+    path: Path, backend: str, num_docs: int, docs_sha256: str, params: dict, files_sha256: dict[str, str] | None = None
+) -> None:
     """Write ``manifest.json`` (last, atomically) describing a saved index; ``files_sha256`` (from
     :func:`hash_files`) records the backend files' checksums."""
     manifest = {
-        "format": FORMAT, "version": VERSION, "backend": backend, "num_docs": num_docs,
-        "docs_sha256": docs_sha256, "params": params,
+        "format": FORMAT,
+        "version": VERSION,
+        "backend": backend,
+        "num_docs": num_docs,
+        "docs_sha256": docs_sha256,
+        "params": params,
     }
     if files_sha256:
         manifest["files_sha256"] = dict(files_sha256)
@@ -108,7 +123,9 @@ def read_manifest(path, backend: str) -> dict:
     if not isinstance(m, dict) or m.get("format") != FORMAT:
         raise index_error(d, f"manifest.json is not a {FORMAT} manifest")
     if m.get("version") != VERSION:
-        raise index_error(d, f"index format version {m.get('version')!r} is not supported (this version reads {VERSION})")
+        raise index_error(
+            d, f"index format version {m.get('version')!r} is not supported (this version reads {VERSION})"
+        )
     if m.get("backend") != backend:
         raise IndexFormatError(
             f"index directory {str(d)!r} holds a {m.get('backend')!r} index, not {backend!r}; "
@@ -170,8 +187,11 @@ def verify_files(path, manifest: dict, names: Iterable[str]) -> None:
     d = Path(path)
     listed = manifest.get("files_sha256")
     if listed is None:
-        logger.warning("index directory %r has no file checksums (saved by an older searchgym); "
-                       "rebuild it to have its arrays verified on load", str(d))
+        logger.warning(
+            "index directory %r has no file checksums (saved by an older searchgym); "
+            "rebuild it to have its arrays verified on load",
+            str(d),
+        )
         return
     if not isinstance(listed, dict):
         raise index_error(d, "manifest.json has a malformed 'files_sha256' entry")

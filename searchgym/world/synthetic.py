@@ -25,11 +25,11 @@ import logging
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 
-from .synthetic_graph import GraphGenerator
+from ..errors import InvalidArgumentError, InvalidTypeError
 from .shared import share
+from .synthetic_graph import GraphGenerator
 from .synthetic_schema import OCCUPATIONS, RELATIONS
 from .world import World
-from ..errors import InvalidArgumentError, InvalidTypeError
 
 logger = logging.getLogger(__name__)
 
@@ -109,8 +109,9 @@ class SyntheticConfig:
         """A configuration with exactly ``num_entities`` entities (the default mix, scaled; the
         rounding remainder goes to people). ``overrides`` set rates or the name."""
         if num_entities < 200:
-            raise InvalidArgumentError(f"a synthetic world needs at least 200 entities, got {num_entities}; "
-                             "use a larger --entities value")
+            raise InvalidArgumentError(
+                f"a synthetic world needs at least 200 entities, got {num_entities}; use a larger --entities value"
+            )
         base = cls(**overrides)
         cfg = base.scaled(num_entities / base.num_entities)
         return replace(cfg, num_people=cfg.num_people + num_entities - cfg.num_entities)
@@ -127,14 +128,21 @@ class SyntheticConfig:
             if getattr(self, name) < 1:
                 raise InvalidArgumentError(f"SyntheticConfig.{name} must be at least 1")
         if self.num_regions < self.num_countries:
-            raise InvalidArgumentError("SyntheticConfig.num_regions must be >= num_countries (each country needs a region)")
+            raise InvalidArgumentError(
+                "SyntheticConfig.num_regions must be >= num_countries (each country needs a region)"
+            )
         if self.num_cities < self.num_regions:
             raise InvalidArgumentError("SyntheticConfig.num_cities must be >= num_regions (each region needs a city)")
         if self.num_languages > self.num_countries:
-            raise InvalidArgumentError("SyntheticConfig.num_languages must be <= num_countries (languages are named after countries)")
+            raise InvalidArgumentError(
+                "SyntheticConfig.num_languages must be <= num_countries (languages are named after countries)"
+            )
         lo, hi = self.filler_sentences
         if not 0 <= lo <= hi:
-            raise InvalidArgumentError(f"SyntheticConfig.filler_sentences must be (min, max) with 0 <= min <= max, got {self.filler_sentences!r}")
+            raise InvalidArgumentError(
+                f"SyntheticConfig.filler_sentences must be (min, max) with 0 <= min <= max, got "
+                f"{self.filler_sentences!r}"
+            )
         if self.max_list_mentions < 1:
             raise InvalidArgumentError("SyntheticConfig.max_list_mentions must be at least 1")
 

@@ -133,7 +133,8 @@ class _ArticleWriter:
             S, s = (cap_title, title) if rng.random() < 0.35 else (subj[0], subj[1])
             tpl = self.kind_tpl.get((r, k)) or self.head_tpl[r]
             sentence = tpl[int(rng.random() * len(tpl))].format(
-                S=S, s=s, P=subj[2], p=subj[3], x=title, t=tx.join_names(vals))
+                S=S, s=s, P=subj[2], p=subj[3], x=title, t=tx.join_names(vals)
+            )
             out.append(capitalize(sentence))
         return out
 
@@ -146,9 +147,16 @@ class _ArticleWriter:
         m = min(len(fill), rng.randint(lo, hi))
         o = int(rng.random() * len(fill))
         return [
-            f.format(S=subj[0], s=subj[1], P=subj[2], p=subj[3], x=title,
-                     adj=adjs[int(rng.random() * len(adjs))], noun=nouns[int(rng.random() * len(nouns))],
-                     n=rng.randint(3, 40))
+            f.format(
+                S=subj[0],
+                s=subj[1],
+                P=subj[2],
+                p=subj[3],
+                x=title,
+                adj=adjs[int(rng.random() * len(adjs))],
+                noun=nouns[int(rng.random() * len(nouns))],
+                n=rng.randint(3, 40),
+            )
             for f in (fill[o:] + fill[:o])[:m]
         ]
 

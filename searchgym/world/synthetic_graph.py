@@ -149,8 +149,15 @@ class GraphGenerator:
         self.country_of = [-1] * n  # country entity index for places, people, organisations
         self.place_of = [-1] * n  # city of an organisation / event
         self.year_of = [0] * n  # inception / publication / event year
-        steps = (self._geography, self._people, self._organisations, self._works, self._events,
-                 self._awards, self._personal_links)
+        steps = (
+            self._geography,
+            self._people,
+            self._organisations,
+            self._works,
+            self._events,
+            self._awards,
+            self._personal_links,
+        )
         for step in steps:
             step()
         names(self)
@@ -272,7 +279,9 @@ class GraphGenerator:
             return None
         return pool[int(len(pool) * rng.random() ** 2)] if rng.random() < 0.5 else pool[int(len(pool) * rng.random())]
 
-    def creator_for(self, rng: random.Random, occupation: str, year: int, min_age: int, max_age: int) -> tuple[int | None, int]:
+    def creator_for(
+        self, rng: random.Random, occupation: str, year: int, min_age: int, max_age: int
+    ) -> tuple[int | None, int]:
         """A creator alive and aged ``min_age``–``max_age`` in ``year``; if nobody fits, any person of
         the occupation with the year moved into their working life. Returns (person, year)."""
         person = self.pick_alive(rng, occupation, year, min_age, max_age)
@@ -309,7 +318,9 @@ class GraphGenerator:
             for org in kind_range:
                 year = rng.randint(lo, 2020)
                 founder = self.pick_alive(rng, occupation, year, 22, 70)
-                home = self.birth_city[founder - self.people.start] if founder is not None and rng.random() < 0.6 else None
+                home = (
+                    self.birth_city[founder - self.people.start] if founder is not None and rng.random() < 0.6 else None
+                )
                 self._org(org, home if home is not None else self._random_city(rng), year, founder)
                 self.industry[org] = rng.choice(tx.INDUSTRIES)
         for m in self.museums:
@@ -509,8 +520,12 @@ class GraphGenerator:
                 second = pool[rng.randrange(len(pool))]
                 if second != first and rng.random() < 0.2:
                     self.fact(p, "P166", second)
-        for works, field in ((self.novels, "literature"), (self.films, "film"), (self.albums, "music"),
-                             (self.paintings, "painting")):
+        for works, field in (
+            (self.novels, "literature"),
+            (self.films, "film"),
+            (self.albums, "music"),
+            (self.paintings, "painting"),
+        ):
             pool = by_field.get(field)
             if not pool:
                 continue
@@ -526,9 +541,12 @@ class GraphGenerator:
         for u in self.universities:
             unis_of.setdefault(self.country_of[u], []).append(u)
         employers = {
-            "scientist": list(self.universities), "physician": list(self.universities),
-            "engineer": list(self.companies), "businessperson": list(self.companies),
-            "writer": list(self.publishers), "painter": list(self.museums),
+            "scientist": list(self.universities),
+            "physician": list(self.universities),
+            "engineer": list(self.companies),
+            "businessperson": list(self.companies),
+            "writer": list(self.publishers),
+            "painter": list(self.museums),
         }
         studied = {"scientist", "physician", "engineer"}
         unis = list(self.universities)
@@ -549,7 +567,11 @@ class GraphGenerator:
                 local = self.clubs_of.get(self.country_of[p])
                 teams = []
                 for _ in range(rng.randint(1, 2)):
-                    club = rng.choice(local) if local and rng.random() < 0.7 else self.clubs[rng.randrange(len(self.clubs))]
+                    club = (
+                        rng.choice(local)
+                        if local and rng.random() < 0.7
+                        else self.clubs[rng.randrange(len(self.clubs))]
+                    )
                     if club not in teams:
                         teams.append(club)
                         self.fact(p, "P54", club)

@@ -9,13 +9,42 @@ to :class:`NameForge`, so the same seed yields the same names.
 from __future__ import annotations
 
 import random
+
 from ..errors import SearchGymRuntimeError
 
 __all__ = ["NameForge", "acronym", "demonym", "mutate"]
 
 _ONSETS = (
-    "b", "br", "d", "dr", "f", "g", "gr", "h", "k", "kr", "l", "m", "n", "p", "r", "s", "sk", "st",
-    "t", "tr", "th", "v", "z", "sh", "c", "j", "w", "", "", "",
+    "b",
+    "br",
+    "d",
+    "dr",
+    "f",
+    "g",
+    "gr",
+    "h",
+    "k",
+    "kr",
+    "l",
+    "m",
+    "n",
+    "p",
+    "r",
+    "s",
+    "sk",
+    "st",
+    "t",
+    "tr",
+    "th",
+    "v",
+    "z",
+    "sh",
+    "c",
+    "j",
+    "w",
+    "",
+    "",
+    "",
 )
 _NUCLEI = ("a", "e", "i", "o", "u", "a", "e", "o", "ae", "ai", "ei", "ou", "y")
 _CODAS = ("", "", "", "n", "r", "l", "s", "th", "m", "nd", "rn", "rk", "st", "v", "sk", "x")
@@ -87,7 +116,9 @@ class NameForge:
             if name not in used:
                 used.add(name)
                 return name
-        raise SearchGymRuntimeError(f"name space {namespace!r} exhausted after {len(used)} names; reduce the world size")
+        raise SearchGymRuntimeError(
+            f"name space {namespace!r} exhausted after {len(used)} names; reduce the world size"
+        )
 
     def reserve(self, namespace: str, name: str) -> None:
         """Mark ``name`` as used in ``namespace`` (for names made outside :meth:`unique`)."""

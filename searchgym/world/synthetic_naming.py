@@ -241,7 +241,12 @@ def _event_names(g: "GraphGenerator", rng: random.Random, forge: NameForge) -> N
             t = rng.choice((f"{fam} Prize for {field.title()}", f"{fam} Medal", f"{fam} Award for {field.title()}"))
             aliases[a] = (f"{fam} Prize",) if not t.startswith(f"{fam} Prize") else ()
         else:
-            t = rng.choice((f"{forge.word(2, 2)} Prize", f"Order of the {rng.choice(tx.TITLE_ADJECTIVES)} {rng.choice(tx.TITLE_NOUNS)}"))
+            t = rng.choice(
+                (
+                    f"{forge.word(2, 2)} Prize",
+                    f"Order of the {rng.choice(tx.TITLE_ADJECTIVES)} {rng.choice(tx.TITLE_NOUNS)}",
+                )
+            )
         titles[a] = t
 
 
@@ -280,8 +285,12 @@ def descriptions(g: "GraphGenerator") -> None:
         descs[b] = f"{dem[g.country_of[b]]} {g.genre[b]} band"
     for c in g.clubs:
         descs[c] = f"{dem[g.country_of[c]]} football club"
-    for works, word, verb in ((g.novels, "novel", "by"), (g.films, "film", "directed by"),
-                              (g.albums, "album", "by"), (g.paintings, "painting", "by")):
+    for works, word, verb in (
+        (g.novels, "novel", "by"),
+        (g.films, "film", "directed by"),
+        (g.albums, "album", "by"),
+        (g.paintings, "painting", "by"),
+    ):
         for w in works:
             who = g.creator.get(w)
             descs[w] = f"{g.year_of[w]} {word}" + (f" {verb} {titles[who]}" if who is not None else "")

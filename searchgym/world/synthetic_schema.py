@@ -8,42 +8,111 @@ from __future__ import annotations
 from . import synthetic_text as tx
 
 __all__ = [
-    "RELATIONS", "HIDEABLE", "OCCUPATIONS", "OCC_INDEX", "TYPE_OF_KIND", "PAST_KINDS", "THE_KINDS", "LAST_YEAR",
-    "with_article", "capitalize", "indefinite_article",
+    "RELATIONS",
+    "HIDEABLE",
+    "OCCUPATIONS",
+    "OCC_INDEX",
+    "TYPE_OF_KIND",
+    "PAST_KINDS",
+    "THE_KINDS",
+    "LAST_YEAR",
+    "with_article",
+    "capitalize",
+    "indefinite_article",
 ]
 
 #: Relation ids (Wikidata property numbers, for familiarity) and labels used by the generator.
 RELATIONS: tuple[tuple[str, str], ...] = (
-    ("P19", "place of birth"), ("P20", "place of death"), ("P27", "country of citizenship"),
-    ("P569", "date of birth"), ("P570", "date of death"), ("P69", "educated at"), ("P108", "employer"),
-    ("P463", "member of"), ("P54", "member of sports team"), ("P166", "award received"), ("P26", "spouse"),
-    ("P40", "child"), ("P22", "father"), ("P25", "mother"), ("P1412", "languages spoken, written or signed"),
-    ("P1344", "participant in"), ("P131", "located in the administrative territorial entity"),
-    ("P36", "capital"), ("P1376", "capital of"), ("P37", "official language"), ("P1082", "population"),
-    ("P2046", "area"), ("P571", "inception"), ("P112", "founded by"), ("P159", "headquarters location"),
-    ("P17", "country"), ("P740", "location of formation"), ("P35", "head of state"),
-    ("P6", "head of government"), ("P50", "author"), ("P123", "publisher"), ("P577", "publication date"),
-    ("P57", "director"), ("P161", "cast member"), ("P144", "based on"), ("P175", "performer"),
-    ("P495", "country of origin"), ("P170", "creator"), ("P195", "collection"), ("P180", "depicts"),
-    ("P276", "location"), ("P585", "point in time"), ("P580", "start time"), ("P582", "end time"),
-    ("P361", "part of"), ("P710", "participant"), ("P1891", "signatory"), ("P664", "organizer"),
-    ("P1027", "conferred by"), ("P138", "named after"),
+    ("P19", "place of birth"),
+    ("P20", "place of death"),
+    ("P27", "country of citizenship"),
+    ("P569", "date of birth"),
+    ("P570", "date of death"),
+    ("P69", "educated at"),
+    ("P108", "employer"),
+    ("P463", "member of"),
+    ("P54", "member of sports team"),
+    ("P166", "award received"),
+    ("P26", "spouse"),
+    ("P40", "child"),
+    ("P22", "father"),
+    ("P25", "mother"),
+    ("P1412", "languages spoken, written or signed"),
+    ("P1344", "participant in"),
+    ("P131", "located in the administrative territorial entity"),
+    ("P36", "capital"),
+    ("P1376", "capital of"),
+    ("P37", "official language"),
+    ("P1082", "population"),
+    ("P2046", "area"),
+    ("P571", "inception"),
+    ("P112", "founded by"),
+    ("P159", "headquarters location"),
+    ("P17", "country"),
+    ("P740", "location of formation"),
+    ("P35", "head of state"),
+    ("P6", "head of government"),
+    ("P50", "author"),
+    ("P123", "publisher"),
+    ("P577", "publication date"),
+    ("P57", "director"),
+    ("P161", "cast member"),
+    ("P144", "based on"),
+    ("P175", "performer"),
+    ("P495", "country of origin"),
+    ("P170", "creator"),
+    ("P195", "collection"),
+    ("P180", "depicts"),
+    ("P276", "location"),
+    ("P585", "point in time"),
+    ("P580", "start time"),
+    ("P582", "end time"),
+    ("P361", "part of"),
+    ("P710", "participant"),
+    ("P1891", "signatory"),
+    ("P664", "organizer"),
+    ("P1027", "conferred by"),
+    ("P138", "named after"),
 )
 #: Relations whose facts may be stated only in the tail entity's article.
 HIDEABLE = frozenset(tx.TAIL_TEMPLATES)
 #: Occupations of people and their share of the population.
 OCCUPATIONS: tuple[tuple[str, float], ...] = (
-    ("writer", 0.11), ("film director", 0.04), ("actor", 0.09), ("musician", 0.11), ("painter", 0.07),
-    ("athlete", 0.10), ("scientist", 0.10), ("physician", 0.05), ("engineer", 0.06), ("politician", 0.09),
-    ("military officer", 0.07), ("businessperson", 0.11),
+    ("writer", 0.11),
+    ("film director", 0.04),
+    ("actor", 0.09),
+    ("musician", 0.11),
+    ("painter", 0.07),
+    ("athlete", 0.10),
+    ("scientist", 0.10),
+    ("physician", 0.05),
+    ("engineer", 0.06),
+    ("politician", 0.09),
+    ("military officer", 0.07),
+    ("businessperson", 0.11),
 )
 OCC_INDEX = {name: k for k, (name, _) in enumerate(OCCUPATIONS)}
 TYPE_OF_KIND = {
-    "country": "location", "region": "location", "city": "location", "language": "concept",
-    "person": "person", "university": "organisation", "company": "organisation", "publisher": "organisation",
-    "museum": "organisation", "band": "organisation", "club": "organisation", "novel": "work", "film": "work",
-    "album": "work", "painting": "work", "war": "event", "battle": "event", "festival": "event",
-    "treaty": "event", "award": "award",
+    "country": "location",
+    "region": "location",
+    "city": "location",
+    "language": "concept",
+    "person": "person",
+    "university": "organisation",
+    "company": "organisation",
+    "publisher": "organisation",
+    "museum": "organisation",
+    "band": "organisation",
+    "club": "organisation",
+    "novel": "work",
+    "film": "work",
+    "album": "work",
+    "painting": "work",
+    "war": "event",
+    "battle": "event",
+    "festival": "event",
+    "treaty": "event",
+    "award": "award",
 }
 PAST_KINDS = frozenset({"war", "battle", "treaty"})
 LAST_YEAR = 2024
@@ -55,7 +124,9 @@ def with_article(title: str, kind: str) -> str:
     """How prose names an entity: ``the Battle of X``, ``the University of Y``, else the bare title."""
     if title.startswith("The "):
         return title
-    if kind in THE_KINDS or (kind == "university" and (title.startswith("University of") or title.endswith("Technology"))):
+    if kind in THE_KINDS or (
+        kind == "university" and (title.startswith("University of") or title.endswith("Technology"))
+    ):
         return "the " + title
     return title
 

@@ -15,13 +15,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
-from typing import Iterable, Iterator, Literal as _Lit, Sequence
+from typing import Iterable, Iterator, Sequence
+from typing import Literal as _Lit
 
 import numpy as np
 
+from ..errors import InvalidArgumentError, NotFoundError, SearchGymError
 from .model import Document, Edge, Entity, Literal, Node, Relation, Triple, WorldStats
 from .shared import LockFreePickling
-from ..errors import InvalidArgumentError, NotFoundError, SearchGymError
 
 logger = logging.getLogger(__name__)
 
@@ -199,8 +200,11 @@ class World(LockFreePickling):
     def entity_at(self, index: int) -> Entity:
         """The entity stored at ``index``."""
         return Entity(
-            self._ent_ids[index], self._titles[index], tuple(self._aliases[index]),
-            self._descs[index], self._types[index],
+            self._ent_ids[index],
+            self._titles[index],
+            tuple(self._aliases[index]),
+            self._descs[index],
+            self._types[index],
         )
 
     def entity(self, entity_id: str) -> Entity:
@@ -416,7 +420,9 @@ class World(LockFreePickling):
 
     def stats(self, top: int = 10) -> WorldStats:
         """Counts and distributions that describe the world (see :class:`WorldStats`)."""
-        rel_counts = np.bincount(self._triples[:, 1], minlength=self.num_relations) if self.num_triples else np.zeros(0, int)
+        rel_counts = (
+            np.bincount(self._triples[:, 1], minlength=self.num_relations) if self.num_triples else np.zeros(0, int)
+        )
         order = np.argsort(-rel_counts, kind="stable")[:top]
         out_deg = np.diff(self._out_ptr) if self.num_entities else np.zeros(1, int)
         return WorldStats(

@@ -15,7 +15,8 @@
   the block's tokens (lower-cased word tokens) that occur in the text retrieved so far (Fig. 9a).
 
 A bare trajectory's batch is ``metadata["batch"]`` (else ``metadata["step"]``, else 0), or what
-``batch_of`` returns; the rollouts of exported game g are in batch ``g // games_per_batch``. Rollouts whose task has no waypoints are left out of the coverage statistics (counted in
+``batch_of`` returns; the rollouts of exported game g are in batch ``g // games_per_batch``. Rollouts whose task
+has no waypoints are left out of the coverage statistics (counted in
 ``solver_without_waypoints``). :func:`plot_diagnostics` draws the four panels to a PNG.
 """
 
@@ -28,8 +29,8 @@ import re
 from typing import Callable, Hashable, Iterable, Optional, Sequence, Union
 
 from ..envs.types import Trajectory
-from .wcr import trajectory_coverage
 from ..errors import InvalidArgumentError, InvalidTypeError
+from .wcr import trajectory_coverage
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +59,9 @@ def _load(source, games_per_batch: int, batch_of) -> list[tuple[Trajectory, Hash
                 out.append((item.proposer, batch, None if verdict is None else bool(verdict)))
             out.extend((t, batch, None) for t in item.solvers)
         else:
-            raise InvalidTypeError(f"expected Trajectory objects, GameRecords or a JSONL export path, got {type(item).__name__}")
+            raise InvalidTypeError(
+                f"expected Trajectory objects, GameRecords or a JSONL export path, got {type(item).__name__}"
+            )
     return out
 
 

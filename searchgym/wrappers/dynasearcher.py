@@ -22,15 +22,15 @@ stack it innermost.
 
 from __future__ import annotations
 
-import gymnasium as gym
-
 import logging
 from typing import Optional, Sequence
 
+import gymnasium as gym
+
 from ..envs.judge import cover_exact_match, token_f1
 from ..envs.types import Task, Trajectory
-from .base import Event, MissingTaskDataError, RewardShapingWrapper, event_trajectory
 from ..errors import InvalidArgumentError
+from .base import Event, MissingTaskDataError, RewardShapingWrapper, event_trajectory
 
 logger = logging.getLogger(__name__)
 
@@ -95,8 +95,11 @@ def dynasearcher_reward(
     r_penalty = retrieval_penalty(retrievals, hops, gamma, beta)
     r_gain = alpha * (r_recall - r_penalty)
     return {
-        "reward": r_acc + r_gain, "dyna_acc": r_acc, "dyna_recall": r_recall,
-        "dyna_penalty": r_penalty, "dyna_gain": r_gain,
+        "reward": r_acc + r_gain,
+        "dyna_acc": r_acc,
+        "dyna_recall": r_recall,
+        "dyna_penalty": r_penalty,
+        "dyna_gain": r_gain,
     }
 
 
@@ -118,10 +121,14 @@ def trajectory_dynasearcher_reward(trajectory: Trajectory, **params) -> dict:
     task = trajectory.task
     hops = _require(task)
     return dynasearcher_reward(
-        trajectory.answer, task.answers,
+        trajectory.answer,
+        task.answers,
         format_ok=bool(trajectory.valid) and trajectory.answer is not None,
-        retrieved_titles=trajectory.retrieved_titles, gold_titles=task.gold_titles,
-        retrievals=trajectory.num_searches, hops=hops, **params,
+        retrieved_titles=trajectory.retrieved_titles,
+        gold_titles=task.gold_titles,
+        retrievals=trajectory.num_searches,
+        hops=hops,
+        **params,
     )
 
 
@@ -136,7 +143,9 @@ class DynaSearcherReward(RewardShapingWrapper):
     replaces_reward = True
 
     def __init__(self, env, alpha: float = 0.5, gamma: float = 0.9, beta: float = -0.2, n: float = 3):
-        gym.utils.RecordConstructorArgs.__init__(self, alpha=alpha, gamma=gamma, beta=beta, n=n)  # gym.make(env.spec) rebuilds it
+        gym.utils.RecordConstructorArgs.__init__(
+            self, alpha=alpha, gamma=gamma, beta=beta, n=n
+        )  # gym.make(env.spec) rebuilds it
         super().__init__(env)
         retrieval_penalty(0, 0, gamma, beta)
         self.params = {"alpha": alpha, "gamma": gamma, "beta": beta, "n": n}

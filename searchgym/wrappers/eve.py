@@ -25,19 +25,19 @@ think text (``"think"``); correctness in V and in R_sol is judged by EM (pluggab
 
 from __future__ import annotations
 
-import gymnasium as gym
-
 import logging
 import random
 import re
 from typing import Callable, Optional, Sequence, Union
 
+import gymnasium as gym
+
 from ..core.llm import GenerationConfig, TextGenerator
 from ..core.prompts import render_evidence_answer
 from ..envs.judge import exact_match, normalize_answer, token_f1
 from ..envs.types import Task, Trajectory
-from .base import Event, MissingTaskDataError, RewardShapingWrapper, event_trajectory
 from ..errors import InvalidArgumentError, InvalidTypeError
+from .base import Event, MissingTaskDataError, RewardShapingWrapper, event_trajectory
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +66,9 @@ def whitespace_tokens(text: str) -> int:
     return len(text.split())
 
 
-def brevity_bonus(evidence: str, max_tokens: int = 256, count_tokens: Callable[[str], int] = whitespace_tokens) -> float:
+def brevity_bonus(
+    evidence: str, max_tokens: int = 256, count_tokens: Callable[[str], int] = whitespace_tokens
+) -> float:
     """B(e) = max(0, 1 − |e| / L_max) (Eq. 15)."""
     if max_tokens <= 0:
         raise InvalidArgumentError(f"max_tokens (L_max) must be positive (paper: 256); got {max_tokens}")
@@ -169,11 +171,19 @@ def eve_proposer_reward(
 ) -> dict:
     """R_pro = ½ F_fmt + R_DZ + λ_V V + λ_B B(e) (Eq. 16) with its terms, for a valid triple."""
     if not 0.0 <= format_score <= 1.0 or not -1.0 <= verifier <= 1.0:
-        raise InvalidArgumentError(f"format_score must be in [0, 1] and verifier in [-1, 1]; got {format_score}, {verifier}")
+        raise InvalidArgumentError(
+            f"format_score must be in [0, 1] and verifier in [-1, 1]; got {format_score}, {verifier}"
+        )
     r_dz = difficulty_reward(k, n)
     b = brevity_bonus(evidence, max_tokens, count_tokens)
     reward = 0.5 * format_score + r_dz + lambda_v * verifier + lambda_b * b
-    return {"reward": reward, "eve_format": format_score, "eve_difficulty": r_dz, "eve_verifier": verifier, "eve_brevity": b}
+    return {
+        "reward": reward,
+        "eve_format": format_score,
+        "eve_difficulty": r_dz,
+        "eve_verifier": verifier,
+        "eve_brevity": b,
+    }
 
 
 def eve_solver_reward(
@@ -192,7 +202,9 @@ def eve_solver_reward(
 def solver_evidence_text(trajectory: Trajectory, source: str = "tag") -> Optional[str]:
     """ê: the solver's last ``<evidence>`` tag (``"tag"``) or its concatenated think text (``"think"``)."""
     if source not in SOLVER_EVIDENCE_SOURCES:
-        raise InvalidArgumentError(f"unknown solver evidence source {source!r}; choose one of {SOLVER_EVIDENCE_SOURCES}")
+        raise InvalidArgumentError(
+            f"unknown solver evidence source {source!r}; choose one of {SOLVER_EVIDENCE_SOURCES}"
+        )
     if source == "think":
         return trajectory.think_text or None
     if trajectory.evidence:
@@ -249,20 +261,39 @@ class EvidenceVerifierReward(RewardShapingWrapper):
     ):
         gym.utils.RecordConstructorArgs.__init__(  # gym.make(env.spec) rebuilds it
             self,
-            answerer=answerer, m=m, judge=judge, lambda_v=lambda_v, lambda_b=lambda_b, lambda_e=lambda_e,
-            max_evidence_tokens=max_evidence_tokens, count_tokens=count_tokens, solver_evidence=solver_evidence,
-            missing_evidence=missing_evidence, invalid_reward=invalid_reward, hops=hops, seed=seed)
+            answerer=answerer,
+            m=m,
+            judge=judge,
+            lambda_v=lambda_v,
+            lambda_b=lambda_b,
+            lambda_e=lambda_e,
+            max_evidence_tokens=max_evidence_tokens,
+            count_tokens=count_tokens,
+            solver_evidence=solver_evidence,
+            missing_evidence=missing_evidence,
+            invalid_reward=invalid_reward,
+            hops=hops,
+            seed=seed,
+        )
         super().__init__(env)
         if not (isinstance(answerer, TextGenerator) or callable(answerer)):
-            raise InvalidTypeError("answerer must be a TextGenerator or a callable (question, evidence | None) -> answer")
+            raise InvalidTypeError(
+                "answerer must be a TextGenerator or a callable (question, evidence | None) -> answer"
+            )
         if m < 1:
             raise InvalidArgumentError(f"m must be >= 1 (paper: 5); got {m}")
         if solver_evidence not in SOLVER_EVIDENCE_SOURCES:
-            raise InvalidArgumentError(f"solver_evidence must be one of {SOLVER_EVIDENCE_SOURCES}; got {solver_evidence!r}")
+            raise InvalidArgumentError(
+                f"solver_evidence must be one of {SOLVER_EVIDENCE_SOURCES}; got {solver_evidence!r}"
+            )
         if missing_evidence not in MISSING_EVIDENCE_MODES:
-            raise InvalidArgumentError(f"missing_evidence must be one of {MISSING_EVIDENCE_MODES}; got {missing_evidence!r}")
+            raise InvalidArgumentError(
+                f"missing_evidence must be one of {MISSING_EVIDENCE_MODES}; got {missing_evidence!r}"
+            )
         if invalid_reward not in INVALID_REWARDS:
-            raise InvalidArgumentError(f"invalid_reward must be one of {INVALID_REWARDS} (paper: half_format); got {invalid_reward!r}")
+            raise InvalidArgumentError(
+                f"invalid_reward must be one of {INVALID_REWARDS} (paper: half_format); got {invalid_reward!r}"
+            )
         brevity_bonus("", max_evidence_tokens)
         self.invalid_reward = invalid_reward
         self.missing_evidence = missing_evidence
@@ -319,9 +350,14 @@ class EvidenceVerifierReward(RewardShapingWrapper):
         )
         terms = eve_proposer_reward(
             format_score=f_fmt,
-            k=k, n=len(solvers), verifier=v, evidence=evidence,
-            lambda_v=self.lambda_v, lambda_b=self.lambda_b,
-            max_tokens=self.max_evidence_tokens, count_tokens=self.count_tokens,
+            k=k,
+            n=len(solvers),
+            verifier=v,
+            evidence=evidence,
+            lambda_v=self.lambda_v,
+            lambda_b=self.lambda_b,
+            max_tokens=self.max_evidence_tokens,
+            count_tokens=self.count_tokens,
         )
         reward = terms.pop("reward")
         self.set_reward(event, reward, eve_valid=1, eve_p_plus=p_plus, eve_p_minus=p_minus, **terms)
@@ -334,8 +370,11 @@ class EvidenceVerifierReward(RewardShapingWrapper):
     def shape_solver_group(self, events: list[Event], info: dict) -> None:
         """EM + λ_E F1(ê, e) for each solver rollout."""
         proposer_span = next(
-            (event_trajectory(ev).evidence for ev in info.get("rewards", [])
-             if ev.get("role") == "proposer" and (ev.get("components") or {}).get("valid", 1)),
+            (
+                event_trajectory(ev).evidence
+                for ev in info.get("rewards", [])
+                if ev.get("role") == "proposer" and (ev.get("components") or {}).get("valid", 1)
+            ),
             None,
         )
         for ev in events:

@@ -20,16 +20,16 @@ boundary check keeps whole-word ones. Step rewards feed SAPO (:mod:`searchgym.wr
 
 from __future__ import annotations
 
-import gymnasium as gym
-
 import logging
 from collections import deque
 from typing import Optional
 
+import gymnasium as gym
+
 from ..construction.record import Subgraph
 from ..envs.types import Task, Trajectory
-from .base import Event, MissingTaskDataError, RewardShapingWrapper, event_trajectory
 from ..errors import InvalidArgumentError
+from .base import Event, MissingTaskDataError, RewardShapingWrapper, event_trajectory
 
 logger = logging.getLogger(__name__)
 
@@ -217,7 +217,7 @@ class GraphDistanceReward(RewardShapingWrapper):
             return None
         tracker = self._tracker(traj)
         last = None
-        for turn in traj.turns[len(tracker.steps):]:
+        for turn in traj.turns[len(tracker.steps) :]:
             last = sum(tracker.step(turn.think, turn.information))
         return last
 

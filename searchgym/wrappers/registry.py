@@ -46,19 +46,26 @@ class RewardSpec:
 
     def __post_init__(self) -> None:
         if self.advantage not in ADVANTAGE_KINDS:
-            raise InvalidArgumentError(f"reward {self.name!r}: advantage={self.advantage!r}; use one of {', '.join(ADVANTAGE_KINDS)}")
+            raise InvalidArgumentError(
+                f"reward {self.name!r}: advantage={self.advantage!r}; use one of {', '.join(ADVANTAGE_KINDS)}"
+            )
         if self.advantage == "step" and not self.step_rewards_key:
-            raise InvalidArgumentError(f"reward {self.name!r} has step advantages: name the reward component that holds "
-                                       "the per-step rewards (step_rewards_key)")
+            raise InvalidArgumentError(
+                f"reward {self.name!r} has step advantages: name the reward component that holds "
+                "the per-step rewards (step_rewards_key)"
+            )
 
     @classmethod
     def of_wrapper(cls, wrapper: type, name: Optional[str] = None, description: str = "") -> "RewardSpec":
         """The spec a wrapper class declares through its class attributes."""
-        return cls(name or getattr(wrapper, "name", wrapper.__name__), wrapper,
-                   advantage=getattr(wrapper, "advantage", "outcome"),
-                   step_rewards_key=getattr(wrapper, "step_rewards_key", None),
-                   replaces_reward=bool(getattr(wrapper, "replaces_reward", False)),
-                   description=description or (wrapper.__doc__ or "").strip().split("\n")[0])
+        return cls(
+            name or getattr(wrapper, "name", wrapper.__name__),
+            wrapper,
+            advantage=getattr(wrapper, "advantage", "outcome"),
+            step_rewards_key=getattr(wrapper, "step_rewards_key", None),
+            replaces_reward=bool(getattr(wrapper, "replaces_reward", False)),
+            description=description or (wrapper.__doc__ or "").strip().split("\n")[0],
+        )
 
 
 @dataclass(frozen=True)
@@ -117,13 +124,17 @@ def get_reward(name: str) -> RewardSpec:
         try:
             wrapper = getattr(importlib.import_module(module), attr)
         except (ImportError, AttributeError) as exc:
-            raise InvalidArgumentError(f"reward {name!r}: cannot import the wrapper ({exc}); give 'package.module:Name'") from None
+            raise InvalidArgumentError(
+                f"reward {name!r}: cannot import the wrapper ({exc}); give 'package.module:Name'"
+            ) from None
         if not callable(wrapper):
             raise InvalidArgumentError(f"reward {name!r} is not a wrapper class or factory")
         return RewardSpec.of_wrapper(wrapper, name=name)
     if name not in _REGISTRY:
-        raise InvalidArgumentError(f"unknown reward {name!r}; choose from {', '.join(available_rewards())} "
-                            "or give a wrapper as 'package.module:Wrapper'")
+        raise InvalidArgumentError(
+            f"unknown reward {name!r}; choose from {', '.join(available_rewards())} "
+            "or give a wrapper as 'package.module:Wrapper'"
+        )
     return _REGISTRY[name]
 
 
@@ -137,7 +148,9 @@ def reward_plan(reward: str | Sequence[str]) -> RewardPlan:
         raise InvalidArgumentError(f"{reward!r}: 'binary' is the env's own reward and cannot be stacked; drop it")
     for i, s in enumerate(specs):
         if s.replaces_reward and i > 0:
-            raise InvalidArgumentError(f"{s.name} replaces the reward, so it must come first (innermost), e.g. {s.name},wcr")
+            raise InvalidArgumentError(
+                f"{s.name} replaces the reward, so it must come first (innermost), e.g. {s.name},wcr"
+            )
         if s.name in names[:i]:
             raise InvalidArgumentError(f"reward {s.name!r} is listed twice")
     if sum(s.advantage == "step" for s in specs) > 1:

@@ -28,15 +28,15 @@ Every strategy gives identical results.
 
 from __future__ import annotations
 
-import gymnasium as gym
-
 import logging
 from functools import lru_cache
 from typing import Mapping, Optional, Sequence
 
+import gymnasium as gym
+
 from ..envs.types import THINK_SEPARATOR, Task, Trajectory
-from .base import Event, MissingTaskDataError, RewardShapingWrapper, event_trajectory
 from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymRuntimeError
+from .base import Event, MissingTaskDataError, RewardShapingWrapper, event_trajectory
 
 try:
     from ._substring_scan import contains_each as _native_contains_each
@@ -168,12 +168,16 @@ def _alias_lists(waypoints, aliases) -> list[tuple[str, ...]]:
     if isinstance(aliases, Mapping):
         return [tuple(aliases.get(w, ())) for w in waypoints]
     if len(aliases) != len(waypoints):
-        raise InvalidArgumentError(f"aliases has {len(aliases)} entries for {len(waypoints)} waypoints; pass one list per waypoint")
+        raise InvalidArgumentError(
+            f"aliases has {len(aliases)} entries for {len(waypoints)} waypoints; pass one list per waypoint"
+        )
     return [tuple(a) for a in aliases]
 
 
 @lru_cache(maxsize=4096)
-def _cached_matcher(waypoints: tuple, aliases: Optional[tuple], case_insensitive: bool, strategy: str) -> WaypointMatcher:
+def _cached_matcher(
+    waypoints: tuple, aliases: Optional[tuple], case_insensitive: bool, strategy: str
+) -> WaypointMatcher:
     return WaypointMatcher(list(waypoints), aliases=aliases, case_insensitive=case_insensitive, strategy=strategy)
 
 
@@ -230,14 +234,21 @@ def wcr_group_terms(
     and ``correct`` (c_i); the reward is R_i = c_i + bonus.
     """
     if not len(correct) == len(valid) == len(coverages):
-        raise InvalidArgumentError(f"correct/valid/coverages lengths differ: {len(correct)}, {len(valid)}, {len(coverages)}")
+        raise InvalidArgumentError(
+            f"correct/valid/coverages lengths differ: {len(correct)}, {len(valid)}, {len(coverages)}"
+        )
     if not correct:
         raise InvalidArgumentError("an empty group has no WCR rewards")
     if not 0.0 <= alpha <= 1.0:
         raise InvalidArgumentError(f"alpha must lie in [0, 1] (paper: (0, 1), default 0.3); got {alpha}")
     g_tilde = normalised_coverages(coverages, lone)
     return [
-        {"wcr_coverage": g, "wcr_normalised_coverage": gt, "wcr_bonus": 0.0 if c or not z else alpha * gt, "correct": int(bool(c))}
+        {
+            "wcr_coverage": g,
+            "wcr_normalised_coverage": gt,
+            "wcr_bonus": 0.0 if c or not z else alpha * gt,
+            "correct": int(bool(c)),
+        }
         for c, z, g, gt in zip(correct, valid, coverages, g_tilde)
     ]
 
@@ -303,7 +314,9 @@ def wcr_group_rewards(
     ids = {t.task.id for t in trajectories}
     if len(ids) > 1:
         raise InvalidArgumentError(f"a WCR group is the rollouts of one question; got task ids {sorted(ids)}")
-    coverages = [trajectory_coverage(t, case_insensitive=case_insensitive, match_aliases=match_aliases)[0] for t in trajectories]
+    coverages = [
+        trajectory_coverage(t, case_insensitive=case_insensitive, match_aliases=match_aliases)[0] for t in trajectories
+    ]
     correct = [bool(t.correct) for t in trajectories]
     valid = [rollout_is_valid(t) for t in trajectories]
     terms = wcr_group_terms(correct, valid, coverages, alpha, lone)
@@ -333,8 +346,12 @@ class WaypointCoverageReward(RewardShapingWrapper):
         lone_normalisation: str = "raw",
     ):
         gym.utils.RecordConstructorArgs.__init__(  # gym.make(env.spec) rebuilds it
-            self, alpha=alpha,
-            case_insensitive=case_insensitive, match_aliases=match_aliases, lone_normalisation=lone_normalisation)
+            self,
+            alpha=alpha,
+            case_insensitive=case_insensitive,
+            match_aliases=match_aliases,
+            lone_normalisation=lone_normalisation,
+        )
         super().__init__(env)
         if not 0.0 <= alpha <= 1.0:
             raise InvalidArgumentError(f"alpha must lie in [0, 1] (paper default 0.3); got {alpha}")

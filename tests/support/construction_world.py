@@ -11,16 +11,30 @@ import random
 from searchgym.world import Literal, WorldBuilder
 
 RELATIONS = [
-    ("instance_of", "instance of", 6.0), ("part_of", "part of", 3.0), ("located_in", "located in", 3.0),
-    ("born_in", "place of birth", 2.0), ("employer", "employer", 1.5), ("member_of", "member of", 1.5),
-    ("founded_by", "founded by", 1.0), ("capital", "capital", 0.5), ("spouse", "spouse", 0.5),
-    ("award", "award received", 0.8), ("author", "author", 0.8), ("sibling", "sibling", 0.4),
+    ("instance_of", "instance of", 6.0),
+    ("part_of", "part of", 3.0),
+    ("located_in", "located in", 3.0),
+    ("born_in", "place of birth", 2.0),
+    ("employer", "employer", 1.5),
+    ("member_of", "member of", 1.5),
+    ("founded_by", "founded by", 1.0),
+    ("capital", "capital", 0.5),
+    ("spouse", "spouse", 0.5),
+    ("award", "award received", 0.8),
+    ("author", "author", 0.8),
+    ("sibling", "sibling", 0.4),
 ]
 TYPES = ["person", "location", "organisation", "work", "other"]
 
 
-def build_random_world(num_entities: int = 300, *, seed: int = 0, out_degree: tuple[int, int] = (2, 6),
-                       doc_fraction: float = 0.8, name: str = "random"):
+def build_random_world(
+    num_entities: int = 300,
+    *,
+    seed: int = 0,
+    out_degree: tuple[int, int] = (2, 6),
+    doc_fraction: float = 0.8,
+    name: str = "random",
+):
     """A random world with ``num_entities`` entities (ids ``Q0..``) built from ``seed``."""
     rng = random.Random(seed)
     b = WorldBuilder(name)

@@ -19,9 +19,14 @@ def tiny_subgraph() -> Subgraph:
         lit: SubgraphNode(lit, "1204", (), "date", True),
     }
     return Subgraph(
-        id="tiny-0", seed="E1", path=["E1", "E2", "E3", "E4"], relations=["place of birth", "located in", "capital"],
-        relation_ids=["born_in", "located_in", "capital"], nodes=nodes,
-        distractors=[Branch(2, [lit], ["inception"], ["founded"])], answer_type="location",
+        id="tiny-0",
+        seed="E1",
+        path=["E1", "E2", "E3", "E4"],
+        relations=["place of birth", "located in", "capital"],
+        relation_ids=["born_in", "located_in", "capital"],
+        nodes=nodes,
+        distractors=[Branch(2, [lit], ["inception"], ["founded"])],
+        answer_type="location",
     )
 
 

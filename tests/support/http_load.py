@@ -24,8 +24,16 @@ class LoadResult:
         return xs[min(len(xs) - 1, max(0, round(q / 100 * len(xs)) - 1))] if xs else float("nan")
 
 
-def new_connection_load(host: str, port: int, queries: list[str], *, clients: int = 64, requests_per_client: int = 10,
-                        connect_timeout: float = 0.9, read_timeout: float = 30.0) -> LoadResult:
+def new_connection_load(
+    host: str,
+    port: int,
+    queries: list[str],
+    *,
+    clients: int = 64,
+    requests_per_client: int = 10,
+    connect_timeout: float = 0.9,
+    read_timeout: float = 30.0,
+) -> LoadResult:
     """``clients`` threads start together; each sends ``requests_per_client`` ``POST /retrieve``
     requests, every one on a new connection. A connection not accepted within ``connect_timeout``
     seconds (a dropped SYN is retried by the kernel only after 1 s) counts as an error. Stops by

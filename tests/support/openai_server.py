@@ -17,8 +17,15 @@ from typing import Callable
 class OpenAIStubServer:
     """Context manager that serves /v1/chat/completions, /v1/completions and /v1/models."""
 
-    def __init__(self, reply: Callable[[object, dict], str], *, delay: float = 0.0, fail_every: int = 0,
-                 token_ids: Callable[[str], list] | None = None, routes: dict | None = None):
+    def __init__(
+        self,
+        reply: Callable[[object, dict], str],
+        *,
+        delay: float = 0.0,
+        fail_every: int = 0,
+        token_ids: Callable[[str], list] | None = None,
+        routes: dict | None = None,
+    ):
         """``token_ids(text)``, when given, answers requests that carry vLLM's ``return_token_ids``;
         ``routes`` maps extra paths to handlers."""
         self.reply = reply
@@ -77,8 +84,14 @@ class OpenAIStubServer:
                     return self._send(200, {"id": "x", "object": "chat.completion", "choices": [choice]})
                 if self.path == "/v1/completions":
                     text = outer.reply(body.get("prompt"), body)
-                    return self._send(200, {"id": "x", "object": "text_completion",
-                                            "choices": [{"index": 0, "text": text, "finish_reason": "stop"}]})
+                    return self._send(
+                        200,
+                        {
+                            "id": "x",
+                            "object": "text_completion",
+                            "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
+                        },
+                    )
                 self._send(404, {"error": {"message": f"unknown path {self.path}"}})
 
         class Server(ThreadingHTTPServer):

@@ -49,8 +49,7 @@ class TrickleServer:
             self._threads.append(t)
 
     def _trickle(self, conn: socket.socket) -> None:
-        head = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {_BODY_LENGTH}\r\n\r\n"
-                .encode())
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {_BODY_LENGTH}\r\n\r\n".encode()
         with conn:
             conn.settimeout(5)
             try:
@@ -63,7 +62,7 @@ class TrickleServer:
                 for i in range(len(data)):
                     if self._stop.wait(self.interval):
                         return
-                    conn.sendall(data[i:i + 1])
+                    conn.sendall(data[i : i + 1])
             except OSError:
                 return  # the client gave up (what a deadline should make it do)
 

@@ -27,8 +27,13 @@ class QueueTransport:
 
     def init_info(self, world_size: int) -> dict:
         """Same keys as vLLM's NCCL init info."""
-        return {"master_address": "127.0.0.1", "master_port": 0, "rank_offset": 1, "world_size": world_size + 1,
-                "packed": True}
+        return {
+            "master_address": "127.0.0.1",
+            "master_port": 0,
+            "rank_offset": 1,
+            "world_size": world_size + 1,
+            "packed": True,
+        }
 
     def update_info_extra(self) -> dict:
         """Nothing extra per update."""
@@ -53,19 +58,29 @@ class LoopbackVLLMServer:
     (as ``vllm serve`` without ``VLLM_SERVER_DEV_MODE=1``); ``weight_transfer=False`` starts it without
     a weight-transfer engine. ``events`` lists the weight endpoints called, in order."""
 
-    def __init__(self, model, tokenizer, transport: QueueTransport, *, dev_mode: bool = True,
-                 weight_transfer: bool = True, world_size: int = 1) -> None:
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        transport: QueueTransport,
+        *,
+        dev_mode: bool = True,
+        weight_transfer: bool = True,
+        world_size: int = 1,
+    ) -> None:
         self.model = model
         self.gen = TransformersGenerator(model, tokenizer, seed=0)
         self.transport = transport
         self.events: list[str] = []
         self.received: list[tuple[str, str, list]] = []
         self._lock = threading.Lock()
-        routes = {("POST", "/init_weight_transfer_engine"): self._init,
-                  ("POST", "/start_weight_update"): self._mark("start_weight_update"),
-                  ("POST", "/update_weights"): self._update,
-                  ("POST", "/finish_weight_update"): self._mark("finish_weight_update"),
-                  ("POST", "/reset_prefix_cache"): self._mark("reset_prefix_cache")}
+        routes = {
+            ("POST", "/init_weight_transfer_engine"): self._init,
+            ("POST", "/start_weight_update"): self._mark("start_weight_update"),
+            ("POST", "/update_weights"): self._update,
+            ("POST", "/finish_weight_update"): self._mark("finish_weight_update"),
+            ("POST", "/reset_prefix_cache"): self._mark("reset_prefix_cache"),
+        }
         if dev_mode:
             config = {"weight_transfer_config": {"backend": "nccl"} if weight_transfer else None}
             routes[("GET", "/server_info?config_format=json")] = lambda _: (200, {"vllm_config": config})
@@ -78,8 +93,13 @@ class LoopbackVLLMServer:
         return self.http.url[: -len("/v1")]
 
     def _reply(self, prompt, body: dict) -> str:
-        cfg = GenerationConfig(max_new_tokens=body.get("max_tokens", 16), temperature=body.get("temperature", 1.0),
-                               top_p=body.get("top_p", 1.0), stop=tuple(body.get("stop") or ()), seed=body.get("seed"))
+        cfg = GenerationConfig(
+            max_new_tokens=body.get("max_tokens", 16),
+            temperature=body.get("temperature", 1.0),
+            top_p=body.get("top_p", 1.0),
+            stop=tuple(body.get("stop") or ()),
+            seed=body.get("seed"),
+        )
         with self._lock:
             return self.gen.generate([prompt], cfg)[0]
 
@@ -87,6 +107,7 @@ class LoopbackVLLMServer:
         def handler(body):
             self.events.append(name)
             return 200, {"success": True}
+
         return handler
 
     def _init(self, body: dict):

@@ -16,8 +16,15 @@ from searchgym.construction.record import Branch, Subgraph, SubgraphNode
 from searchgym.envs.types import SearchCall, Task, Trajectory, Turn
 
 
-def chain_subgraph(titles: Sequence[str], *, aliases: Optional[dict] = None, sid: str = "sg", forward=None,
-                   distractors: Sequence[Branch] = (), extra_nodes: Sequence[str] = ()) -> Subgraph:
+def chain_subgraph(
+    titles: Sequence[str],
+    *,
+    aliases: Optional[dict] = None,
+    sid: str = "sg",
+    forward=None,
+    distractors: Sequence[Branch] = (),
+    extra_nodes: Sequence[str] = (),
+) -> Subgraph:
     """A path subgraph over ``titles`` (node ids n0…nK, last = answer), with optional distractors."""
     aliases = aliases or {}
     ids = [f"n{i}" for i in range(len(titles))]
@@ -25,21 +32,57 @@ def chain_subgraph(titles: Sequence[str], *, aliases: Optional[dict] = None, sid
     for j, t in enumerate(extra_nodes):
         nodes[f"x{j}"] = SubgraphNode(f"x{j}", t, tuple(aliases.get(t, ())))
     rels = [f"r{i}" for i in range(len(titles) - 1)]
-    return Subgraph(id=sid, seed=ids[0], path=ids, relations=rels, relation_ids=rels, nodes=nodes,
-                    distractors=list(distractors), forward=list(forward) if forward else [])
+    return Subgraph(
+        id=sid,
+        seed=ids[0],
+        path=ids,
+        relations=rels,
+        relation_ids=rels,
+        nodes=nodes,
+        distractors=list(distractors),
+        forward=list(forward) if forward else [],
+    )
 
 
-def make_task(tid: str = "t1", *, waypoints: Sequence[str] = (), answers: Sequence[str] = ("Bern",),
-              subgraph: Optional[Subgraph] = None, gold_titles: Sequence[str] = (), evidence=None, hops=None) -> Task:
+def make_task(
+    tid: str = "t1",
+    *,
+    waypoints: Sequence[str] = (),
+    answers: Sequence[str] = ("Bern",),
+    subgraph: Optional[Subgraph] = None,
+    gold_titles: Sequence[str] = (),
+    evidence=None,
+    hops=None,
+) -> Task:
     """A Task with the given fields (``hops`` goes to metadata when there is no subgraph)."""
     meta = {"hops": hops} if hops is not None else {}
-    return Task(id=tid, question=f"question {tid}?", answers=list(answers), subgraph=subgraph,
-                waypoints=list(waypoints), gold_titles=list(gold_titles), evidence=evidence, metadata=meta)
+    return Task(
+        id=tid,
+        question=f"question {tid}?",
+        answers=list(answers),
+        subgraph=subgraph,
+        waypoints=list(waypoints),
+        gold_titles=list(gold_titles),
+        evidence=evidence,
+        metadata=meta,
+    )
 
 
-def make_traj(task: Task, thinks: Sequence[str] = (), infos: Sequence[str] = (), *, answer: Optional[str] = "x",
-              correct: bool = False, valid: bool = True, role: str = "solver", titles: Sequence[Sequence[str]] = (),
-              searches_per_turn: Optional[Sequence[int]] = None, question=None, evidence=None, actions=None) -> Trajectory:
+def make_traj(
+    task: Task,
+    thinks: Sequence[str] = (),
+    infos: Sequence[str] = (),
+    *,
+    answer: Optional[str] = "x",
+    correct: bool = False,
+    valid: bool = True,
+    role: str = "solver",
+    titles: Sequence[Sequence[str]] = (),
+    searches_per_turn: Optional[Sequence[int]] = None,
+    question=None,
+    evidence=None,
+    actions=None,
+) -> Trajectory:
     """A finished trajectory: turn i has think ``thinks[i]`` and information ``infos[i]``.
 
     A turn with information issues one search (retrieving ``titles[i]``) unless
@@ -55,8 +98,18 @@ def make_traj(task: Task, thinks: Sequence[str] = (), infos: Sequence[str] = (),
         think = thinks[i] if i < len(thinks) else ""
         action = actions[i] if actions is not None else f"<think>{think}</think>"
         turns.append(Turn(index=i, action=action, think=think, searches=searches, information=info))
-    return Trajectory(role=role, task=task, prompt="p", turns=turns, answer=answer, correct=correct, valid=valid,
-                      question=question, evidence=evidence, terminated=True)
+    return Trajectory(
+        role=role,
+        task=task,
+        prompt="p",
+        turns=turns,
+        answer=answer,
+        correct=correct,
+        valid=valid,
+        question=question,
+        evidence=evidence,
+        terminated=True,
+    )
 
 
 class EventEnv(gym.Env):
@@ -90,12 +143,21 @@ class EventEnv(gym.Env):
         events = []
         for slot, t in enumerate(self.solvers):
             c = float(bool(t.correct))
-            events.append({"role": "solver", "slot": slot, "reward": c, "components": {"correct": int(c)}, "trajectory": t})
+            events.append(
+                {"role": "solver", "slot": slot, "reward": c, "components": {"correct": int(c)}, "trajectory": t}
+            )
         if self.proposer is not None:
             valid = bool(self.proposer.valid)
             rp = 1.0 - sum(bool(t.correct) for t in self.solvers) / len(self.solvers) if valid else 0.0
-            events.append({"role": "proposer", "slot": 0, "reward": rp, "components": {"valid": int(valid)},
-                           "trajectory": self.proposer})
+            events.append(
+                {
+                    "role": "proposer",
+                    "slot": 0,
+                    "reward": rp,
+                    "components": {"valid": int(valid)},
+                    "trajectory": self.proposer,
+                }
+            )
         info = {**self._base_info(), "rewards": events}
         if self.single:
             info["reward_components"] = dict(events[0]["components"])
@@ -132,7 +194,9 @@ class TurnEnv(gym.Env):
         if done:
             live.answer, live.correct, live.terminated = s.answer, s.correct, True
             c = float(bool(s.correct))
-            info["rewards"] = [{"role": "solver", "slot": 0, "reward": c, "components": {"correct": int(c)}, "trajectory": live}]
+            info["rewards"] = [
+                {"role": "solver", "slot": 0, "reward": c, "components": {"correct": int(c)}, "trajectory": live}
+            ]
             info["reward_components"] = {"correct": int(c)}
             return "end", c, True, False, info
         return "info", 0.0, False, False, info
@@ -167,8 +231,10 @@ class SlotMix:
             return self.proposer.act(obs, info)
         if not isinstance(obs, dict):
             return self.solvers[0].turn(info["trajectory"], 0)
-        return tuple(self.solvers[i % len(self.solvers)].turn(t, i) if a and t is not None else ""
-                     for i, (t, a) in enumerate(zip(info["trajectories"], obs["active"])))
+        return tuple(
+            self.solvers[i % len(self.solvers)].turn(t, i) if a and t is not None else ""
+            for i, (t, a) in enumerate(zip(info["trajectories"], obs["active"]))
+        )
 
 
 def play(env, agent, seed):

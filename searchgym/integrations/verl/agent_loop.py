@@ -35,14 +35,20 @@ from uuid import uuid4
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
+from ...errors import InvalidArgumentError, SearchGymRuntimeError
 from .data import task_options
 from .environments import EnvSpec, cached_env
 from .episode import GameEpisode, GenerationFailed, TokenStream, play_selfplay_game, play_solver_episode
-from ...errors import InvalidArgumentError, SearchGymRuntimeError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SearchGymSolverLoop", "SearchGymSelfPlayLoop", "SearchGymProposerLoop", "FAILED_ROLLOUTS", "VERL_VERSION_READ"]
+__all__ = [
+    "SearchGymSolverLoop",
+    "SearchGymSelfPlayLoop",
+    "SearchGymProposerLoop",
+    "FAILED_ROLLOUTS",
+    "VERL_VERSION_READ",
+]
 
 #: The verl release these loops were written and tested against.
 VERL_VERSION_READ = "0.9.1"
@@ -57,8 +63,16 @@ class _SearchGymLoop(AgentLoopBase):
 
     loop_name = "searchgym"
 
-    def __init__(self, *args, env_id: str = "KGSolver-v0", rewards: Any = (), env_kwargs: Optional[dict] = None,
-                 stop: Optional[list] = None, on_generate_error: str = "mark", **kwargs) -> None:
+    def __init__(
+        self,
+        *args,
+        env_id: str = "KGSolver-v0",
+        rewards: Any = (),
+        env_kwargs: Optional[dict] = None,
+        stop: Optional[list] = None,
+        on_generate_error: str = "mark",
+        **kwargs,
+    ) -> None:
         super().__init__(*args, **kwargs)
         if isinstance(env_kwargs, DictConfig):  # from verl's agent-loop YAML, via hydra
             env_kwargs = OmegaConf.to_container(env_kwargs, resolve=True)
@@ -81,8 +95,9 @@ class _SearchGymLoop(AgentLoopBase):
 
         async def generate(prompt_ids: list[int], max_tokens: int, rollout_id: str):
             params = dict(base, max_tokens=min(int(base.get("max_tokens", max_tokens)), max_tokens))
-            out = await self.server_manager.generate(request_id=rollout_id, prompt_ids=prompt_ids,
-                                                     sampling_params=params, priority=priority)
+            out = await self.server_manager.generate(
+                request_id=rollout_id, prompt_ids=prompt_ids, sampling_params=params, priority=priority
+            )
             return out.token_ids, out.log_probs
 
         return generate
@@ -96,10 +111,13 @@ class _SearchGymLoop(AgentLoopBase):
         n = self.response_length
         info = {k: float(v) for k, v in stream.components.items() if isinstance(v, (int, float))}
         return AgentLoopOutput(
-            prompt_ids=stream.prompt_ids, response_ids=stream.response_ids[:n], response_mask=stream.response_mask[:n],
+            prompt_ids=stream.prompt_ids,
+            response_ids=stream.response_ids[:n],
+            response_mask=stream.response_mask[:n],
             response_logprobs=stream.response_logprobs[:n] if stream.logprobs_complete else None,
             reward_score=float(stream.reward),
-            num_turns=2 * stream.turns, metrics=AgentLoopMetrics(**metrics),
+            num_turns=2 * stream.turns,
+            metrics=AgentLoopMetrics(**metrics),
             extra_fields={"reward_extra_info": info, "searchgym_failed": 0, "searchgym_cut": int(stream.cut), **extra},
         )
 
@@ -108,16 +126,27 @@ class _SearchGymLoop(AgentLoopBase):
         if self.on_generate_error == "raise":
             raise error
         FAILED_ROLLOUTS[self.loop_name] = FAILED_ROLLOUTS.get(self.loop_name, 0) + 1
-        logger.warning("%s rollout failed and is masked out (%d so far in this process): %s",
-                       self.loop_name, FAILED_ROLLOUTS[self.loop_name], error)
+        logger.warning(
+            "%s rollout failed and is masked out (%d so far in this process): %s",
+            self.loop_name,
+            FAILED_ROLLOUTS[self.loop_name],
+            error,
+        )
         stream = error.stream
         ids = stream.response_ids[: self.response_length] or [self.tokenizer.pad_token_id or 0]  # verl needs >= 1
         return AgentLoopOutput(
-            prompt_ids=stream.prompt_ids, response_ids=ids, response_mask=[0] * len(ids), reward_score=0.0,
+            prompt_ids=stream.prompt_ids,
+            response_ids=ids,
+            response_mask=[0] * len(ids),
+            reward_score=0.0,
             num_turns=2 * stream.turns,
             metrics=AgentLoopMetrics(),
-            extra_fields={"reward_extra_info": {}, "searchgym_failed": 1, "searchgym_cut": 0,
-                          "searchgym_error": str(error)},
+            extra_fields={
+                "reward_extra_info": {},
+                "searchgym_failed": 1,
+                "searchgym_cut": 0,
+                "searchgym_error": str(error),
+            },
         )
 
 
@@ -130,13 +159,20 @@ class SearchGymSolverLoop(_SearchGymLoop):
     async def run(self, sampling_params: dict[str, Any], priority: int = 0, **kwargs) -> AgentLoopOutput:
         """Play the row's task; see the module docstring."""
         if self.spec.env_id != "KGSolver-v0":
-            raise InvalidArgumentError(f"searchgym_solver plays KGSolver-v0, not {self.spec.env_id}; "
-                             "use searchgym_selfplay for KGSelfPlay-v0")
+            raise InvalidArgumentError(
+                f"searchgym_solver plays KGSolver-v0, not {self.spec.env_id}; use searchgym_selfplay for KGSelfPlay-v0"
+            )
         seed, options = self._options(kwargs)
         env = cached_env(self.spec)
         try:
-            episode = await play_solver_episode(env, self._generator(sampling_params, int(priority)), self.tokenizer,
-                                                response_length=self.response_length, seed=seed, options=options)
+            episode = await play_solver_episode(
+                env,
+                self._generator(sampling_params, int(priority)),
+                self.tokenizer,
+                response_length=self.response_length,
+                seed=seed,
+                options=options,
+            )
         except GenerationFailed as exc:
             return self._failed(exc)
         return self._output(episode.stream, {}, {})
@@ -171,15 +207,26 @@ class SearchGymProposerLoop(_SearchGymLoop):
         """Play one game on the row's subgraph and return the Proposer's rollout."""
         seed, options = _selfplay_options(self._options(kwargs))
         try:
-            game = await play_selfplay_game(cached_env(self.spec), self._generator(sampling_params, int(priority)),
-                                            self.tokenizer, response_length=self.response_length, seed=seed,
-                                            options=options)
+            game = await play_selfplay_game(
+                cached_env(self.spec),
+                self._generator(sampling_params, int(priority)),
+                self.tokenizer,
+                response_length=self.response_length,
+                seed=seed,
+                options=options,
+            )
         except GenerationFailed as exc:
             return self._failed(exc)
         solve = sum(s.reward for s in game.solvers) / max(len(game.solvers), 1)
-        return self._output(game.proposer, {}, {
-            "searchgym_valid_question": float(bool((game.validation or {}).get("valid"))),
-            "searchgym_solve_rate": float(solve), "searchgym_replay": str(game.replay)})
+        return self._output(
+            game.proposer,
+            {},
+            {
+                "searchgym_valid_question": float(bool((game.validation or {}).get("valid"))),
+                "searchgym_solve_rate": float(solve),
+                "searchgym_replay": str(game.replay),
+            },
+        )
 
 
 def _selfplay_options(seed_options: tuple[Optional[int], dict]) -> tuple[Optional[int], dict]:
@@ -215,8 +262,10 @@ class SearchGymSelfPlayLoop(_SearchGymLoop):
         group = int(self.spec.env_kwargs.get("group_size", 5))
         n = int(self.rollout_config.get("n", group))
         if n != group:
-            raise InvalidArgumentError(f"actor_rollout_ref.rollout.n={n} must equal the game's group_size={group}: "
-                             "each sample of a group plays one Solver slot")
+            raise InvalidArgumentError(
+                f"actor_rollout_ref.rollout.n={n} must equal the game's group_size={group}: "
+                "each sample of a group plays one Solver slot"
+            )
         self.group_size = group
 
     async def run(self, sampling_params: dict[str, Any], priority: int = 0, **kwargs) -> AgentLoopOutput:
@@ -226,9 +275,16 @@ class SearchGymSelfPlayLoop(_SearchGymLoop):
         if game.task is None:
             seed, options = _selfplay_options(self._options(kwargs))
             env = cached_env(self.spec)
-            game.task = asyncio.ensure_future(play_selfplay_game(
-                env, self._generator(sampling_params, int(priority)), self.tokenizer,
-                response_length=self.response_length, seed=seed, options=options))
+            game.task = asyncio.ensure_future(
+                play_selfplay_game(
+                    env,
+                    self._generator(sampling_params, int(priority)),
+                    self.tokenizer,
+                    response_length=self.response_length,
+                    seed=seed,
+                    options=options,
+                )
+            )
         slot = game.claimed
         game.claimed += 1
         if game.claimed >= self.group_size:
@@ -241,12 +297,16 @@ class SearchGymSelfPlayLoop(_SearchGymLoop):
             if self._games.get(key) is game:  # fewer samples than slots (validation's val_kwargs.n): release it
                 del self._games[key]
         if slot >= len(episode.solvers):
-            raise SearchGymRuntimeError(f"game {key} has {len(episode.solvers)} Solver slots but sample {slot + 1} joined it")
+            raise SearchGymRuntimeError(
+                f"game {key} has {len(episode.solvers)} Solver slots but sample {slot + 1} joined it"
+            )
         p = episode.proposer
         extra = {
             "searchgym_slot": slot,
-            "searchgym_proposer_prompt_ids": p.prompt_ids, "searchgym_proposer_response_ids": p.response_ids,
-            "searchgym_proposer_response_mask": p.response_mask, "searchgym_proposer_reward": float(p.reward),
+            "searchgym_proposer_prompt_ids": p.prompt_ids,
+            "searchgym_proposer_response_ids": p.response_ids,
+            "searchgym_proposer_response_mask": p.response_mask,
+            "searchgym_proposer_reward": float(p.reward),
             "searchgym_valid_question": float(bool((episode.validation or {}).get("valid"))),
         }
         return self._output(episode.solvers[slot], {}, extra)

@@ -13,16 +13,22 @@ import logging
 from pathlib import Path
 from typing import Optional, Sequence
 
-from .environments import EnvSpec, make_env
 from ...errors import InvalidArgumentError, SearchGymRuntimeError
+from .environments import EnvSpec, make_env
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["dataset_rows", "write_dataset", "task_options"]
 
 
-def dataset_rows(spec: EnvSpec, n: int, *, agent_names: Sequence[str] = ("searchgym_solver",), seed: int = 0,
-                 rewards: Optional[str] = None) -> list[dict]:
+def dataset_rows(
+    spec: EnvSpec,
+    n: int,
+    *,
+    agent_names: Sequence[str] = ("searchgym_solver",),
+    seed: int = 0,
+    rewards: Optional[str] = None,
+) -> list[dict]:
     """Rows over the env's first ``n`` tasks in order (task ``i`` for a Solver env, subgraph ``i``
     for self-play), one row per task and agent loop name (self-play: ``searchgym_proposer`` and
     ``searchgym_selfplay`` rows train both roles)."""
@@ -37,12 +43,16 @@ def dataset_rows(spec: EnvSpec, n: int, *, agent_names: Sequence[str] = ("search
         sg = {"task": json.dumps(task.to_dict()), "index": i, "seed": seed + i}
         if rewards:
             sg["rewards"] = rewards
-        rows += [{
-            "data_source": "searchgym", "agent_name": name,
-            "prompt": [{"role": "user", "content": prompt}],
-            "reward_model": {"style": "rule", "ground_truth": list(task.answers)},
-            "extra_info": {"searchgym": sg},
-        } for name in agent_names]
+        rows += [
+            {
+                "data_source": "searchgym",
+                "agent_name": name,
+                "prompt": [{"role": "user", "content": prompt}],
+                "reward_model": {"style": "rule", "ground_truth": list(task.answers)},
+                "extra_info": {"searchgym": sg},
+            }
+            for name in agent_names
+        ]
     return rows
 
 

@@ -17,6 +17,7 @@ import gymnasium as gym
 
 from searchgym.envs.registration import ENV_IDS, register_envs
 from searchgym.wrappers.registry import reward_plan, wrap_rewards
+
 from ...errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
@@ -40,8 +41,9 @@ class EnvSpec:
         if self.env_id not in ENV_IDS:
             raise InvalidArgumentError(f"unknown env id {self.env_id!r}; searchgym registers {', '.join(ENV_IDS)}")
         if self.env_id not in TEXT_ENV_IDS:
-            raise InvalidArgumentError(f"env {self.env_id!r} cannot be played by a verl agent loop; use one of "
-                             f"{', '.join(TEXT_ENV_IDS)}")
+            raise InvalidArgumentError(
+                f"env {self.env_id!r} cannot be played by a verl agent loop; use one of {', '.join(TEXT_ENV_IDS)}"
+            )
         object.__setattr__(self, "rewards", tuple(self.rewards))
         if self.rewards:
             reward_plan(self.rewards)  # registered names (or 'package.module:Wrapper'), a valid stack
@@ -53,7 +55,9 @@ class EnvSpec:
         cfg = dict(cfg or {})
         unknown = set(cfg) - {"env_id", "rewards", "env_kwargs"}
         if unknown:
-            raise InvalidArgumentError(f"unknown searchgym env settings {sorted(unknown)}; use env_id, rewards, env_kwargs")
+            raise InvalidArgumentError(
+                f"unknown searchgym env settings {sorted(unknown)}; use env_id, rewards, env_kwargs"
+            )
         rewards = cfg.get("rewards") or ()
         if isinstance(rewards, str):
             rewards = tuple(r.strip() for r in rewards.split(",") if r.strip())
@@ -94,4 +98,3 @@ def cached_env(spec: EnvSpec, clone: bool = True):
         base.replay = proto_base.replay
         base.validation.recent = proto_base.validation.recent
     return env
-

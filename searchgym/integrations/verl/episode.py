@@ -24,12 +24,20 @@ from typing import Any, Awaitable, Callable, Optional, Sequence
 from uuid import uuid4
 
 from searchgym.agents.sequences import render_prompt
+
 from ...errors import SearchGymError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Generator", "TokenStream", "GenerationFailed", "SolverEpisode", "GameEpisode",
-           "play_solver_episode", "play_selfplay_game"]
+__all__ = [
+    "Generator",
+    "TokenStream",
+    "GenerationFailed",
+    "SolverEpisode",
+    "GameEpisode",
+    "play_solver_episode",
+    "play_selfplay_game",
+]
 
 #: ``async (prompt_ids, max_tokens, rollout_id) -> (token_ids, log_probs or None)``; ``rollout_id`` is
 #: the same for every turn of one rollout (verl's sticky sessions keep its prefix cache on one server).
@@ -73,7 +81,7 @@ class TokenStream:
         """Append env-inserted ids (mask 0), cut to the response budget (then the stream is cut)."""
         room = budget - len(self.response_ids)
         if len(ids) > room:
-            ids, self.cut = list(ids)[:max(room, 0)], True
+            ids, self.cut = list(ids)[: max(room, 0)], True
         self.response_ids += list(ids)
         self.response_mask += [0] * len(ids)
         self.response_logprobs += [0.0] * len(ids)
@@ -114,8 +122,9 @@ async def _turn(stream: TokenStream, generate: Generator, tokenizer, budget: int
     try:
         ids, logprobs = await generate(stream.prompt_ids + stream.response_ids, room, stream.rollout_id)
     except Exception as exc:  # noqa: BLE001 - re-raised as GenerationFailed with the cause
-        raise GenerationFailed(f"the generator failed mid-rollout after {stream.turns} turns: "
-                               f"{type(exc).__name__}: {exc}", stream) from exc
+        raise GenerationFailed(
+            f"the generator failed mid-rollout after {stream.turns} turns: {type(exc).__name__}: {exc}", stream
+        ) from exc
     ids = list(ids)[:room]
     stream.add_sampled(ids, None if logprobs is None else list(logprobs)[:room])
     return tokenizer.decode(ids, skip_special_tokens=True)
@@ -130,8 +139,15 @@ def _apply_events(streams: dict[tuple[str, int], TokenStream], events: Sequence[
             stream.components.update(ev.get("components") or {})
 
 
-async def play_solver_episode(env, generate: Generator, tokenizer, *, response_length: int,
-                              seed: Optional[int] = None, options: Optional[dict] = None) -> SolverEpisode:
+async def play_solver_episode(
+    env,
+    generate: Generator,
+    tokenizer,
+    *,
+    response_length: int,
+    seed: Optional[int] = None,
+    options: Optional[dict] = None,
+) -> SolverEpisode:
     """Play one rollout of a single-rollout env (``KGSolver-v0``, possibly reward-wrapped)."""
     obs, info = env.reset(seed=seed, options=options)
     stream = TokenStream(_prompt_ids(tokenizer, obs))
@@ -152,8 +168,15 @@ async def play_solver_episode(env, generate: Generator, tokenizer, *, response_l
     return SolverEpisode(stream, info)
 
 
-async def play_selfplay_game(env, generate: Generator, tokenizer, *, response_length: int,
-                             seed: Optional[int] = None, options: Optional[dict] = None) -> GameEpisode:
+async def play_selfplay_game(
+    env,
+    generate: Generator,
+    tokenizer,
+    *,
+    response_length: int,
+    seed: Optional[int] = None,
+    options: Optional[dict] = None,
+) -> GameEpisode:
     """Play one ``KGSelfPlay-v0`` game: the Proposer's turns, verification, then the G Solvers,
     whose turns are generated concurrently (one ``generate`` call per active slot per step)."""
     obs, info = env.reset(seed=seed, options=options)
@@ -175,9 +198,9 @@ async def play_selfplay_game(env, generate: Generator, tokenizer, *, response_le
     streams.update({("solver", i): s for i, s in enumerate(solvers)})
     while not done:
         active = [bool(a) for a in obs["active"]]
-        texts = await asyncio.gather(*[
-            _turn(s, generate, tokenizer, response_length) if active[i] else _none() for i, s in enumerate(solvers)
-        ])
+        texts = await asyncio.gather(
+            *[_turn(s, generate, tokenizer, response_length) if active[i] else _none() for i, s in enumerate(solvers)]
+        )
         obs, _, terminated, truncated, info = env.step(tuple(t or "" for t in texts))
         _apply_events(streams, info["rewards"])
         done = terminated or truncated

@@ -22,9 +22,9 @@ from typing import Any, Optional
 
 from searchgym.envs.types import Task
 
+from ...errors import InvalidArgumentError
 from .data import task_options
 from .environments import EnvSpec, cached_env
-from ...errors import InvalidArgumentError
 
 __all__ = ["compute_score", "split_turns"]
 
@@ -62,13 +62,15 @@ def _task(ground_truth: Any, extra: dict) -> Task:
     return Task(id="verl", question=str(extra.get("question", "")), answers=answers, source="verl")
 
 
-def compute_score(data_source: str, solution_str: str, ground_truth: Any,
-                  extra_info: Optional[dict] = None, **_: Any) -> dict:
+def compute_score(
+    data_source: str, solution_str: str, ground_truth: Any, extra_info: Optional[dict] = None, **_: Any
+) -> dict:
     """searchgym's reward for one decoded verl response: ``{"score": float, **components, "turns": n}``."""
     extra = dict((extra_info or {}).get("searchgym") or {})
     task = _task(ground_truth, extra)
-    spec = EnvSpec.from_config({"env_id": "KGSolver-v0", "rewards": extra.get("rewards"),
-                                "env_kwargs": extra.get("env_kwargs")})
+    spec = EnvSpec.from_config(
+        {"env_id": "KGSolver-v0", "rewards": extra.get("rewards"), "env_kwargs": extra.get("env_kwargs")}
+    )
     env = cached_env(spec)
     env.reset(options={"task": task})
     turns = split_turns(solution_str)
@@ -83,7 +85,7 @@ def compute_score(data_source: str, solution_str: str, ground_truth: Any,
     if not done:  # the response stopped before an answer: the env never ended the rollout
         return {"score": 0.0, "outcome": 0.0, "unfinished": 1.0, "turns": float(len(turns))}
     score = float(sum(ev["reward"] for ev in events))
-    components = {k: float(v) for ev in events for k, v in (ev.get("components") or {}).items()
-                  if isinstance(v, (int, float))}
+    components = {
+        k: float(v) for ev in events for k, v in (ev.get("components") or {}).items() if isinstance(v, (int, float))
+    }
     return {"score": score, **components, "unfinished": 0.0, "turns": float(len(turns))}
-

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
 from ...errors import InvalidArgumentError, SearchGymRuntimeError
 
 __all__ = ["add_loader_arguments", "build_wikidata", "build_wikidata5m", "build_flashrag", "build_atlas_source"]
@@ -18,19 +19,30 @@ __all__ = ["add_loader_arguments", "build_wikidata", "build_wikidata5m", "build_
 def add_loader_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of the real-data sources on ``world build``."""
     g = parser.add_argument_group("real-data sources (wikidata, wikidata5m, flashrag, atlas)")
-    g.add_argument("--corpus", metavar="JSONL", help="Search-R1/FlashRAG corpus to attach and link by title "
-                   "(wikidata, wikidata5m)")
+    g.add_argument(
+        "--corpus", metavar="JSONL", help="Search-R1/FlashRAG corpus to attach and link by title (wikidata, wikidata5m)"
+    )
     g.add_argument("--max-entities", type=int, metavar="N", help="wikidata: stop after N items")
-    g.add_argument("--on-error", choices=("skip", "raise"), default="skip",
-                   help="malformed input lines: skip and count them (default) or stop with file:line")
+    g.add_argument(
+        "--on-error",
+        choices=("skip", "raise"),
+        default="skip",
+        help="malformed input lines: skip and count them (default) or stop with file:line",
+    )
     g.add_argument("--max-cities", type=int, metavar="N", help="atlas: keep the N most populous cities (default 3000)")
-    g.add_argument("--no-wiki-summaries", dest="wiki_summaries", action="store_false",
-                   help="atlas: leave out the CC BY-SA Wikipedia summaries")
+    g.add_argument(
+        "--no-wiki-summaries",
+        dest="wiki_summaries",
+        action="store_false",
+        help="atlas: leave out the CC BY-SA Wikipedia summaries",
+    )
 
 
 def _reject_size_args(args: argparse.Namespace, source: str) -> None:
     if getattr(args, "entities", None) is not None or getattr(args, "scale", None) is not None:
-        raise InvalidArgumentError(f"--entities/--scale size the synthetic world only; --source {source} reads its size from the input")
+        raise InvalidArgumentError(
+            f"--entities/--scale size the synthetic world only; --source {source} reads its size from the input"
+        )
 
 
 def _input(args: argparse.Namespace, source: str, what: str) -> Path:
@@ -54,8 +66,13 @@ def build_wikidata(args: argparse.Namespace):
     from .wikidata import load_wikidata_dump
 
     path = _input(args, "wikidata", "DUMP (latest-all.json[.gz|.bz2])")
-    return load_wikidata_dump(path, max_entities=getattr(args, "max_entities", None), corpus=getattr(args, "corpus", None),
-                              on_error=args.on_error, progress=args.progress)
+    return load_wikidata_dump(
+        path,
+        max_entities=getattr(args, "max_entities", None),
+        corpus=getattr(args, "corpus", None),
+        on_error=args.on_error,
+        progress=args.progress,
+    )
 
 
 def build_wikidata5m(args: argparse.Namespace):
@@ -85,7 +102,10 @@ def build_atlas_source(args: argparse.Namespace):
         raise InvalidArgumentError("--source atlas is built from installed packages; drop --input")
     max_cities = getattr(args, "max_cities", None)
     try:
-        return build_atlas(include_wiki_summaries=getattr(args, "wiki_summaries", True),
-                           max_cities=DEFAULT_MAX_CITIES if max_cities is None else max_cities, seed=args.seed)
+        return build_atlas(
+            include_wiki_summaries=getattr(args, "wiki_summaries", True),
+            max_cities=DEFAULT_MAX_CITIES if max_cities is None else max_cities,
+            seed=args.seed,
+        )
     except ImportError as exc:  # the CLI reports RuntimeErrors as one clean line
         raise SearchGymRuntimeError(str(exc)) from exc

@@ -22,13 +22,21 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Iterator
+
 from ...errors import InvalidArgumentError, MissingFileError, SearchGymError
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "LoaderError", "LoadReport", "open_text", "iter_lines", "check_on_error", "resolve_file", "sniff_format",
-    "COMPRESSED_SUFFIXES", "MAX_MALFORMED_SHARE",
+    "LoaderError",
+    "LoadReport",
+    "open_text",
+    "iter_lines",
+    "check_on_error",
+    "resolve_file",
+    "sniff_format",
+    "COMPRESSED_SUFFIXES",
+    "MAX_MALFORMED_SHARE",
 ]
 
 _CODECS = {".gz": gzip, ".bz2": bz2, ".xz": lzma}  # suffix → module whose open() (de)compresses
@@ -42,7 +50,7 @@ _SNIFF_LINES = 20
 #: what each loader source reads, for messages
 SOURCE_FORMATS = {
     "wikidata": "a Wikidata JSON dump (latest-all.json[.gz]: '[', one entity object per line, ']')",
-    "flashrag": "a Search-R1/FlashRAG corpus JSONL ({\"id\", \"contents\"} or {\"id\", \"title\", \"text\"} per line)",
+    "flashrag": 'a Search-R1/FlashRAG corpus JSONL ({"id", "contents"} or {"id", "title", "text"} per line)',
     "wikidata5m": "Wikidata5M tab-separated files (Q-id<TAB>alias..., head<TAB>relation<TAB>tail)",
 }
 
@@ -107,8 +115,12 @@ class LoadReport:
         attach the report to ``world.metadata`` with ``source`` and ``path``."""
         for reason, n in dropped.items():
             self.drop(reason, n)
-        self.counts.update(entities=world.num_entities, relations=world.num_relations, triples=world.num_triples,
-                           documents=world.num_documents)
+        self.counts.update(
+            entities=world.num_entities,
+            relations=world.num_relations,
+            triples=world.num_triples,
+            documents=world.num_documents,
+        )
         world.metadata.update(source=self.source, path=str(path), load_report=self.as_dict())
 
     def summary(self) -> str:
@@ -118,8 +130,11 @@ class LoadReport:
         if self.malformed:
             line += " (" + ", ".join(f"{k}: {v:,}" for k, v in self.malformed.most_common()) + ")"
         if self.dropped:
-            line += f"; dropped {sum(self.dropped.values()):,} (" + ", ".join(
-                f"{k}: {v:,}" for k, v in self.dropped.most_common()) + ")"
+            line += (
+                f"; dropped {sum(self.dropped.values()):,} ("
+                + ", ".join(f"{k}: {v:,}" for k, v in self.dropped.most_common())
+                + ")"
+            )
         return line
 
     def check_usable(self, path: str | os.PathLike, kept: int, what: str) -> None:
@@ -135,8 +150,11 @@ class LoadReport:
         if kept > 0 and self.num_malformed <= MAX_MALFORMED_SHARE * self.lines:
             return
         looks_like, source = sniff_format(path)
-        hint = (f"use --source {source}" if source and source != self.source
-                else f"check the file; --source {self.source} expects {expected}")
+        hint = (
+            f"use --source {source}"
+            if source and source != self.source
+            else f"check the file; --source {self.source} expects {expected}"
+        )
         raise LoaderError(
             f"{path}: {self.num_malformed:,} of {self.lines:,} lines could not be read and {kept:,} {what} were kept, "
             f"so no world was built. The file looks like {looks_like}: {hint}. ({self.summary()})"
@@ -226,7 +244,9 @@ def iter_lines(
                     last = pos
                 yield n, line.rstrip("\r\n")
         except (OSError, EOFError, lzma.LZMAError) as exc:
-            raise LoaderError(f"{p}: cannot read ({exc}); the file may be truncated or not really {p.suffix or 'text'}") from exc
+            raise LoaderError(
+                f"{p}: cannot read ({exc}); the file may be truncated or not really {p.suffix or 'text'}"
+            ) from exc
         finally:
             if bar is not None:
                 bar.update(max(0, p.stat().st_size - last))

@@ -32,15 +32,21 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from ...errors import InvalidArgumentError
 from ..world import World, WorldBuilder, normalize_name
 from .common import LoaderError, LoadReport, check_on_error, iter_lines, open_text
-from ...errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "FlashRAGCorpus", "parse_contents", "format_contents", "read_flashrag_corpus", "link_to_world",
-    "load_flashrag_corpus", "save_flashrag_corpus", "with_documents",
+    "FlashRAGCorpus",
+    "parse_contents",
+    "format_contents",
+    "read_flashrag_corpus",
+    "link_to_world",
+    "load_flashrag_corpus",
+    "save_flashrag_corpus",
+    "with_documents",
 ]
 
 LINK_BY = ("title", "name")
@@ -243,14 +249,24 @@ def with_documents(
     doc_texts += list(texts)
     doc_ent += [world.entity_index(e) if e is not None else -1 for e in entities]
     if len(set(doc_ids)) != len(doc_ids):
-        raise InvalidArgumentError("duplicate document ids between the world's corpus and the new documents; use mode='replace'")
+        raise InvalidArgumentError(
+            "duplicate document ids between the world's corpus and the new documents; use mode='replace'"
+        )
     return World(
         name=name or world.name,
-        entity_ids=[e.id for e in ents], titles=[e.title for e in ents], aliases=[e.aliases for e in ents],
-        descriptions=[e.description for e in ents], types=[e.type for e in ents],
-        relation_ids=[r.id for r in rels], relation_labels=[r.label for r in rels],
-        literal_values=[lit.value for lit in lits], literal_kinds=[lit.kind for lit in lits],  # type: ignore[union-attr]
-        triples=triples, doc_ids=doc_ids, doc_titles=doc_titles, doc_texts=doc_texts,
+        entity_ids=[e.id for e in ents],
+        titles=[e.title for e in ents],
+        aliases=[e.aliases for e in ents],
+        descriptions=[e.description for e in ents],
+        types=[e.type for e in ents],
+        relation_ids=[r.id for r in rels],
+        relation_labels=[r.label for r in rels],
+        literal_values=[lit.value for lit in lits],
+        literal_kinds=[lit.kind for lit in lits],  # type: ignore[union-attr]
+        triples=triples,
+        doc_ids=doc_ids,
+        doc_titles=doc_titles,
+        doc_texts=doc_texts,
         doc_entities=np.asarray(doc_ent, dtype=np.int64),
         metadata={**world.metadata, **(metadata or {})},
     )

@@ -53,20 +53,49 @@ import re
 from pathlib import Path
 from typing import Iterable
 
+from ...errors import InvalidArgumentError, SearchGymError
 from ..model import Literal
 from ..world import World, WorldBuilder
 from .common import LoadReport, check_on_error, iter_lines
-from .wikidata_tables import DEFAULT_BLOCKED_DATATYPES, DEFAULT_BLOCKLIST, PROPERTY_LABELS, UNIT_LABELS, type_from_classes
-from ...errors import InvalidArgumentError, SearchGymError
+from .wikidata_tables import (
+    DEFAULT_BLOCKED_DATATYPES,
+    DEFAULT_BLOCKLIST,
+    PROPERTY_LABELS,
+    UNIT_LABELS,
+    type_from_classes,
+)
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["load_wikidata_dump", "description_document", "format_wikidata_time", "format_wikidata_quantity", "WikidataParseError"]
+__all__ = [
+    "load_wikidata_dump",
+    "description_document",
+    "format_wikidata_time",
+    "format_wikidata_quantity",
+    "WikidataParseError",
+]
 
 _TIME_RE = re.compile(r"^([+-])(\d+)-(\d\d)-(\d\d)T")
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
-           "October", "November", "December")
-_UNIT_HINT_PROPERTIES = ("P5061", "P2370", "P2442", "P111")  # unit symbol, conversion to SI/standard unit, measured quantity
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+_UNIT_HINT_PROPERTIES = (
+    "P5061",
+    "P2370",
+    "P2442",
+    "P111",
+)  # unit symbol, conversion to SI/standard unit, measured quantity
 _ENTITY_URI = "http://www.wikidata.org/entity/"
 
 
@@ -144,7 +173,7 @@ def _unit_id(value: dict) -> str | None:
         raise WikidataParseError(f"quantity unit must be a string, got {unit!r}")
     if unit == "1":
         return None
-    return unit[len(_ENTITY_URI):] if unit.startswith(_ENTITY_URI) else unit
+    return unit[len(_ENTITY_URI) :] if unit.startswith(_ENTITY_URI) else unit
 
 
 def _first_text(block: object, languages: tuple[str, ...], what: str) -> str:
@@ -194,9 +223,18 @@ def _sitelink_titles(block: object, languages: tuple[str, ...]) -> list[str]:
 class _DumpReader:
     """State of one streamed load: the builder, buffered triples, property and unit labels."""
 
-    def __init__(self, *, name: str, languages: tuple[str, ...], allowlist: frozenset[str] | None,
-                 blocklist: frozenset[str], blocked_datatypes: frozenset[str], include_strings: bool,
-                 description_docs: bool, report: LoadReport) -> None:
+    def __init__(
+        self,
+        *,
+        name: str,
+        languages: tuple[str, ...],
+        allowlist: frozenset[str] | None,
+        blocklist: frozenset[str],
+        blocked_datatypes: frozenset[str],
+        include_strings: bool,
+        description_docs: bool,
+        report: LoadReport,
+    ) -> None:
         self.description_docs = description_docs
         self.languages = languages
         self.allowlist = allowlist
@@ -408,10 +446,14 @@ def load_wikidata_dump(
     p = Path(path)
     report = LoadReport(source="wikidata", on_error=on_error)
     reader = _DumpReader(
-        name=name or "wikidata", languages=langs,
+        name=name or "wikidata",
+        languages=langs,
         allowlist=frozenset(relation_allowlist) if relation_allowlist is not None else None,
-        blocklist=frozenset(relation_blocklist), blocked_datatypes=frozenset(blocked_datatypes),
-        include_strings=include_strings, description_docs=corpus is None, report=report,
+        blocklist=frozenset(relation_blocklist),
+        blocked_datatypes=frozenset(blocked_datatypes),
+        include_strings=include_strings,
+        description_docs=corpus is None,
+        report=report,
     )
     for lineno, text in iter_lines(p, report, progress=progress, desc="wikidata dump"):
         reader.line(p, lineno, text)
@@ -427,4 +469,3 @@ def load_wikidata_dump(
 
         world = load_flashrag_corpus(corpus, world=world, on_error=on_error, progress=progress)
     return world
-

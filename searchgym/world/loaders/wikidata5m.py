@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
+from ...errors import InvalidArgumentError, MissingFileError
 from ..world import World, WorldBuilder
 from .common import LoadReport, check_on_error, iter_lines, resolve_file
 from .wikidata_tables import CLASS_TYPES, DEFAULT_BLOCKLIST, PROPERTY_LABELS, type_from_classes
-from ...errors import InvalidArgumentError, MissingFileError
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +41,9 @@ ENTITY_FILES = ("wikidata5m_entity.txt", "entity.txt")
 RELATION_FILES = ("wikidata5m_relation.txt", "relation.txt")
 TEXT_FILES = ("wikidata5m_text.txt", "text.txt")
 SPLIT_FILES = tuple(
-    f"wikidata5m_{setting}_{split}.txt" for setting in ("transductive", "inductive") for split in ("train", "valid", "test")
+    f"wikidata5m_{setting}_{split}.txt"
+    for setting in ("transductive", "inductive")
+    for split in ("train", "valid", "test")
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 MAX_DESCRIPTION_CHARS = 300
@@ -101,8 +103,15 @@ def _files(path, entity_file, relation_file, triplet_files, text_file) -> Wikida
     return Wikidata5MFiles(ent, rel, tri, text)
 
 
-def _tsv_rows(path: Path, report: LoadReport, *, progress: bool, exact: int | None = None,
-              at_least: int | None = None, maxsplit: int = -1) -> Iterator[tuple[int, list[str]]]:
+def _tsv_rows(
+    path: Path,
+    report: LoadReport,
+    *,
+    progress: bool,
+    exact: int | None = None,
+    at_least: int | None = None,
+    maxsplit: int = -1,
+) -> Iterator[tuple[int, list[str]]]:
     """``(line number, columns)`` of each non-blank TSV line whose column count and leading fields
     are valid; malformed lines are reported (and skipped, or raised under ``on_error="raise"``)."""
     for lineno, line in iter_lines(path, report, progress=progress, desc=path.name):
@@ -110,10 +119,16 @@ def _tsv_rows(path: Path, report: LoadReport, *, progress: bool, exact: int | No
             continue
         cols = line.split("\t", maxsplit)
         if exact is not None and len(cols) != exact:
-            report.bad_line(path, lineno, f"expected {exact} tab-separated columns, got {len(cols)}", kind="wrong column count")
+            report.bad_line(
+                path, lineno, f"expected {exact} tab-separated columns, got {len(cols)}", kind="wrong column count"
+            )
         elif at_least is not None and len(cols) < at_least:
-            report.bad_line(path, lineno, f"expected at least {at_least} tab-separated columns, got {len(cols)}",
-                            kind="wrong column count")
+            report.bad_line(
+                path,
+                lineno,
+                f"expected at least {at_least} tab-separated columns, got {len(cols)}",
+                kind="wrong column count",
+            )
         elif not cols[0].strip() or (len(cols) > 1 and not cols[1].strip()):
             report.bad_line(path, lineno, "empty id or first field", kind="empty field")
         else:
@@ -193,7 +208,9 @@ def load_wikidata5m(
             continue
         names = [c.strip() for c in cols[1:] if c.strip()]
         text = texts.pop(eid, "")
-        b.add_entity(eid, names[0], names[1:], first_sentence(text) if text else "", type_from_classes(classes.get(eid, ())))
+        b.add_entity(
+            eid, names[0], names[1:], first_sentence(text) if text else "", type_from_classes(classes.get(eid, ()))
+        )
         if text:
             b.add_document(eid, names[0], text, entity=eid)
     if texts:
