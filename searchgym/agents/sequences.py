@@ -13,6 +13,13 @@ conditioned on and sampled.
   result says how many segments that was (:attr:`EncodedTrajectory.retokenised`).
 * ``env`` segments (``<information>…``, corrective messages) are tokenised on their own.
 
+A trajectory of the function-calling protocol (``metadata["protocol"] == "function_calling"``) is
+encoded the same way with the chat template doing the env's part: the prompt is rendered with the
+trajectory's tool schemas, and each ``env`` segment becomes the template's tokens for the turn's
+inserted messages (:class:`searchgym.core.chat_template.ToolChatEncoder`); the sampled ids are kept as
+they are. :func:`turn_encoder` gives either protocol's prompt / env-insertion encoding to code that
+builds token streams turn by turn (the verl and TRL adapters), so streams and this encoding agree.
+
 Every token belongs to exactly one segment, so the mask is exact: only agent tokens carry loss. Each
 agent token records its step: the index of the :class:`Turn` that wrote it (``Segment.turn``), which
 is what step-level advantages (SAPO) are applied by. Steps are keyed by turn, not by counting agent
@@ -25,7 +32,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from ..envs.types import Trajectory
+from ..core.chat_template import ToolChatEncoder
+from ..core.prompts import check_protocol
+from ..envs.types import Trajectory, Turn
 from ..errors import InvalidArgumentError
 
 SAMPLED_IDS_KEY = "sampled_token_ids"
@@ -38,6 +47,60 @@ def render_prompt(tokenizer, prompt: str) -> str:
     return tokenizer.apply_chat_template(
         [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
     )
+
+
+class TagEncoder:
+    """Token ids of the tag protocol: the chat-templated prompt, env insertions tokenised on their own."""
+
+    protocol = "tags"
+
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer = tokenizer
+
+    def prompt_ids(self, prompt: str) -> list[int]:
+        """The chat-templated user prompt (raw text without a template)."""
+        return _text_ids(self.tokenizer, render_prompt(self.tokenizer, prompt))
+
+    def env_ids(self, inserted: str, turn: Optional[Turn], previous_ids: Sequence[int] = ()) -> list[int]:
+        """The ids of the text the env inserted after a turn."""
+        return _text_ids(self.tokenizer, inserted) if inserted else []
+
+
+class ToolEncoder:
+    """Token ids of the function-calling protocol: the prompt rendered with the tool schemas, and after
+    each turn the template's tokens for the messages the env sent (``turn.messages``)."""
+
+    protocol = "function_calling"
+
+    def __init__(self, tokenizer, tools: Sequence[dict]) -> None:
+        self.tokenizer = tokenizer
+        self.chat = ToolChatEncoder(tokenizer, tools)
+
+    def prompt_ids(self, prompt: str) -> list[int]:
+        """``apply_chat_template([user: prompt], tools=..., add_generation_prompt=True)``."""
+        return self.chat.prompt_ids([{"role": "user", "content": prompt}])
+
+    def env_ids(self, inserted: str, turn: Optional[Turn], previous_ids: Sequence[int] = ()) -> list[int]:
+        """The template's tokens for ``turn.messages`` after the sampled ``previous_ids`` (a hand-built
+        segment without messages: its text, tokenised)."""
+        if turn is None or not turn.messages:
+            return _text_ids(self.tokenizer, inserted) if inserted else []
+        return self.chat.reply_ids(turn.messages, previous_ids)
+
+
+def turn_encoder(tokenizer, protocol: str = "tags", tools: Optional[Sequence[dict]] = None):
+    """The :class:`TagEncoder` or :class:`ToolEncoder` of ``protocol`` (tools required for function calling)."""
+    if check_protocol(protocol) == "tags":
+        return TagEncoder(tokenizer)
+    if not tools:
+        raise InvalidArgumentError("the function-calling protocol needs the env's tool schemas (env.tool_schemas())")
+    return ToolEncoder(tokenizer, tools)
+
+
+def trajectory_encoder(tokenizer, trajectory: Trajectory):
+    """The encoder of the protocol ``trajectory`` was played in."""
+    meta = trajectory.metadata
+    return turn_encoder(tokenizer, meta.get("protocol", "tags"), meta.get("tools"))
 
 
 def record_sampled(trajectory: Trajectory, token_ids: Optional[Sequence[int]]) -> None:
@@ -122,7 +185,8 @@ def encode_trajectory(
     at ``max_tokens`` (tail dropped, flagged). ``for_generation=True`` keeps everything: the ids are
     the context the policy continues on its next turn.
     """
-    ids = _text_ids(tokenizer, render_prompt(tokenizer, trajectory.prompt))
+    encoder = trajectory_encoder(tokenizer, trajectory)
+    ids = encoder.prompt_ids(trajectory.prompt)
     prompt_len = len(ids)
     mask = [0] * len(ids)
     steps = [-1] * len(ids)
@@ -140,7 +204,8 @@ def encode_trajectory(
             mask.extend([1] * len(seg_ids))
             steps.extend([step] * len(seg_ids))
         else:
-            seg_ids = _text_ids(tokenizer, seg.text)
+            turn = trajectory.turns[seg.turn] if seg.turn is not None and seg.turn < len(trajectory.turns) else None
+            seg_ids = encoder.env_ids(seg.text, turn, ids)
             mask.extend([0] * len(seg_ids))
             steps.extend([-1] * len(seg_ids))
         ids.extend(seg_ids)

@@ -26,6 +26,26 @@ SOLVER_KG_HINT = (
     '<search>{{"query": "...", "entity": ["..."], "relation": ["..."]}}</search>.'
 )
 
+#: The Solver prompt of the function-calling protocol (envs/function_calling.py): the same task and
+#: reasoning instructions, with the search and answer tools instead of tags.
+SOLVER_TOOLS_PROMPT = (
+    "Answer the given question. You must conduct reasoning inside <think> and </think> first every time "
+    "you get new information. After reasoning, if you find you lack some knowledge, you can call the search "
+    "tool with a query and its results come back as the tool's reply. You can search as many times as you "
+    "want. If you find no further external knowledge needed, call the answer tool with the final answer, "
+    "without detailed illustrations (for example, the answer Beijing).{kg_hint} Question: {question}\n"
+)
+
+SOLVER_TOOLS_KG_HINT = (
+    " You may also look facts up in a knowledge graph with the kg_lookup tool (entity names and relation names)."
+)
+
+#: How the Proposer is told to search, per protocol (the ``{search_howto}`` of the Proposer prompts).
+PROPOSER_SEARCH_HOWTO = {
+    "tags": "To search, write <search> query </search>; results come back between <information> and </information>.",
+    "function_calling": "To search, call the search tool with a query; its results come back as the tool's reply.",
+}
+
 PROPOSER_KG_PROMPT = (
     "You are an expert question creator. You are given a small knowledge-graph subgraph: a target path "
     "from a seed entity to an answer, plus distractor branches. Write one challenging question whose "
@@ -34,10 +54,9 @@ PROPOSER_KG_PROMPT = (
     "entities of the path (describe them by their relations instead); the question must need about {n} "
     "searches to solve and must have a single unambiguous answer; do not use the distractor branches as "
     "clues.\n"
-    "You must conduct reasoning inside <think> and </think> every time you get new information. To search, "
-    "write <search> query </search>; results come back between <information> and </information>. Search at "
-    "least twice with different queries. When the question is ready, check it against the rules and give it "
-    "inside <question> and </question>.\n\n"
+    "You must conduct reasoning inside <think> and </think> every time you get new information. {search_howto} "
+    "Search at least twice with different queries. When the question is ready, check it against the rules and "
+    "give it inside <question> and </question>.\n\n"
     "Subgraph:\n{subgraph}\n\nAnswer: {answer}\nRequired searches: {n}\n"
 )
 
@@ -46,9 +65,8 @@ PROPOSER_VANILLA_PROMPT = (
     "answer; solving it must require {n} sequential searches. Start from the answer, find a closely related "
     "but distinct concept, search for the bridging fact that connects it to the answer, and keep working "
     "backwards until the chain has {n} links. The first fact of the chain becomes the question's clue.\n"
-    "You must conduct reasoning inside <think> and </think> every time you get new information. To search, "
-    "write <search> query </search>; results come back between <information> and </information>. Search at "
-    "least twice with different queries. Rules: strictly fact-based; no spoilers (never state the answer or "
+    "You must conduct reasoning inside <think> and </think> every time you get new information. {search_howto} "
+    "Search at least twice with different queries. Rules: strictly fact-based; no spoilers (never state the answer or "
     "the intermediate facts); search must be mandatory; a single unambiguous answer. When the question is "
     "ready, check it against the rules and give it inside <question> and </question>.\n\n"
     "The answer I provided is: {answer}.\nYou need to create a question that requires {n} searches.\n"
@@ -109,17 +127,39 @@ EVIDENCE_ANSWER_PROMPT = (
 )
 
 
-def render_solver(question: str, *, kg_tool: bool = False) -> str:
-    """The Solver's prompt for one question (SSP/Search-R1 format; KG hint when the KG tool is on)."""
+PROTOCOLS = ("tags", "function_calling")
+
+
+def check_protocol(protocol: str) -> str:
+    """``protocol`` validated: ``"tags"`` (<search>/<answer> tags) or ``"function_calling"`` (tools)."""
+    if protocol not in PROTOCOLS:
+        raise InvalidArgumentError(f"protocol {protocol!r} unknown; use one of {', '.join(PROTOCOLS)}")
+    return protocol
+
+
+def render_solver(question: str, *, kg_tool: bool = False, protocol: str = "tags") -> str:
+    """The Solver's prompt for one question (SSP/Search-R1 format; KG hint when the KG tool is on);
+    ``protocol="function_calling"`` asks for the search / answer tools instead of tags."""
+    if check_protocol(protocol) == "function_calling":
+        return SOLVER_TOOLS_PROMPT.format(question=question.strip(), kg_hint=SOLVER_TOOLS_KG_HINT if kg_tool else "")
     return SOLVER_PROMPT.format(question=question.strip(), kg_hint=SOLVER_KG_HINT if kg_tool else "")
 
 
-def render_proposer(answer: str, n_searches: int, *, subgraph_text: str | None = None, evidence: bool = False) -> str:
-    """The Proposer's prompt: KG-grounded when ``subgraph_text`` is given, SSP vanilla otherwise."""
+def render_proposer(
+    answer: str,
+    n_searches: int,
+    *,
+    subgraph_text: str | None = None,
+    evidence: bool = False,
+    protocol: str = "tags",
+) -> str:
+    """The Proposer's prompt: KG-grounded when ``subgraph_text`` is given, SSP vanilla otherwise; the
+    search instruction follows ``protocol`` (the question is given in ``<question>`` tags in both)."""
+    howto = PROPOSER_SEARCH_HOWTO[check_protocol(protocol)]
     if subgraph_text is not None:
-        text = PROPOSER_KG_PROMPT.format(subgraph=subgraph_text, answer=answer, n=n_searches)
+        text = PROPOSER_KG_PROMPT.format(subgraph=subgraph_text, answer=answer, n=n_searches, search_howto=howto)
     else:
-        text = PROPOSER_VANILLA_PROMPT.format(answer=answer, n=n_searches)
+        text = PROPOSER_VANILLA_PROMPT.format(answer=answer, n=n_searches, search_howto=howto)
     return text + (EVE_PROPOSER_SUFFIX if evidence else "")
 
 

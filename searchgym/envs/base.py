@@ -16,13 +16,14 @@ from typing import Any, Optional, Sequence, Union
 
 import gymnasium as gym
 
-from ..core.prompts import render_proposer, render_solver
+from ..core.prompts import check_protocol, render_proposer, render_solver
 from ..errors import InvalidArgumentError, InvalidTypeError
 from ..retrieval.base import DEFAULT_TOP_K, Retriever
 from ..rng_state import numpy_generator_from_state, random_state_from_data
 from ..world import World
 from . import resources
 from .export import TrajectoryWriter
+from .function_calling import tool_schemas
 from .rollout import DEFAULT_DOC_MAX_CHARS, DEFAULT_MAX_ACTION_CHARS, DEFAULT_MAX_TURNS, Rollout, SearchEngine
 from .tasks import JsonlTaskSource, ListTaskSource, SubgraphTaskSource, TaskSource
 from .types import Task, Trajectory
@@ -60,7 +61,10 @@ class TextEnvBase(gym.Env):
     ``top_k``, ``doc_max_chars`` (per-document cap in observations), ``max_action_chars`` (longer
     agent turns are cut). ``export_path``: write every finished game as one JSONL line.
     ``observation_layout``: ``"searchgym"`` (default) or ``"search-r1"`` (Search-R1's exact
-    ``\\n\\n<information>Doc 1(Title: ...) ...`` text).
+    ``\\n\\n<information>Doc 1(Title: ...) ...`` text). ``protocol``: ``"tags"`` (default; the agent
+    writes ``<search>``/``<answer>`` tags, :mod:`.protocol`) or ``"function_calling"`` (the agent calls
+    the tools of :meth:`tool_schemas` in assistant messages and gets ``role: tool`` messages back,
+    :mod:`.function_calling`).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
@@ -79,6 +83,7 @@ class TextEnvBase(gym.Env):
         export_path: Union[str, Path, None] = None,
         render_mode: Optional[str] = None,
         observation_layout: str = "searchgym",
+        protocol: str = "tags",
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise InvalidArgumentError(
@@ -87,6 +92,7 @@ class TextEnvBase(gym.Env):
         if max_turns < 1:
             raise InvalidArgumentError(f"max_turns must be >= 1, got {max_turns}")
         self.render_mode = render_mode
+        self.protocol = check_protocol(protocol)
         self.world = resources.resolve_world(world)
         self.retriever = resources.resolve_retriever(self.world, retriever)
         self.kg = resources.resolve_kg(self.world, kg_tool)
@@ -106,6 +112,7 @@ class TextEnvBase(gym.Env):
             "max_action_chars": max_action_chars,
             "render_mode": render_mode,
             "observation_layout": observation_layout,
+            "protocol": protocol,
         }
 
     def _shared_resources(self) -> list:
@@ -161,11 +168,30 @@ class TextEnvBase(gym.Env):
         super().reset(seed=seed)
         self._rng = random.Random(int(self.np_random.integers(0, 2**63 - 1)))
 
+    def tool_schemas(self, role: str = "solver") -> list[dict]:
+        """The JSON tool schemas offered to ``role`` in the function-calling protocol (``search``,
+        ``kg_lookup`` when the KG tool is on, ``answer`` for the Solver); render prompts with
+        ``tokenizer.apply_chat_template(messages, tools=env.tool_schemas())``."""
+        return tool_schemas(kg=self.kg is not None, answer=role == "solver")
+
+    def _rollout(self, role: str, task: Task, prompt: str) -> Rollout:
+        return Rollout(
+            role,  # type: ignore[arg-type]
+            task,
+            prompt,
+            max_turns=self.max_turns,
+            max_action_chars=self.max_action_chars,
+            protocol=self.protocol,
+            kg=self.kg is not None,
+        )
+
     def start_solver_rollout(self, task: Task) -> Rollout:
         """A Solver rollout; a task's ``metadata["solver_prompt"]`` (e.g. a Search-R1 dataset's own
         prompt text) replaces the rendered Solver prompt."""
-        prompt = task.metadata.get("solver_prompt") or render_solver(task.question, kg_tool=self.kg is not None)
-        return Rollout("solver", task, prompt, max_turns=self.max_turns, max_action_chars=self.max_action_chars)
+        prompt = task.metadata.get("solver_prompt") or render_solver(
+            task.question, kg_tool=self.kg is not None, protocol=self.protocol
+        )
+        return self._rollout("solver", task, prompt)
 
     def _proposer_rollout(self, task: Task, mode: str) -> Rollout:
         n = task.hops or DEFAULT_PROPOSER_SEARCHES
@@ -174,12 +200,8 @@ class TextEnvBase(gym.Env):
             raise InvalidArgumentError(
                 f"task {task.id!r} has no subgraph; the KG-grounded proposer needs one (or use mode='vanilla')"
             )
-        return Rollout(
-            "proposer",
-            task,
-            render_proposer(task.answer, n, subgraph_text=subgraph_text),
-            max_turns=self.max_turns,
-            max_action_chars=self.max_action_chars,
+        return self._rollout(
+            "proposer", task, render_proposer(task.answer, n, subgraph_text=subgraph_text, protocol=self.protocol)
         )
 
     def _export(

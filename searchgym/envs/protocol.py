@@ -76,12 +76,14 @@ class SearchRequest:
 
     ``query`` goes to the corpus retriever and is never empty (a JSON payload with only
     entities/relations gets them joined as its query); ``entities`` / ``relations`` go to the KG
-    tool (DynaSearcher) and are empty for a plain ``<search>``.
+    tool (DynaSearcher) and are empty for a plain ``<search>``. ``corpus=False`` asks the KG tool
+    only (the function-calling protocol's ``kg_lookup``): no corpus search is run for it.
     """
 
     query: str
     entities: tuple[str, ...] = ()
     relations: tuple[str, ...] = ()
+    corpus: bool = True
 
     @property
     def uses_kg(self) -> bool:

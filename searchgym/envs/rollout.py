@@ -20,9 +20,10 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
+from ..core.prompts import check_protocol
 from ..errors import InvalidArgumentError, InvalidTypeError
 from ..retrieval.base import DEFAULT_TOP_K, Retriever, check_layout, format_hits
-from . import protocol
+from . import function_calling, protocol
 from .types import Role, SearchCall, Segment, Task, Trajectory, Turn
 
 logger = logging.getLogger(__name__)
@@ -78,10 +79,12 @@ class SearchEngine:
         """For each request: the observation text and the :class:`SearchCall` record."""
         if not requests:
             return []
-        all_hits = self.retriever.batch_search([r.query for r in requests], self.top_k)
+        corpus = [r for r in requests if r.corpus]
+        found = iter(self.retriever.batch_search([r.query for r in corpus], self.top_k) if corpus else [])
         out = []
-        for req, hits in zip(requests, all_hits):
-            text = format_hits(hits, max_chars=self.doc_max_chars, layout=self.layout)
+        for req in requests:
+            hits = next(found) if req.corpus else []
+            text = format_hits(hits, max_chars=self.doc_max_chars, layout=self.layout) if req.corpus else ""
             triples: list[str] = []
             if req.uses_kg and self.kg is not None:
                 triples = list(self.kg.lookup(list(req.entities), list(req.relations), req.query))
@@ -101,11 +104,12 @@ class SearchEngine:
 
 @dataclass
 class _Pending:
-    """A parsed turn waiting for its search results."""
+    """A parsed turn waiting for its search results (``tools``: the function-calling form of the turn)."""
 
     text: str
     parsed: protocol.ParsedAction
     run_searches: bool
+    tools: Optional[function_calling.ToolTurn] = None
 
 
 class Rollout:
@@ -121,9 +125,13 @@ class Rollout:
         max_action_chars: int = DEFAULT_MAX_ACTION_CHARS,
         max_answers: int = DEFAULT_MAX_ANSWERS,
         max_searches: int = protocol.DEFAULT_MAX_SEARCHES,
+        protocol: str = "tags",  # noqa: F811 - the module of the same name is not used in __init__
+        kg: bool = False,
     ) -> None:
         if max_turns < 1:
             raise InvalidArgumentError(f"max_turns must be >= 1, got {max_turns}")
+        self.protocol = check_protocol(protocol)
+        self.kg = kg
         self.max_turns = max_turns
         self.max_action_chars = max_action_chars
         self.max_answers = max_answers
@@ -133,6 +141,9 @@ class Rollout:
         self.trajectory.metadata.update(
             {"invalid_turns": 0, "forged_information": False, "answer_count": 0, "max_turns": max_turns}
         )
+        if self.protocol == "function_calling":
+            self.trajectory.metadata["protocol"] = self.protocol
+            self.trajectory.metadata["tools"] = function_calling.tool_schemas(kg=kg, answer=role == "solver")
 
     @property
     def done(self) -> bool:
@@ -145,13 +156,23 @@ class Rollout:
         return self.trajectory.turns[-1] if self.trajectory.turns else None
 
     def _prepare(self, action: Any) -> _Pending:
-        text = coerce_action(action)
-        if len(text) > self.max_action_chars:
-            text = text[: self.max_action_chars]
-            self.trajectory.metadata["action_cut"] = True
-        parsed = protocol.parse_action(text, max_chars=self.max_action_chars, max_searches=self.max_searches)
+        tools = None
+        if self.protocol == "function_calling":
+            message = action if isinstance(action, dict) else coerce_action(action)
+            tools = function_calling.parse_message(
+                message, kg=self.kg, max_chars=self.max_action_chars, max_searches=self.max_searches
+            )
+            text, parsed = tools.text, tools.parsed
+            if len(text) >= self.max_action_chars or parsed.truncated:
+                self.trajectory.metadata["action_cut"] = True
+        else:
+            text = coerce_action(action)
+            if len(text) > self.max_action_chars:
+                text = text[: self.max_action_chars]
+                self.trajectory.metadata["action_cut"] = True
+            parsed = protocol.parse_action(text, max_chars=self.max_action_chars, max_searches=self.max_searches)
         final = parsed.answer if self.trajectory.role == "solver" else parsed.question
-        return _Pending(text, parsed, run_searches=final is None and bool(parsed.searches))
+        return _Pending(text, parsed, run_searches=final is None and bool(parsed.searches), tools=tools)
 
     def _finish(self, pending: _Pending, results: list[tuple[str, SearchCall]], layout: str = "searchgym") -> str:
         traj, parsed = self.trajectory, pending.parsed
@@ -186,6 +207,10 @@ class Rollout:
             traj.metadata["invalid_turns"] += 1
             inserted = protocol.corrective_message(parsed.errors, role=traj.role)
         turn.information = inserted if pending.run_searches else ""
+        if pending.tools is not None and final is None:  # the tool messages are what the model is sent
+            texts = [text for text, _ in results] if pending.run_searches else []
+            turn.messages = function_calling.tool_messages(pending.tools, texts, role=traj.role)
+            inserted = function_calling.render_messages(turn.messages)
         traj.turns.append(turn)
         if pending.text:
             traj.segments.append(Segment(pending.text, "agent", turn.index))

@@ -88,7 +88,9 @@ class Turn:
     """One agent turn: the raw action text, what was parsed from it, and the env's reply.
 
     ``think`` holds only the agent's own ``<think>`` text (forged ``<information>`` removed).
-    ``information`` is the exact text the env inserted after this turn ('' if none).
+    ``information`` is the retrieved information of this turn as the tag protocol inserts it ('' if
+    none). ``messages`` are the messages the env sent after this turn in the function-calling
+    protocol (``role: tool`` results or a ``role: user`` correction; empty in the tag protocol).
     """
 
     index: int
@@ -101,6 +103,7 @@ class Turn:
     information: str = ""
     error: Optional[str] = None
     forged_information: bool = False
+    messages: list[dict] = field(default_factory=list)
 
 
 @dataclass

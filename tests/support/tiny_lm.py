@@ -24,8 +24,9 @@ def _corpus() -> list[str]:
     return texts + [tags] * 20 + ["Alice Varn Tarsk Merovia Ostrel Bob Varn Dura Labs 1204 Weather"] * 10
 
 
-def build_tokenizer(vocab_size: int = 512):
-    """A fast byte-level BPE tokenizer with ChatML specials and a chat template."""
+def build_tokenizer(vocab_size: int = 512, extra: list[str] | None = None):
+    """A fast byte-level BPE tokenizer with ChatML specials and a chat template (``extra``: more
+    training text for the merges)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -38,13 +39,32 @@ def build_tokenizer(vocab_size: int = 512):
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    tk.train_from_iterator(_corpus(), trainer=trainer)
+    tk.train_from_iterator(_corpus() + list(extra or []), trainer=trainer)
     tok = PreTrainedTokenizerFast(
         tokenizer_object=tk, eos_token="<|im_end|>", pad_token="<|endoftext|>", bos_token="<|im_start|>"
     )
     tok.chat_template = CHAT_TEMPLATE
     tok.padding_side = "left"
     return tok
+
+
+QWEN25_TEMPLATE = Path(__file__).resolve().parents[1] / "fixtures" / "chat_templates" / "qwen2_5.jinja"
+
+
+def build_tool_tokenizer(vocab_size: int = 512):
+    """The tiny tokenizer with Qwen2.5's chat template (byte-identical to the one Qwen2.5 ships and TRL
+    recognises), which renders tool schemas, tool calls and ``role: tool`` messages."""
+    from searchgym.core import prompts
+
+    tok = build_tokenizer(vocab_size, extra=[prompts.SOLVER_TOOLS_PROMPT] * 3 + [_TOOL_CORPUS] * 20)
+    tok.chat_template = QWEN25_TEMPLATE.read_text(encoding="utf-8")
+    return tok
+
+
+_TOOL_CORPUS = (
+    '<tool_call>\n{"name": "search", "arguments": {"query": "Alice Varn"}}\n</tool_call> <tool_response>\n'
+    "</tool_response> # Tools You may call one or more functions to assist with the user query."
+)
 
 
 def build_model(tokenizer, *, seed: int = 0, hidden: int = 64, layers: int = 2):
