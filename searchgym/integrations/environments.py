@@ -1,7 +1,9 @@
-"""The searchgym env a verl agent loop or reward function plays: an env id, reward wrappers, kwargs.
+"""The searchgym env an adapter plays (verl agent loops and reward function, TRL entry points): an env
+id, reward wrappers, kwargs.
 
 Envs are built once per (process, config) and reused: building the default world, pool and index
-takes seconds, and verl instantiates an agent loop per sample. Bad names fail with the valid ones.
+takes seconds, and verl instantiates an agent loop per sample (TRL an environment per rollout). Bad
+names fail with the valid ones.
 """
 
 from __future__ import annotations
@@ -18,35 +20,43 @@ import gymnasium as gym
 from searchgym.envs.registration import ENV_IDS, register_envs
 from searchgym.wrappers.registry import reward_plan, wrap_rewards
 
-from ...errors import InvalidArgumentError
+from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["EnvSpec", "make_env", "cached_env", "TEXT_ENV_IDS"]
 
-#: The env ids an agent loop can play (text envs; KGNavigate-v0 is numeric).
-TEXT_ENV_IDS = ("KGSolver-v0", "KGSelfPlay-v0")
+#: The env ids an adapter can play (the text envs; KGNavigate-v0 is numeric).
+TEXT_ENV_IDS = ("KGSolver-v0", "KGSolverGroup-v0", "KGSelfPlay-v0", "KGProposer-v0")
 
 
 @dataclass(frozen=True)
 class EnvSpec:
     """Which env to play: ``env_id``, reward wrapper names innermost first (``("wcr",)``), and
-    ``env_kwargs`` for ``gymnasium.make`` (``world``, ``retriever`` URL, ``group_size``, ``max_turns`` ...)."""
+    ``env_kwargs`` for ``gymnasium.make`` (``world``, ``retriever`` URL, ``group_size``, ``max_turns``,
+    ``protocol`` ...). ``wrappers``: further wrapper factories (``env -> wrapped env``, applied after
+    the named rewards) for wrappers that need arguments, e.g. EVE's answerer."""
 
     env_id: str = "KGSolver-v0"
     rewards: tuple[str, ...] = ()
     env_kwargs: dict = field(default_factory=dict)
+    wrappers: tuple = ()
 
     def __post_init__(self) -> None:
         if self.env_id not in ENV_IDS:
             raise InvalidArgumentError(f"unknown env id {self.env_id!r}; searchgym registers {', '.join(ENV_IDS)}")
         if self.env_id not in TEXT_ENV_IDS:
             raise InvalidArgumentError(
-                f"env {self.env_id!r} cannot be played by a verl agent loop; use one of {', '.join(TEXT_ENV_IDS)}"
+                f"env {self.env_id!r} cannot be played by a language-model adapter; "
+                f"use one of {', '.join(TEXT_ENV_IDS)}"
             )
         object.__setattr__(self, "rewards", tuple(self.rewards))
+        object.__setattr__(self, "wrappers", tuple(self.wrappers))
         if self.rewards:
             reward_plan(self.rewards)  # registered names (or 'package.module:Wrapper'), a valid stack
+        for w in self.wrappers:
+            if not callable(w):
+                raise InvalidArgumentError(f"wrappers must be callables env -> wrapped env, got {type(w).__name__}")
 
     @classmethod
     def from_config(cls, cfg: Any) -> "EnvSpec":
@@ -64,15 +74,19 @@ class EnvSpec:
         return cls(cfg.get("env_id", "KGSolver-v0"), tuple(rewards), dict(cfg.get("env_kwargs") or {}))
 
     def key(self) -> str:
-        """A hashable identity of this spec (kwargs by value)."""
-        return json.dumps([self.env_id, list(self.rewards), self.env_kwargs], sort_keys=True, default=str)
+        """A hashable identity of this spec (kwargs by value, wrapper factories by identity)."""
+        extra = [f"{getattr(w, '__qualname__', type(w).__name__)}@{id(w)}" for w in self.wrappers]
+        return json.dumps([self.env_id, list(self.rewards), self.env_kwargs, extra], sort_keys=True, default=str)
 
 
 def make_env(spec: EnvSpec):
     """A fresh env for ``spec`` with its reward wrappers."""
     register_envs()
     env = gym.make(spec.env_id, **spec.env_kwargs).unwrapped  # the text envs skip gym's checker wrappers
-    return wrap_rewards(env, spec.rewards) if spec.rewards else env
+    env = wrap_rewards(env, spec.rewards) if spec.rewards else env
+    for wrap in spec.wrappers:
+        env = wrap(env)
+    return env
 
 
 _CACHE: dict[str, Any] = {}

@@ -1,14 +1,18 @@
-"""Play a searchgym env against an async token generator, keeping token ids and an exact loss mask.
+"""Play a searchgym env against an external token generator, keeping token ids and an exact loss mask.
 
-This is the engine-neutral half of the verl agent loops (:mod:`.agent_loop`): nothing here imports
-verl. A *generator* is ``async (prompt_ids, max_tokens, rollout_id) -> (token_ids, log_probs or None)``; the
-loops adapt verl's ``server_manager.generate`` to it, tests pass a local tiny model.
+The engine-neutral half of the training-framework adapters: nothing here imports verl or TRL. Tokens
+follow searchgym's own encoding (:mod:`searchgym.agents.sequences`): the prompt comes from the
+protocol's encoder (the chat-templated prompt; with the tool schemas in the function-calling
+protocol), each agent turn contributes exactly the ids the generator sampled (mask 1), and each
+insertion of the env (``<information>`` blocks and corrective messages, or the chat template's
+tool-message tokens) the encoder's ids for it (mask 0). Rewards are the env's reward events — with
+whatever shaping wrappers wrap it (WCR, GDCR, ...) — summed per role and slot, with their components.
 
-Tokens follow searchgym's own encoding (:mod:`searchgym.agents.sequences`): the prompt is
-``chat_template(user: env prompt)``; each agent turn contributes exactly the ids the generator
-sampled (mask 1), each text the env inserts (``<information>`` blocks, corrective messages) its own
-tokenisation (mask 0). Rewards are the env's reward events — with whatever shaping wrappers wrap it
-(WCR, GDCR, ...) — summed per slot, with their components.
+:class:`EnvEpisode` is the state machine of one episode of any text env (one rollout, a Solver group,
+a self-play game): :meth:`EnvEpisode.pending` says which streams must sample a turn now and
+:meth:`EnvEpisode.step` takes their texts. The verl agent loops drive it with an async generator
+(:func:`play_solver_episode`, :func:`play_selfplay_game`: one ``generate`` call per stream), the TRL
+``rollout_func`` drives many episodes in lock-step with one batched generation per turn.
 
 A rollout whose ``response_length`` budget runs out before the env ends it is *cut*: it is reported
 with ``cut=True`` and reward 0 (the env never judged it); a generator error fails the whole episode
@@ -23,25 +27,35 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Optional, Sequence
 from uuid import uuid4
 
-from searchgym.agents.sequences import render_prompt
+from searchgym.agents.sequences import TagEncoder
 
-from ...errors import SearchGymError
+from ..errors import SearchGymError
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "TURN_STOPS",
     "Generator",
     "TokenStream",
     "GenerationFailed",
+    "EnvEpisode",
     "SolverEpisode",
     "GameEpisode",
+    "play_episode",
     "play_solver_episode",
     "play_selfplay_game",
+    "sample_into",
 ]
 
 #: ``async (prompt_ids, max_tokens, rollout_id) -> (token_ids, log_probs or None)``; ``rollout_id`` is
 #: the same for every turn of one rollout (verl's sticky sessions keep its prefix cache on one server).
 Generator = Callable[[list[int], int, str], Awaitable[tuple[list[int], Optional[list[float]]]]]
+
+#: Stop strings that end an agent turn of the tag protocol (vLLM / SGLang sampling params).
+TURN_STOPS = ["</search>", "</answer>", "</question>", "</tool_call>"]
+
+#: Reward components of a rollout cut by the response budget (the env never judged it).
+CUT_COMPONENTS = {"cut_by_response_length": 1.0}
 
 
 class GenerationFailed(SearchGymError, RuntimeError):
@@ -67,6 +81,10 @@ class TokenStream:
     reward: float = 0.0
     components: dict = field(default_factory=dict)
 
+    def room(self, budget: int) -> int:
+        """Tokens left in the response budget."""
+        return budget - len(self.response_ids)
+
     def add_sampled(self, ids: Sequence[int], logprobs: Optional[Sequence[float]]) -> None:
         """Append the ids the generator sampled for one turn (mask 1)."""
         self.response_ids += list(ids)
@@ -79,12 +97,155 @@ class TokenStream:
 
     def add_env(self, ids: Sequence[int], budget: int) -> None:
         """Append env-inserted ids (mask 0), cut to the response budget (then the stream is cut)."""
-        room = budget - len(self.response_ids)
+        room = self.room(budget)
         if len(ids) > room:
             ids, self.cut = list(ids)[: max(room, 0)], True
         self.response_ids += list(ids)
         self.response_mask += [0] * len(ids)
         self.response_logprobs += [0.0] * len(ids)
+
+
+def sample_into(
+    stream: TokenStream, ids: Sequence[int], logprobs: Optional[Sequence[float]], tokenizer, budget: int
+) -> str:
+    """Record one sampled turn (cut to the budget) on ``stream``; its decoded text (special tokens skipped)."""
+    room = stream.room(budget)
+    ids = list(ids)[:room]
+    stream.add_sampled(ids, None if logprobs is None else list(logprobs)[:room])
+    return tokenizer.decode(ids, skip_special_tokens=True)
+
+
+class EnvEpisode:
+    """The token streams of one episode of a text env, turn by turn (see the module docstring).
+
+    ``encoder``: the protocol's :class:`~searchgym.agents.sequences.TagEncoder` /
+    :class:`~searchgym.agents.sequences.ToolEncoder` (default: tags), or a ``{role: encoder}`` mapping
+    when the roles see different tools (self-play in the function-calling protocol). Streams are keyed
+    ``(role, slot)``. A single-rollout env's episode ends when its one stream is cut; in a group or
+    self-play game a cut slot sends empty turns until the env ends it.
+    """
+
+    def __init__(self, env, tokenizer, *, response_length: int, encoder=None) -> None:
+        self.env = env
+        self.tokenizer = tokenizer
+        self.encoders = encoder if isinstance(encoder, dict) else None
+        self.encoder = (encoder if encoder is not None else TagEncoder(tokenizer)) if self.encoders is None else None
+        self.budget = int(response_length)
+        self.streams: dict[tuple[str, int], TokenStream] = {}
+        self.multi = False
+        self.done = False
+        self.obs: Any = None
+        self.info: dict = {}
+
+    def encoder_of(self, role: str):
+        """The encoder of ``role``'s streams."""
+        return self.encoders[role] if self.encoders is not None else self.encoder
+
+    def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None) -> "EnvEpisode":
+        """Reset the env and open the streams of its first phase."""
+        self.obs, self.info = self.env.reset(seed=seed, options=options)
+        self.multi = isinstance(self.obs, dict)
+        if not self.multi:
+            role = self.info["trajectory"].role
+            self.streams[(role, 0)] = TokenStream(self.encoder_of(role).prompt_ids(self.obs))
+        elif self.info["role"] == "proposer":
+            self.streams[("proposer", 0)] = TokenStream(self.encoder_of("proposer").prompt_ids(self.obs["texts"][0]))
+        else:
+            self._open_solvers()
+        return self
+
+    def _open_solvers(self) -> None:
+        encoder = self.encoder_of("solver")
+        for i, text in enumerate(self.obs["texts"]):
+            self.streams[("solver", i)] = TokenStream(encoder.prompt_ids(text))
+
+    @property
+    def stream(self) -> TokenStream:
+        """The stream of a single-rollout env."""
+        return next(iter(self.streams.values()))
+
+    def slots(self, role: str) -> list[TokenStream]:
+        """The streams of ``role`` by slot."""
+        return [s for (r, _), s in sorted(self.streams.items(), key=lambda kv: kv[0][1]) if r == role]
+
+    def pending(self) -> list[tuple[tuple[str, int], TokenStream]]:
+        """The streams that must sample a turn now: ``[((role, slot), stream)]``."""
+        if self.done:
+            return []
+        if not self.multi:
+            return list(self.streams.items())
+        role = self.info["role"]
+        if role == "proposer":
+            return [(("proposer", 0), self.streams[("proposer", 0)])]
+        return [(("solver", i), self.streams[("solver", i)]) for i, a in enumerate(self.obs["active"]) if a]
+
+    def step(self, texts: dict) -> None:
+        """Step the env with the sampled texts of :meth:`pending` (``None``: no budget left: cut)."""
+        if self.multi:
+            self._step_group(texts)
+        else:
+            self._step_single(texts)
+        if self.done:
+            for s in self.streams.values():
+                if s.cut:
+                    s.reward, s.components = 0.0, dict(CUT_COMPONENTS)
+
+    def _apply(self, events: Sequence[dict]) -> None:
+        """Add each reward event's reward and components to the stream of its role and slot."""
+        for ev in events:
+            stream = self.streams.get((ev["role"], int(ev["slot"])))
+            if stream is not None:
+                stream.reward += float(ev["reward"])
+                stream.components.update(ev.get("components") or {})
+
+    def _step_single(self, texts: dict) -> None:
+        (key, stream), *_ = self.streams.items()
+        text = texts.get(key)
+        if text is None:  # no budget left: the env never ends this rollout
+            stream.cut = self.done = True
+            return
+        self.obs, _, terminated, truncated, self.info = self.env.step(text)
+        self._apply(self.info["rewards"])
+        if terminated or truncated:
+            self.done = True
+            return
+        encoder = self.encoder_of(key[0])
+        stream.add_env(encoder.env_ids(self.info["inserted"], self.info["turn"], stream.response_ids), self.budget)
+        self.done = stream.cut
+
+    def _step_group(self, texts: dict) -> None:
+        role = self.info["role"]
+        group = len(self.obs["texts"])
+        for key, stream in self.pending():
+            if texts.get(key) is None:
+                stream.cut = True
+        action = tuple(texts.get((role, i)) or "" for i in range(group))
+        self.obs, _, terminated, truncated, self.info = self.env.step(action)
+        self._apply(self.info["rewards"])
+        self.done = bool(terminated or truncated)
+        if role == "proposer":
+            if self.info["role"] == "proposer":
+                proposer = self.streams[("proposer", 0)]
+                proposer.add_env(self._env_ids("proposer", 0, proposer), self.budget)
+            else:
+                self._open_solvers()
+            return
+        for i, active in enumerate(self.obs["active"]):
+            if not self.done and active:
+                s = self.streams[("solver", i)]
+                s.add_env(self._env_ids("solver", i, s), self.budget)
+
+    def _env_ids(self, role: str, slot: int, stream: TokenStream) -> list[int]:
+        inserted, turn = self.info["inserted"][slot], self.info["turn"][slot]
+        return self.encoder_of(role).env_ids(inserted, turn, stream.response_ids)
+
+    def trajectories(self) -> list:
+        """Every trajectory of the episode so far (the Proposer's first in self-play)."""
+        if not self.multi:
+            return [self.info["trajectory"]]
+        out = [t for t in self.info["trajectories"] if t is not None]
+        proposer = self.info.get("proposer")
+        return ([proposer] if proposer is not None and proposer not in out else []) + out
 
 
 @dataclass
@@ -105,19 +266,10 @@ class GameEpisode:
     replay: Any
 
 
-def _encode(tokenizer, text: str) -> list[int]:
-    return list(tokenizer.encode(text, add_special_tokens=False)) if text else []
-
-
-def _prompt_ids(tokenizer, prompt: str) -> list[int]:
-    return _encode(tokenizer, render_prompt(tokenizer, prompt))
-
-
 async def _turn(stream: TokenStream, generate: Generator, tokenizer, budget: int) -> Optional[str]:
     """Sample one turn into ``stream``; the decoded text, or ``None`` when no budget is left."""
-    room = budget - len(stream.response_ids)
+    room = stream.room(budget)
     if room <= 0:
-        stream.cut = True
         return None
     try:
         ids, logprobs = await generate(stream.prompt_ids + stream.response_ids, room, stream.rollout_id)
@@ -125,18 +277,16 @@ async def _turn(stream: TokenStream, generate: Generator, tokenizer, budget: int
         raise GenerationFailed(
             f"the generator failed mid-rollout after {stream.turns} turns: {type(exc).__name__}: {exc}", stream
         ) from exc
-    ids = list(ids)[:room]
-    stream.add_sampled(ids, None if logprobs is None else list(logprobs)[:room])
-    return tokenizer.decode(ids, skip_special_tokens=True)
+    return sample_into(stream, ids, logprobs, tokenizer, budget)
 
 
-def _apply_events(streams: dict[tuple[str, int], TokenStream], events: Sequence[dict]) -> None:
-    """Add each reward event's reward and components to the stream of its role and slot."""
-    for ev in events:
-        stream = streams.get((ev["role"], int(ev["slot"])))
-        if stream is not None:
-            stream.reward += float(ev["reward"])
-            stream.components.update(ev.get("components") or {})
+async def play_episode(episode: EnvEpisode, generate: Generator) -> EnvEpisode:
+    """Drive a reset :class:`EnvEpisode` to its end, the turns of concurrent streams generated concurrently."""
+    while not episode.done:
+        pending = episode.pending()
+        texts = await asyncio.gather(*[_turn(s, generate, episode.tokenizer, episode.budget) for _, s in pending])
+        episode.step({key: text for (key, _), text in zip(pending, texts)})
+    return episode
 
 
 async def play_solver_episode(
@@ -147,25 +297,12 @@ async def play_solver_episode(
     response_length: int,
     seed: Optional[int] = None,
     options: Optional[dict] = None,
+    encoder=None,
 ) -> SolverEpisode:
     """Play one rollout of a single-rollout env (``KGSolver-v0``, possibly reward-wrapped)."""
-    obs, info = env.reset(seed=seed, options=options)
-    stream = TokenStream(_prompt_ids(tokenizer, obs))
-    streams = {("solver", 0): stream}
-    while True:
-        text = await _turn(stream, generate, tokenizer, response_length)
-        if text is None:
-            break
-        obs, _, terminated, truncated, info = env.step(text)
-        _apply_events(streams, info["rewards"])
-        if terminated or truncated:
-            break
-        stream.add_env(_encode(tokenizer, info["inserted"]), response_length)
-        if stream.cut:
-            break
-    if stream.cut:
-        stream.reward, stream.components = 0.0, {"cut_by_response_length": 1.0}
-    return SolverEpisode(stream, info)
+    episode = EnvEpisode(env, tokenizer, response_length=response_length, encoder=encoder)
+    await play_episode(episode.reset(seed=seed, options=options), generate)
+    return SolverEpisode(episode.stream, episode.info)
 
 
 async def play_selfplay_game(
@@ -176,42 +313,12 @@ async def play_selfplay_game(
     response_length: int,
     seed: Optional[int] = None,
     options: Optional[dict] = None,
+    encoder=None,
 ) -> GameEpisode:
     """Play one ``KGSelfPlay-v0`` game: the Proposer's turns, verification, then the G Solvers,
     whose turns are generated concurrently (one ``generate`` call per active slot per step)."""
-    obs, info = env.reset(seed=seed, options=options)
-    group = len(obs["texts"])
-    proposer = TokenStream(_prompt_ids(tokenizer, obs["texts"][0]))
-    streams: dict[tuple[str, int], TokenStream] = {("proposer", 0): proposer}
-    solvers: list[TokenStream] = []
-    done = False
-    while not done and info["role"] == "proposer":
-        text = await _turn(proposer, generate, tokenizer, response_length)
-        if text is None:  # cut Proposer: end it with an empty turn until the env gives up on it
-            text = ""
-        obs, _, terminated, truncated, info = env.step((text,) + ("",) * (group - 1))
-        _apply_events(streams, info["rewards"])
-        done = terminated or truncated
-        if info["role"] == "proposer":
-            proposer.add_env(_encode(tokenizer, info["inserted"][0]), response_length)
-    solvers = [TokenStream(_prompt_ids(tokenizer, t)) for t in obs["texts"]]
-    streams.update({("solver", i): s for i, s in enumerate(solvers)})
-    while not done:
-        active = [bool(a) for a in obs["active"]]
-        texts = await asyncio.gather(
-            *[_turn(s, generate, tokenizer, response_length) if active[i] else _none() for i, s in enumerate(solvers)]
-        )
-        obs, _, terminated, truncated, info = env.step(tuple(t or "" for t in texts))
-        _apply_events(streams, info["rewards"])
-        done = terminated or truncated
-        for i, s in enumerate(solvers):
-            if not done and obs["active"][i]:
-                s.add_env(_encode(tokenizer, info["inserted"][i]), response_length)
-    for s in solvers:
-        if s.cut:
-            s.reward, s.components = 0.0, {"cut_by_response_length": 1.0}
-    return GameEpisode(proposer, solvers, info.get("validation"), info.get("replay"))
-
-
-async def _none() -> None:
-    return None
+    episode = EnvEpisode(env, tokenizer, response_length=response_length, encoder=encoder)
+    await play_episode(episode.reset(seed=seed, options=options), generate)
+    (proposer,) = episode.slots("proposer")
+    info = episode.info
+    return GameEpisode(proposer, episode.slots("solver"), info.get("validation"), info.get("replay"))

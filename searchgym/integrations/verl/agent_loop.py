@@ -38,7 +38,14 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetr
 from ...errors import InvalidArgumentError, SearchGymRuntimeError
 from .data import task_options
 from .environments import EnvSpec, cached_env
-from .episode import GameEpisode, GenerationFailed, TokenStream, play_selfplay_game, play_solver_episode
+from .episode import (
+    TURN_STOPS,
+    GameEpisode,
+    GenerationFailed,
+    TokenStream,
+    play_selfplay_game,
+    play_solver_episode,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -54,8 +61,6 @@ __all__ = [
 VERL_VERSION_READ = "0.9.1"
 #: Rollouts marked failed in this process, by loop name (a generator error mid-rollout).
 FAILED_ROLLOUTS: dict[str, int] = {}
-#: Stop strings that end an agent turn of the tag protocol (vLLM / SGLang sampling params).
-TURN_STOPS = ["</search>", "</answer>", "</question>", "</tool_call>"]
 
 
 class _SearchGymLoop(AgentLoopBase):
