@@ -98,6 +98,11 @@ def test_reasoning_content_answer_calls_and_plain_content():
         (message("", call("search", query=42)), "empty_query", "non-empty 'query'"),
         (message("", call("kg_lookup", entity=["Tarsk"])), "bad_tool_call", "no tool named 'kg_lookup'"),
         (message("", call("answer", answer="")), "bad_tool_call", "non-empty 'answer'"),
+        (
+            message('<tool_call>\n{"name": "search", "arguments": {"query": "Al</tool_call>'),
+            "bad_tool_call",
+            "not parse",
+        ),
     ],
 )
 def test_bad_calls_get_a_corrective_tool_message(action, error, fix):

@@ -215,6 +215,8 @@ def test_bad_names_fail_clearly(tok):
         make_loop(al.SearchGymSolverLoop, tok, None, rewards="wrc")
     with pytest.raises(ValueError, match="rollout.n=3 must equal the game's group_size=5"):
         make_loop(al.SearchGymSelfPlayLoop, tok, None, n=3)
+    with pytest.raises(ValueError, match="tag protocol.*TRL adapter"):
+        make_loop(al.SearchGymSolverLoop, tok, None, env_kwargs={"protocol": "function_calling"})
 
 
 def test_selfplay_loop_one_game_per_group(tok):

@@ -49,6 +49,24 @@ def render_prompt(tokenizer, prompt: str) -> str:
     )
 
 
+class _PromptCache:
+    """The ids of recently encoded texts (a GRPO group encodes the same prompt G times, and its rollouts
+    often get the same search results)."""
+
+    size = 256
+
+    def __init__(self) -> None:
+        self._ids: dict[str, list[int]] = {}
+
+    def get(self, prompt: str, encode) -> list[int]:
+        ids = self._ids.get(prompt)
+        if ids is None:
+            if len(self._ids) >= self.size:
+                self._ids.pop(next(iter(self._ids)))
+            ids = self._ids[prompt] = encode(prompt)
+        return list(ids)
+
+
 class TagEncoder:
     """Token ids of the tag protocol: the chat-templated prompt, env insertions tokenised on their own."""
 
@@ -56,14 +74,16 @@ class TagEncoder:
 
     def __init__(self, tokenizer) -> None:
         self.tokenizer = tokenizer
+        self._prompts = _PromptCache()
+        self._inserted = _PromptCache()
 
     def prompt_ids(self, prompt: str) -> list[int]:
         """The chat-templated user prompt (raw text without a template)."""
-        return _text_ids(self.tokenizer, render_prompt(self.tokenizer, prompt))
+        return self._prompts.get(prompt, lambda p: _text_ids(self.tokenizer, render_prompt(self.tokenizer, p)))
 
     def env_ids(self, inserted: str, turn: Optional[Turn], previous_ids: Sequence[int] = ()) -> list[int]:
         """The ids of the text the env inserted after a turn."""
-        return _text_ids(self.tokenizer, inserted) if inserted else []
+        return self._inserted.get(inserted, lambda t: _text_ids(self.tokenizer, t)) if inserted else []
 
 
 class ToolEncoder:
@@ -75,10 +95,11 @@ class ToolEncoder:
     def __init__(self, tokenizer, tools: Sequence[dict]) -> None:
         self.tokenizer = tokenizer
         self.chat = ToolChatEncoder(tokenizer, tools)
+        self._prompts = _PromptCache()
 
     def prompt_ids(self, prompt: str) -> list[int]:
         """``apply_chat_template([user: prompt], tools=..., add_generation_prompt=True)``."""
-        return self.chat.prompt_ids([{"role": "user", "content": prompt}])
+        return self._prompts.get(prompt, lambda p: self.chat.prompt_ids([{"role": "user", "content": p}]))
 
     def env_ids(self, inserted: str, turn: Optional[Turn], previous_ids: Sequence[int] = ()) -> list[int]:
         """The template's tokens for ``turn.messages`` after the sampled ``previous_ids`` (a hand-built

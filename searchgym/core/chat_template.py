@@ -55,7 +55,7 @@ def _name_of(tokenizer) -> str:
 
 
 def _probe() -> tuple[list[dict], list[dict]]:
-    tools = [
+    tools: list[dict] = [
         {
             "type": "function",
             "function": {
@@ -65,7 +65,7 @@ def _probe() -> tuple[list[dict], list[dict]]:
             },
         }
     ]
-    messages = [
+    messages: list[dict] = [
         {"role": "user", "content": "hi"},
         {
             "role": "assistant",

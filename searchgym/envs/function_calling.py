@@ -11,7 +11,8 @@ An agent turn is one assistant message, given either as the model's raw text (to
 layout Qwen2.5/3 emit: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``) or as a parsed
 message dict (``{"role": "assistant", "content", "reasoning_content"?, "tool_calls": [{"type":
 "function", "function": {"name", "arguments"}}]}``, the form of OpenAI-compatible servers and of
-``tokenizer.parse_response``). :func:`parse_message` reads it into the same
+``tokenizer.parse_response``; a ``<tool_call>`` block such a parser left in the content because it
+could not read it counts as a malformed call). :func:`parse_message` reads it into the same
 :class:`~searchgym.envs.protocol.ParsedAction` the tag protocol gives (so rollouts, judging, rewards
 and exports are shared) plus the individual :class:`ToolCall` s, and **never raises**.
 
@@ -183,13 +184,16 @@ def _text(value: Any) -> str:
     return ""
 
 
-def _raw_calls(action: Any) -> tuple[str, str, list[tuple[str, Any, Optional[str], Optional[str]]], str]:
+_RawCall = tuple[str, Any, Optional[str], Optional[str]]  # name, arguments, why unreadable, call id
+
+
+def _raw_calls(action: Any) -> tuple[str, str, list[_RawCall], str]:
     """``(reasoning, content, [(name, arguments, error, call id)], text)`` of a raw text or a message dict."""
     if isinstance(action, dict):
         reasoning = _text(action.get("reasoning_content") or action.get("reasoning"))
         content = _text(action.get("content"))
         raw_calls = action.get("tool_calls") or []
-        calls = []
+        calls: list[_RawCall] = []
         for raw in raw_calls if isinstance(raw_calls, list) else [raw_calls]:
             fn = raw.get("function", raw) if isinstance(raw, dict) else None
             if not isinstance(fn, dict):
@@ -208,10 +212,12 @@ def _raw_calls(action: Any) -> tuple[str, str, list[tuple[str, Any, Optional[str
         for name, args, _, _ in calls:
             shown = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
             parts.append(f'\n<tool_call>\n{{"name": {json.dumps(name)}, "arguments": {shown}}}\n</tool_call>')
-        return str(reasoning), content, calls, "".join(parts)
+        # a call the serving side could not parse stays in the content: it is still a (malformed) call
+        left = [(*_call_json(m.group(1)), None) for m in _CALL_RE.finditer(content)]
+        return str(reasoning), _CALL_RE.sub("", content), left + calls, "".join(parts)
     text = action if isinstance(action, str) else ""
-    calls = [(*_call_json(m.group(1)), None) for m in _CALL_RE.finditer(text)]
-    return "", _CALL_RE.sub("", text), calls, text
+    parsed: list[_RawCall] = [(*_call_json(m.group(1)), None) for m in _CALL_RE.finditer(text)]
+    return "", _CALL_RE.sub("", text), parsed, text
 
 
 def _strings(value: Any) -> Optional[list[str]]:

@@ -84,6 +84,11 @@ class _SearchGymLoop(AgentLoopBase):
         if isinstance(rewards, ListConfig):
             rewards = list(rewards)
         self.spec = EnvSpec.from_config({"env_id": env_id, "rewards": rewards, "env_kwargs": dict(env_kwargs or {})})
+        if self.spec.env_kwargs.get("protocol", "tags") != "tags":
+            raise InvalidArgumentError(
+                "the verl agent loops play the tag protocol; drop env_kwargs.protocol (function calling is offered "
+                "by the TRL adapter, docs/trl.md)"
+            )
         if on_generate_error not in ("mark", "raise"):
             raise InvalidArgumentError(f"on_generate_error must be 'mark' or 'raise', got {on_generate_error!r}")
         self.on_generate_error = on_generate_error

@@ -1,28 +1,5 @@
 """Playing an env against verl's token generator: re-exported from :mod:`searchgym.integrations.episode`
 (engine-neutral, shared with the TRL adapter)."""
 
-from ..episode import (
-    TURN_STOPS,
-    EnvEpisode,
-    GameEpisode,
-    GenerationFailed,
-    Generator,
-    SolverEpisode,
-    TokenStream,
-    play_episode,
-    play_selfplay_game,
-    play_solver_episode,
-)
-
-__all__ = [
-    "TURN_STOPS",
-    "Generator",
-    "TokenStream",
-    "GenerationFailed",
-    "EnvEpisode",
-    "SolverEpisode",
-    "GameEpisode",
-    "play_episode",
-    "play_solver_episode",
-    "play_selfplay_game",
-]
+from ..episode import *  # noqa: F401,F403 - this module's old import path
+from ..episode import __all__  # noqa: F401
