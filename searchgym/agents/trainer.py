@@ -386,18 +386,21 @@ class SelfPlayTrainer:
             return self.policy.disable_adapter()
         return nullcontext()
 
-    def _scorer(self, batch: Sequence[EncodedTrajectory], ids, attn):
+    def _scorer(self, batch: Sequence[EncodedTrajectory], ids, attn, mask):
         """``score(model, with_entropy)`` for one micro-batch: shared-prompt scoring when it saves work
-        (and gradient checkpointing is off), else the plain full-sequence forward."""
+        (and gradient checkpointing is off), else the plain full-sequence forward; either way only the
+        positions of ``mask`` (the agent tokens) go through the LM head when the model allows it."""
         c = self.config
         seqs = [e.input_ids for e in batch]
         prompts = [e.prompt_len for e in batch]
         if c.share_prompt and not c.gradient_checkpointing and worth_sharing(seqs, prompts):
             packed = pack_shared(seqs, prompts, self.tokenizer.pad_token_id, self.device)
-            return lambda model, with_entropy=False: shared_token_logprobs(model, packed, with_entropy=with_entropy)
+            return lambda model, with_entropy=False: shared_token_logprobs(
+                model, packed, with_entropy=with_entropy, only=mask
+            )
         start = min(e.first_agent_token for e in batch)
         return lambda model, with_entropy=False: token_logprobs(
-            model, ids, attn, with_entropy=with_entropy, start=start
+            model, ids, attn, with_entropy=with_entropy, start=start, only=mask
         )
 
     def _ref_logp(self, score):
@@ -455,8 +458,8 @@ class SelfPlayTrainer:
         if not reuse_old:
             with torch.no_grad():
                 for chunk in _chunks(sorted(range(n), key=rank.__getitem__), c.micro_batch_size):
-                    ids, attn, _, _ = collate([enc[i] for i in chunk], pad, [adv[i] for i in chunk], self.device)
-                    lp = self._scorer([enc[i] for i in chunk], ids, attn)(self.policy)[0]
+                    ids, attn, mask, _ = collate([enc[i] for i in chunk], pad, [adv[i] for i in chunk], self.device)
+                    lp = self._scorer([enc[i] for i in chunk], ids, attn, mask)(self.policy)[0]
                     for k, i in enumerate(chunk):
                         old[i] = lp[k, : len(enc[i].input_ids) - 1].detach()
         agg = _Mean()
@@ -469,7 +472,7 @@ class SelfPlayTrainer:
                 for micro in _chunks(sorted(mb, key=rank.__getitem__), c.micro_batch_size):
                     batch = [enc[i] for i in micro]
                     ids, attn, mask, a = collate(batch, pad, [adv[i] for i in micro], self.device)
-                    score = self._scorer(batch, ids, attn)
+                    score = self._scorer(batch, ids, attn, mask)
                     logp, ent = score(self.policy, with_entropy=True)
                     if reuse_old:
                         old_lp = logp.detach()
