@@ -16,18 +16,21 @@ import json
 import logging
 import time
 from pathlib import Path
-from typing import Callable, Union
+from typing import TYPE_CHECKING, Callable, Union
 
 from ..errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from ..world.world import World
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["WORLD_SOURCES", "register_source", "register", "build_synthetic", "format_stats"]
 
-Builder = Callable[[argparse.Namespace], "object"]
+Builder = Callable[[argparse.Namespace], "World"]
 
 
-def build_synthetic(args: argparse.Namespace):
+def build_synthetic(args: argparse.Namespace) -> World:
     """Builder of the ``synthetic`` source: the embedded fictional world, sized by
     ``--entities`` (exact count) or ``--scale`` (multiple of the default size)."""
     from ..world.synthetic import SyntheticConfig, generate_world
