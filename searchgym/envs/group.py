@@ -19,6 +19,7 @@ from gymnasium import spaces
 
 from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymRuntimeError
 from .base import TextEnvBase
+from .info import KIND_GROUP
 from .rollout import Rollout, advance
 from .scoring import reward_event, score_solver
 from .solver import KGSolverEnv
@@ -184,6 +185,7 @@ class KGSolverGroupEnv(KGSolverEnv):
 
     def _group_info(self, g: SolverGroup, inserted: Sequence[str], events: list) -> dict:
         return {
+            "kind": KIND_GROUP,
             "trajectories": g.trajectories,
             "task": g.task,
             "turn": [r.last_turn for r in g.rollouts],

@@ -53,6 +53,7 @@ from gymnasium import spaces
 from ..construction.extract import answer_type
 from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymRuntimeError
 from . import resources
+from .info import KIND_NAVIGATE
 
 logger = logging.getLogger(__name__)
 
@@ -349,6 +350,7 @@ class KGNavigateEnv(gym.Env):
     def _info(self, success: bool = False) -> dict:
         assert self.task is not None
         return {
+            "kind": KIND_NAVIGATE,
             "success": success,
             "task_id": self.task.id,
             "hops": self.task.hops,

@@ -46,6 +46,7 @@ from .group import (
     group_obs,
     group_observation_space,
 )
+from .info import KIND_SELFPLAY
 from .proposer import PROPOSER_MODES, ProposerValidation
 from .replay import ReplayBuffer
 from .resources import resolve_pool
@@ -285,6 +286,7 @@ class KGSelfPlayEnv(TextEnvBase):
             turns = [r.last_turn for r in group.rollouts]
             solver_rc = group.components()
         return {
+            "kind": KIND_SELFPLAY,
             "role": "solver" if group is not None else "proposer",
             "trajectories": trajs,
             "proposer": ptraj,

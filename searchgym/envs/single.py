@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 from ..errors import InvalidTypeError, SearchGymRuntimeError
 from .base import TextEnvBase
+from .info import KIND_SINGLE
 from .rollout import Rollout, advance
 from .tasks import TaskSource
 from .types import Task, Trajectory
@@ -81,6 +82,7 @@ class SingleRolloutEnv(TextEnvBase):
     def _info(self, rollout: Rollout, inserted: str, events: list) -> dict:
         traj = rollout.trajectory
         return {
+            "kind": KIND_SINGLE,
             "trajectory": traj,
             "task": traj.task,
             "turn": rollout.last_turn,
