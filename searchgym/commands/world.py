@@ -51,10 +51,10 @@ def build_synthetic(args: argparse.Namespace) -> World:
 #: source name → builder callable, or ``"module:function"`` resolved on use.
 WORLD_SOURCES: dict[str, Union[Builder, str]] = {
     "synthetic": build_synthetic,
-    "wikidata": "searchgym.world.loaders.cli_sources:build_wikidata",
-    "wikidata5m": "searchgym.world.loaders.cli_sources:build_wikidata5m",
-    "flashrag": "searchgym.world.loaders.cli_sources:build_flashrag",
-    "atlas": "searchgym.world.loaders.cli_sources:build_atlas_source",
+    "wikidata": "searchgym.commands.world_sources:build_wikidata",
+    "wikidata5m": "searchgym.commands.world_sources:build_wikidata5m",
+    "flashrag": "searchgym.commands.world_sources:build_flashrag",
+    "atlas": "searchgym.commands.world_sources:build_atlas_source",
 }
 
 
@@ -155,7 +155,7 @@ def register(subparsers) -> None:
     _add_size_args(b)
     b.add_argument("--force", action="store_true", help="overwrite an existing world in --out")
     b.add_argument("--no-progress", dest="progress", action="store_false", help="hide progress bars")
-    from ..world.loaders.cli_sources import add_loader_arguments
+    from .world_sources import add_loader_arguments
 
     add_loader_arguments(b)
     b.set_defaults(func=_cmd_build)
