@@ -140,6 +140,7 @@ class SolverExpert(ScriptedAgent):
 
     def _replay(self, traj: Trajectory) -> _Progress:
         sg = traj.task.subgraph
+        assert sg is not None, "turn() checks the task has a subgraph"
         state = _Progress()
         for info in information_materials(traj) if traj.turns else []:
             nxt = sg.nodes[sg.path[state.hop + 1]]
@@ -268,6 +269,7 @@ def discovered_backwards(traj: Trajectory) -> bool:
     """Whether the entity each search after the first is about (walking the task's path backwards from
     the answer) was named in an earlier result: a walk the model could have made from what it read."""
     sg = traj.task.subgraph
+    assert sg is not None, "discovered_backwards reads a KG-grounded trajectory"
     seen = ""
     for i, t in enumerate(traj.turns):
         if t.searches and 0 < i <= sg.hops and _mentions(seen, sg.nodes[sg.path[-1 - i]].names) is None:

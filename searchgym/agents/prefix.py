@@ -26,11 +26,14 @@ when it is on.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from ..errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass
@@ -41,12 +44,12 @@ class SharedPrefixBatch:
     ``width`` the full padded length ``T`` of the same batch laid out by :func:`collate`.
     """
 
-    prefix_ids: object
-    prefix_attn: object
-    group: object
-    prefix_len: object
-    suffix_ids: object
-    suffix_attn: object
+    prefix_ids: torch.Tensor
+    prefix_attn: torch.Tensor
+    group: torch.Tensor
+    prefix_len: torch.Tensor
+    suffix_ids: torch.Tensor
+    suffix_attn: torch.Tensor
     width: int
 
     @property
@@ -109,7 +112,10 @@ def pack_shared(
     tensors = [prefix_ids, prefix_attn, torch.tensor(group), torch.tensor(lens), suffix_ids, suffix_attn]
     if device is not None:
         tensors = [t.to(device) for t in tensors]
-    return SharedPrefixBatch(*tensors, width=max(len(s) for s in sequences))
+    prefix_ids, prefix_attn, group_rows, prefix_lens, suffix_ids, suffix_attn = tensors
+    return SharedPrefixBatch(
+        prefix_ids, prefix_attn, group_rows, prefix_lens, suffix_ids, suffix_attn, width=max(len(s) for s in sequences)
+    )
 
 
 def shared_token_logprobs(model, batch: SharedPrefixBatch, *, with_entropy: bool = False, only=None):
