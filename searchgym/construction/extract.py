@@ -40,6 +40,7 @@ import threading
 import time
 import weakref
 from dataclasses import asdict, dataclass, field
+from typing import Callable, Collection, NamedTuple
 
 import numpy as np
 
@@ -172,8 +173,8 @@ class ExtractionConfig:
     max_retries: int = 5
     num_distractors: tuple[int, int] = (1, 3)
     distractor_hops: tuple[int, int] = (1, 2)
-    relation_blocklist: frozenset = field(default_factory=lambda: frozenset(DEFAULT_RELATION_BLOCKLIST))
-    relation_allowlist: frozenset = field(default_factory=frozenset)
+    relation_blocklist: Collection[str] = field(default_factory=lambda: frozenset(DEFAULT_RELATION_BLOCKLIST))
+    relation_allowlist: Collection[str] = field(default_factory=frozenset)  # both stored as frozensets
     allow_literal_answers: bool = True
     allow_inverse_edges: bool = False
     retry_backoff: float = 0.0
@@ -362,6 +363,24 @@ def eligible_seeds(world, config: ExtractionConfig | None = None) -> list[str]:
     return [ids[i] for i in idx.eligible_seeds.tolist()]
 
 
+class _Walk(NamedTuple):
+    """A stage-1 target path as index codes: ``path`` ``v0 … vK``, the ``rel_rows`` and ``forward``
+    flags of its K edges, and why it stopped (``max_hops``, ``dead_end``, ``selector``, ``literal``)."""
+
+    path: list[int]
+    rel_rows: list[int]
+    forward: list[bool]
+    stop: str
+
+
+class _CodeBranch(NamedTuple):
+    """A distractor branch as index codes, leaving the path at ``path[diverge_at]``."""
+
+    diverge_at: int
+    nodes: list[int]
+    rel_rows: list[int]
+
+
 def _ask(selector, ctx: SelectionContext, config: ExtractionConfig, stats: dict) -> int:
     """One selector decision with up to ``max_retries`` retries.
 
@@ -384,6 +403,7 @@ def _ask(selector, ctx: SelectionContext, config: ExtractionConfig, stats: dict)
             logger.debug("selector attempt %d failed at %s depth %d: %s", attempt + 1, ctx.seed_id, ctx.depth, exc)
             if config.retry_backoff and attempt < config.max_retries:
                 time.sleep(config.retry_backoff * (2**attempt))
+    assert last is not None  # max_retries >= 0: the loop ran and every attempt failed
     detail = f"{config.max_retries + 1} selector attempts failed at depth {ctx.depth} ({last.kind}: {last})"
     if last.outage:
         raise SelectorUnavailable(detail, ctx.seed_id)
@@ -411,8 +431,8 @@ def _expand_path(
     rng: random.Random,
     stats: dict,
     trial: int,
-) -> tuple[list[int], list[int], list[bool], str]:
-    """Stage 1 from entity ``v0``: ``(path codes, relation rows, forward flags, stop reason)``."""
+) -> _Walk:
+    """Stage 1 from entity ``v0``: one walk chosen by the selector."""
     path = [v0]
     rel_rows: list[int] = []
     forward: list[bool] = []
@@ -452,7 +472,7 @@ def _expand_path(
         if ti < 0:
             stop = "literal"
             break
-    return path, rel_rows, forward, stop
+    return _Walk(path, rel_rows, forward, stop)
 
 
 def _grow_branch(
@@ -495,6 +515,36 @@ def extract_subgraph(
     config = config or ExtractionConfig()
     if rng is None or isinstance(rng, int):
         rng = random.Random(0 if rng is None else rng)
+    idx = _seed_index(world, seed_id, config)
+    stats = {"calls": 0, "failures": 0}
+    planned = _planned_length(selector, seed_id, config)
+    v0 = world.entity_index(seed_id)
+    walk = _longest_walk(
+        lambda trial: _expand_path(idx, v0, seed_id, selector, config, rng, stats, trial), planned, config.plan_retries
+    )
+    hops = len(walk.rel_rows)
+    if hops < config.min_hops:
+        raise Rejected(
+            "too_short",
+            f"path from {seed_id!r} has {hops} hop(s) (stopped: {walk.stop}); need >= {config.min_hops}",
+            seed_id,
+        )
+    n_branches = rng.randint(*config.num_distractors)
+    branches = _distractor_branches(idx, walk.path, n_branches, config, rng)
+    metadata = {
+        "stop": walk.stop,
+        "selector_calls": stats["calls"],
+        "selector_failures": stats["failures"],
+        "distractors_planned": n_branches,
+        "hops_planned": planned,
+    }
+    sg = _assemble_subgraph(idx, subgraph_id or f"sg:{seed_id}", seed_id, walk, branches, metadata)
+    sg.answer_type = answer_type_of(sg.answer_node)
+    return sg
+
+
+def _seed_index(world, seed_id: str, config: ExtractionConfig) -> _Index:
+    """The extraction index of (world, config), once the seed is known to exist and some relation is eligible."""
     if not world.has_entity(seed_id):
         raise Rejected("unknown_seed", f"no entity with id {seed_id!r} in world {world.name!r}", seed_id)
     idx = extraction_index(world, config)
@@ -504,28 +554,29 @@ def extract_subgraph(
             f"world {world.name!r} has no relation left after the blocklist/allowlist; relax them",
             seed_id,
         )
-    v0 = world.entity_index(seed_id)
-    stats = {"calls": 0, "failures": 0}
-    planned = _planned_length(selector, seed_id, config)
-    best = None
-    for trial in range(config.plan_retries + 1 if planned is not None else 1):
-        walk = _expand_path(idx, v0, seed_id, selector, config, rng, stats, trial)
-        if best is None or len(walk[1]) > len(best[1]):
-            best = walk
-        if planned is None or len(best[1]) >= planned:
-            break
-    path, rel_rows, forward, stop = best
-    hops = len(rel_rows)
-    if hops < config.min_hops:
-        raise Rejected(
-            "too_short",
-            f"path from {seed_id!r} has {hops} hop(s) (stopped: {stop}); need >= {config.min_hops}",
-            seed_id,
-        )
+    return idx
 
-    branches: list[Branch] = []
+
+def _longest_walk(walk: Callable[[int], _Walk], planned: int | None, plan_retries: int) -> _Walk:
+    """Stage 1 (``walk(trial)``), re-drawn up to ``plan_retries`` times while the path ends short of the
+    selector's ``planned`` length (None: no plan, one walk); the longest walk wins, the earliest among equals."""
+    best = walk(0)
+    for trial in range(1, plan_retries + 1 if planned is not None else 1):
+        if planned is None or len(best.rel_rows) >= planned:
+            break
+        candidate = walk(trial)
+        if len(candidate.rel_rows) > len(best.rel_rows):
+            best = candidate
+    return best
+
+
+def _distractor_branches(
+    idx: _Index, path: list[int], n_branches: int, config: ExtractionConfig, rng: random.Random
+) -> list[_CodeBranch]:
+    """Stage 2: up to ``n_branches`` distractor branches off the path's inner nodes, as codes."""
+    hops = len(path) - 1
+    branches: list[_CodeBranch] = []
     in_graph = set(path)
-    n_branches = rng.randint(*config.num_distractors)
     for _ in range(n_branches):
         if hops < 2:
             break
@@ -536,35 +587,38 @@ def extract_subgraph(
         for k in (first_k, *others):  # a divergence node with nothing left to add: try another
             b_nodes, b_rels = _grow_branch(idx, path[k], length, in_graph, rng)
             if b_nodes:
-                branches.append((k, b_nodes, b_rels))  # type: ignore[arg-type]
+                branches.append(_CodeBranch(k, b_nodes, b_rels))
                 break
+    return branches
 
+
+def _assemble_subgraph(
+    idx: _Index, subgraph_id: str, seed_id: str, walk: _Walk, branches: list[_CodeBranch], metadata: dict
+) -> Subgraph:
+    """The :class:`Subgraph` record of a walk and its branches (codes turned into node ids and labels)."""
     nodes: dict[str, SubgraphNode] = {}
     code_to_id: dict[int, str] = {}
-    for code in list(path) + [c for _k, bn, _br in branches for c in bn]:  # type: ignore[misc]
+    for code in [*walk.path, *(c for b in branches for c in b.nodes)]:
         if code not in code_to_id:
             node = idx.node(code)
             code_to_id[code] = node.id
             nodes[node.id] = node
-    sg = Subgraph(
-        id=subgraph_id or f"sg:{seed_id}",
+    return Subgraph(
+        id=subgraph_id,
         seed=seed_id,
-        path=[code_to_id[c] for c in path],
-        relations=[idx.rel_labels[r] for r in rel_rows],
-        relation_ids=[idx.rel_ids[r] for r in rel_rows],
+        path=[code_to_id[c] for c in walk.path],
+        relations=[idx.rel_labels[r] for r in walk.rel_rows],
+        relation_ids=[idx.rel_ids[r] for r in walk.rel_rows],
         nodes=nodes,
         distractors=[
-            Branch(k, [code_to_id[c] for c in bn], [idx.rel_labels[r] for r in br], [idx.rel_ids[r] for r in br])
-            for k, bn, br in branches  # type: ignore[misc]
+            Branch(
+                b.diverge_at,
+                [code_to_id[c] for c in b.nodes],
+                [idx.rel_labels[r] for r in b.rel_rows],
+                [idx.rel_ids[r] for r in b.rel_rows],
+            )
+            for b in branches
         ],
-        forward=forward,
-        metadata={
-            "stop": stop,
-            "selector_calls": stats["calls"],
-            "selector_failures": stats["failures"],
-            "distractors_planned": n_branches,
-            "hops_planned": planned,
-        },
+        forward=walk.forward,
+        metadata=metadata,
     )
-    sg.answer_type = answer_type_of(sg.answer_node)
-    return sg
