@@ -191,14 +191,16 @@ def main() -> int:
     path = write_result(result, args.out, f"trl_{args.entry}_{Path(args.model).name}{suffix}.json")
     fmt = lambda d, p=3: f"{d['median']:.{p}f} ({d['min']:.{p}f}-{d['max']:.{p}f})"  # noqa: E731
     print(
-        f"{args.entry}, {args.model} ({args.policy}), {protocol}, rewards {args.rewards}; B={args.batch} G={args.group} "
-        f"max_completion_length={args.max_completion_length}; {machine_line()}, load {load_1m:.1f}->{load_after:.1f}"
+        f"{args.entry}, {args.model} ({args.policy}), {protocol}, rewards {args.rewards}; "
+        f"B={args.batch} G={args.group} max_completion_length={args.max_completion_length}; "
+        f"{machine_line()}, load {load_1m:.1f}->{load_after:.1f}"
     )
     print("| step (s) | searchgym (s) | share | counts |")
     print("|---|---|---|---|")
     print(
         f"| {fmt(result['step_s'], 2)} | {fmt(result['searchgym_s'], 4)} | "
-        f"{100 * result['share']['median']:.2f} % ({100 * min(shares):.2f}-{100 * max(shares):.2f}) | {result['counts']} |"
+        f"{100 * result['share']['median']:.2f} % ({100 * min(shares):.2f}-{100 * max(shares):.2f}) | "
+        f"{result['counts']} |"
     )
     print(f"wrote {path}")
     return 0

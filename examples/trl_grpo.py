@@ -1,10 +1,11 @@
 """GRPO on searchgym with TRL's ``GRPOTrainer`` — either of TRL's multi-turn entry points.
 
 Runs as is on a CPU (the bundled SmolLM2-135M with its shipped cold-start adapter, which follows the
-tag protocol: two small steps through the ``rollout_func`` entry point, a few minutes on 2 cores):
+tag protocol: two small steps through the ``rollout_func`` entry point — one question × 2 generations,
+256 tokens per rollout — a few minutes on 2 cores):
 
     .venv/bin/python examples/trl_grpo.py
-    .venv/bin/python examples/trl_grpo.py --model tiny --steps 2           # random tiny Llama, seconds
+    .venv/bin/python examples/trl_grpo.py --model tiny --steps 1           # random tiny Llama, ~1 min of CPU
     .venv/bin/python examples/trl_grpo.py --selfplay                        # Proposer + Solvers in one step
     .venv/bin/python examples/trl_grpo.py --entry environment_factory --model tiny-qwen   # function calling
 
@@ -37,7 +38,8 @@ sys.path.insert(0, str(ROOT))
 
 
 def load(name: str):
-    """``(model, tokenizer)``: cold-start (bundled SmolLM2 + shipped adapter), smollm2, tiny, tiny-qwen or a path/hub id."""
+    """``(model, tokenizer)``: cold-start (bundled SmolLM2 + shipped adapter), smollm2, tiny, tiny-qwen, a path
+    or a cached hub id."""
     if name in ("tiny", "tiny-qwen"):  # random test models from the repository's tests/support
         from tests.support.tiny_lm import build_model, build_tokenizer, build_tool_tokenizer
 
@@ -63,10 +65,10 @@ def main() -> int:
     ap.add_argument("--pool", default=None, help="a subgraph pool JSONL (default: the built-in tasks)")
     ap.add_argument("--flashrag", default=None, help="a FlashRAG JSONL of questions (Solver rows)")
     ap.add_argument("--steps", type=int, default=2)
-    ap.add_argument("--batch", type=int, default=2, help="questions per step")
+    ap.add_argument("--batch", type=int, default=1, help="questions per step")
     ap.add_argument("--group", type=int, default=2, help="generations per question (G)")
-    ap.add_argument("--max-completion-length", type=int, default=512)
-    ap.add_argument("--max-turns", type=int, default=4)
+    ap.add_argument("--max-completion-length", type=int, default=256, help="tokens per rollout (all turns)")
+    ap.add_argument("--max-turns", type=int, default=3)
     ap.add_argument("--doc-max-chars", type=int, default=300)
     ap.add_argument("--lr", type=float, default=1e-6)
     ap.add_argument("--bf16", action="store_true", help="GPU: bfloat16 training")
@@ -131,7 +133,8 @@ def main() -> int:
     trainer.train()
     for entry in trainer.state.log_history:
         if "reward" in entry:
-            print(f"step {entry['step']}: reward {entry['reward']:.3f}, completion length {entry['completions/mean_length']:.0f}")
+            length = entry["completions/mean_length"]
+            print(f"step {entry['step']}: reward {entry['reward']:.3f}, completion length {length:.0f}")
     print(f"searchgym counters: {STATS.snapshot()}")
     return 0
 

@@ -97,6 +97,7 @@ TOOL_DOCS = {
 
 _STRING = {"type": "string"}
 _STRINGS = {"type": "array", "items": {"type": "string"}}
+_OPTIONAL_STRINGS = {**_STRINGS, "nullable": True}
 
 
 def _schema(name: str, types: dict[str, dict], required: list[str]) -> dict:
@@ -122,7 +123,7 @@ def tool_schemas(*, kg: bool = False, answer: bool = True) -> list[dict]:
     its question in ``<question>`` tags)."""
     out = [_schema(TOOL_SEARCH, {"query": _STRING}, ["query"])]
     if kg:
-        out.append(_schema(TOOL_KG, {"entity": _STRINGS, "relation": _STRINGS}, ["entity"]))
+        out.append(_schema(TOOL_KG, {"entity": _STRINGS, "relation": _OPTIONAL_STRINGS}, ["entity"]))
     if answer:
         out.append(_schema(TOOL_ANSWER, {"answer": _STRING}, ["answer"]))
     return out

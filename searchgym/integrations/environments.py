@@ -24,10 +24,18 @@ from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["EnvSpec", "make_env", "cached_env", "TEXT_ENV_IDS"]
+__all__ = ["EnvSpec", "make_env", "cached_env", "reward_names", "TEXT_ENV_IDS"]
 
 #: The env ids an adapter can play (the text envs; KGNavigate-v0 is numeric).
 TEXT_ENV_IDS = ("KGSolver-v0", "KGSolverGroup-v0", "KGSelfPlay-v0", "KGProposer-v0")
+
+
+def reward_names(rewards: Any) -> tuple[str, ...]:
+    """Reward wrapper names from ``"wcr"``, ``"dynasearcher,wcr"`` or a sequence of names; ``"binary"``
+    alone (the env's own reward, no wrapper) gives ``()``. Validated by :class:`EnvSpec`."""
+    raw = rewards.split(",") if isinstance(rewards, str) else (rewards or ())
+    names = tuple(str(r).strip() for r in raw if str(r).strip())
+    return () if names == ("binary",) else names
 
 
 @dataclass(frozen=True)
@@ -68,10 +76,8 @@ class EnvSpec:
             raise InvalidArgumentError(
                 f"unknown searchgym env settings {sorted(unknown)}; use env_id, rewards, env_kwargs"
             )
-        rewards = cfg.get("rewards") or ()
-        if isinstance(rewards, str):
-            rewards = tuple(r.strip() for r in rewards.split(",") if r.strip())
-        return cls(cfg.get("env_id", "KGSolver-v0"), tuple(rewards), dict(cfg.get("env_kwargs") or {}))
+        rewards = reward_names(cfg.get("rewards"))
+        return cls(cfg.get("env_id", "KGSolver-v0"), rewards, dict(cfg.get("env_kwargs") or {}))
 
     def key(self) -> str:
         """A hashable identity of this spec (kwargs by value, wrapper factories by identity)."""

@@ -42,7 +42,7 @@ from searchgym.envs.function_calling import TOOL_ANSWER, TOOL_KG, TOOL_SEARCH
 from searchgym.envs.types import Trajectory
 
 from ...errors import InvalidArgumentError, SearchGymRuntimeError
-from ..environments import EnvSpec, cached_env
+from ..environments import EnvSpec, cached_env, reward_names
 from .rows import DatasetRowError, RowTask, prompt_text, task_of_row
 from .stats import STATS, bad_tool_call
 
@@ -238,9 +238,12 @@ def environment_factory(
         )
     if "protocol" in env_kwargs and env_kwargs["protocol"] != "function_calling":
         raise InvalidArgumentError("environment_factory speaks the function-calling protocol; drop protocol=")
-    names = tuple(r.strip() for r in rewards.split(",") if r.strip()) if isinstance(rewards, str) else tuple(rewards)
-    names = () if names == ("binary",) else names  # binary is the env's own reward: no wrapper
-    spec = EnvSpec(env_id, names, {**env_kwargs, "kg_tool": kg_tool, "protocol": "function_calling"}, tuple(wrappers))
+    spec = EnvSpec(
+        env_id,
+        reward_names(rewards),
+        {**env_kwargs, "kg_tool": kg_tool, "protocol": "function_calling"},
+        tuple(wrappers),
+    )
     base = SearchGymKGToolEnv if kg_tool else SearchGymToolEnv
     return type("SearchGymEnv", (base,), {"spec": spec, "__doc__": base.__doc__, "__module__": __name__})
 

@@ -38,7 +38,7 @@ from searchgym.agents.sequences import turn_encoder
 from searchgym.core.prompts import check_protocol
 
 from ...errors import InvalidArgumentError
-from ..environments import EnvSpec, cached_env
+from ..environments import EnvSpec, cached_env, reward_names
 from ..episode import TURN_STOPS, EnvEpisode, TokenStream, sample_into
 from .generation import TrainerGeneration, cut_at_stop
 from .rows import DatasetRowError, RowTask, prompt_text, task_of_row
@@ -103,10 +103,7 @@ class SearchGymRollout:
         proposer_group: Optional[int] = None,
     ) -> None:
         self.index = PromptIndex(dataset)
-        names = (
-            tuple(r.strip() for r in rewards.split(",") if r.strip()) if isinstance(rewards, str) else tuple(rewards)
-        )
-        self.rewards = () if names == ("binary",) else names
+        self.rewards = reward_names(rewards)
         self.protocol = check_protocol(protocol)
         self.kg_tool = bool(kg_tool)
         self.wrappers = tuple(wrappers)
