@@ -27,7 +27,6 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -107,9 +106,8 @@ def main() -> int:
 
     import torch
     from transformers import TrainerCallback
-    from trl import GRPOConfig
 
-    from searchgym.integrations.trl import STATS, grpo_trainer, train_dataset
+    from searchgym.integrations.trl import STATS, grpo_trainer, local_config, train_dataset
 
     logging.disable(logging.WARNING)
     torch.set_num_threads(args.threads)
@@ -130,23 +128,13 @@ def main() -> int:
                 {"step_s": time.perf_counter() - self.t0, "searchgym_s": STATS.snapshot()["seconds"] - self.s0}
             )
 
-    cfg = GRPOConfig(
-        output_dir=tempfile.mkdtemp(),
+    cfg = local_config(
         per_device_train_batch_size=args.batch * args.group,
         num_generations=args.group,
         max_completion_length=args.max_completion_length,
         max_steps=args.steps + args.warmup,
         learning_rate=1e-6,
         use_cpu=True,
-        report_to=[],
-        logging_steps=1,
-        save_strategy="no",
-        bf16=False,
-        fp16=False,
-        disable_tqdm=True,
-        seed=0,
-        gradient_checkpointing=False,
-        shuffle_dataset=False,
     )
     STATS.reset()
     trainer = grpo_trainer(

@@ -30,7 +30,6 @@ import argparse
 import logging
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,10 +79,9 @@ def main() -> int:
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     import torch
-    from trl import GRPOConfig
 
     from searchgym.errors import SearchGymError
-    from searchgym.integrations.trl import STATS, grpo_trainer, train_dataset
+    from searchgym.integrations.trl import STATS, grpo_trainer, local_config, train_dataset
 
     gpu = torch.cuda.is_available()
     protocol = "function_calling" if args.entry == "environment_factory" else (args.protocol or "tags")
@@ -99,22 +97,18 @@ def main() -> int:
             env_kwargs=env_kwargs,
         )
         model, tokenizer = load(args.model)
-        config = GRPOConfig(
-            output_dir=args.output_dir or tempfile.mkdtemp(prefix="searchgym-trl-"),
+        config = local_config(
+            args.output_dir,
             per_device_train_batch_size=args.batch * args.group,
             num_generations=args.group,
             max_completion_length=args.max_completion_length,
             max_steps=args.steps,
             learning_rate=args.lr,
-            use_cpu=not gpu,
             bf16=args.bf16,
             use_vllm=args.use_vllm,
             vllm_mode=args.vllm_mode,
-            report_to=[],
-            logging_steps=1,
-            save_strategy="no",
             gradient_checkpointing=gpu,
-            seed=0,
+            disable_tqdm=False,
         )
         trainer = grpo_trainer(
             model,

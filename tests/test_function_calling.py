@@ -117,6 +117,9 @@ def test_kg_lookup_when_enabled_and_too_many_searches():
     kg = parse_message(message("", call("kg_lookup", entity="Tarsk", relation=["located in"])), kg=True)
     (req,) = kg.parsed.searches
     assert req.entities == ("Tarsk",) and req.relations == ("located in",) and not req.corpus
+    for relation in ({}, {"relation": None}):  # optional and nullable in the schema (TRL's Optional[list])
+        (req,) = parse_message(message("", call("kg_lookup", entity=["Tarsk"], **relation)), kg=True).parsed.searches
+        assert req.entities == ("Tarsk",) and req.relations == ()
     many = parse_message(message("", *[call("search", query=f"q{i}") for i in range(4)]))
     assert [s.query for s in many.parsed.searches] == ["q0", "q1", "q2"] and "too_many_searches" in many.parsed.errors
     replies = tool_messages(many, ["r0", "r1", "r2"])

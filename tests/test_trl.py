@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import tempfile
 
 import pytest
 
@@ -36,6 +35,7 @@ from searchgym.integrations.trl import (  # noqa: E402
     dataset_rows,
     environment_factory,
     grpo_trainer,
+    local_config,
     rollout_func,
     train_dataset,
 )
@@ -59,25 +59,8 @@ def chatml_tok():
 
 
 def grpo_args(**kw) -> GRPOConfig:
-    base = dict(
-        output_dir=tempfile.mkdtemp(),
-        per_device_train_batch_size=4,
-        num_generations=2,
-        max_completion_length=400,
-        max_steps=2,
-        learning_rate=1e-3,
-        use_cpu=True,
-        report_to=[],
-        logging_steps=1,
-        save_strategy="no",
-        bf16=False,
-        fp16=False,
-        disable_tqdm=True,
-        seed=0,
-        gradient_checkpointing=False,
-        shuffle_dataset=False,
-    )
-    return GRPOConfig(**{**base, **kw})
+    base = dict(per_device_train_batch_size=4, num_generations=2, max_completion_length=400, max_steps=2)
+    return local_config(**{**base, "learning_rate": 1e-3, "use_cpu": True, **kw})
 
 
 def spy(trainer) -> dict:
@@ -235,6 +218,52 @@ def test_environment_factory_trains_two_steps_with_the_envs_rewards(qwen_tok, de
     assert counts["rollouts"] == 8 and counts["tool_calls"] >= 8 and counts["seconds"] > 0
     if transcripts:
         assert counts["bad_tool_calls"] >= 1  # the malformed call TRL could not parse still counts
+
+
+def eve(env):
+    from searchgym.wrappers import EvidenceVerifierReward
+
+    return EvidenceVerifierReward(env, lambda question, evidence: "x", missing_evidence="answer_only")
+
+
+@pytest.mark.parametrize(
+    "rewards,wrappers", [("binary", ()), ("gdcr", ()), ("dynasearcher,wcr", ()), ("binary", (eve,))]
+)
+def test_get_reward_is_the_envs_reward_for_every_reward(default_world, rewards, wrappers):
+    """Direct calls (as TRL makes them): tools, then get_reward, against the same turns in a plain env."""
+    kwargs = {**ENV, "world": default_world}
+    cls = environment_factory(rewards, wrappers=wrappers, **kwargs)
+    rows = dataset_rows(n=3, protocol="function_calling", env_kwargs=kwargs)
+    env = cls()
+    fresh = gym.make("KGSolver-v0", protocol="function_calling", **kwargs).unwrapped
+    fresh = wrap_rewards(fresh, rewards) if rewards != "binary" else fresh
+    for w in wrappers:
+        fresh = w(fresh)
+    for i, row in enumerate(rows):
+        task = sgtrl.task_of_row(row)
+        titles, relations = path_of(task.task)
+        env.reset(**row)
+        calls = [("search", {"query": f"{titles[0]} {relations[0]}"})] + (
+            [("answer", {"answer": task.task.answer if i % 2 == 0 else "nobody"})] if i < 2 else []
+        )
+        for name, arguments in calls:
+            getattr(env, name)(**arguments)
+        got = env.get_reward()
+        fresh.reset(seed=task.seed, options={"task": task.task})
+        events = []
+        for name, arguments in calls:
+            events += fresh.step(
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [{"function": {"name": name, "arguments": arguments}}],
+                }
+            )[-1]["rewards"]
+        while not fresh.unwrapped.rollout.done:  # the third rollout never answers: played to the turn limit
+            events += fresh.step("")[-1]["rewards"]
+        assert got == pytest.approx(sum(ev["reward"] for ev in events))
+        assert env.reward_components == events[-1]["components"]
+    assert env.search(query="after the end") == "The episode is over: no more tool calls are run. Stop here."
 
 
 # ----------------------------------------------------------------------------- rollout_func

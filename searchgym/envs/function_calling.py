@@ -257,7 +257,9 @@ def _check_call(
         if not isinstance(query, str) or not query.strip():
             return f"the search tool needs a non-empty 'query' string; call it as {_USAGE[name]}", None, None
         return None, SearchRequest(" ".join(query.split())[:max_query_chars].rstrip()), None
-    entities, relations = _strings(args.get("entity", args.get("entities"))), _strings(args.get("relation", []))
+    relation = args.get("relation")  # optional and nullable in the schema: absent or null means none
+    entities = _strings(args.get("entity", args.get("entities")))
+    relations = _strings([] if relation is None else relation)
     if not entities or relations is None:
         return (
             f"kg_lookup needs a list of entity names (and optionally relations); call it as {_USAGE[name]}",

@@ -8,7 +8,8 @@ searchgym. docs/trl.md has the guide.
   style), the function-calling protocol with any tool-capable template, Solver groups, and self-play
   (the Solvers' question comes from the Proposer in the same step).
 * :func:`train_dataset` (:mod:`.data`): rows from a subgraph pool, the built-in tasks or a FlashRAG JSONL.
-* :func:`grpo_trainer`: a ``GRPOTrainer`` wired for either entry point, the tokenizer checked first.
+* :func:`grpo_trainer`: a ``GRPOTrainer`` wired for either entry point, the tokenizer checked first;
+  :func:`local_config`: a ``GRPOConfig`` for short local runs.
 
 Importing this package imports neither TRL nor torch.
 """
@@ -43,6 +44,7 @@ __all__ = [
     "env_reward",
     "environment_factory",
     "grpo_trainer",
+    "local_config",
     "rollout_func",
     "task_of_row",
     "train_dataset",
@@ -57,6 +59,30 @@ _TRL_TEMPLATES = (
     "template, or protocol='tags' with any template), a model with a recognised template, or set "
     "tokenizer.response_template yourself (Transformers' response-parsing docs)"
 )
+
+
+def local_config(output_dir: Optional[str] = None, **overrides: Any):
+    """A ``trl.GRPOConfig`` for a short local run: the GPU when there is one (else the CPU), no reporting,
+    no checkpoints saved, gradient checkpointing off, fp32, dataset order kept, seed 0, every step
+    logged; ``overrides`` set any other ``GRPOConfig`` field (``num_generations``, ``max_steps`` ...)."""
+    import tempfile
+
+    import torch
+    from trl import GRPOConfig
+
+    base = dict(
+        use_cpu=not torch.cuda.is_available(),
+        report_to=[],
+        logging_steps=1,
+        save_strategy="no",
+        bf16=False,
+        fp16=False,
+        disable_tqdm=True,
+        seed=0,
+        gradient_checkpointing=False,
+        shuffle_dataset=False,
+    )
+    return GRPOConfig(output_dir=output_dir or tempfile.mkdtemp(prefix="searchgym-trl-"), **{**base, **overrides})
 
 
 def check_tokenizer(tokenizer, entry: str = "environment_factory", protocol: str = "function_calling") -> None:
@@ -133,7 +159,7 @@ def grpo_trainer(
     funcs = [env_reward, *reward_funcs]
     return GRPOTrainer(
         model,
-        reward_funcs=funcs,  # type: ignore[arg-type]
+        reward_funcs=funcs,
         args=args,
         train_dataset=train_dataset,
         processing_class=processing_class,
