@@ -73,7 +73,7 @@ def mean_reward(trainer, games: int, *, keep_state: bool = False) -> float:
     saved = (
         trainer.rng.getstate(),
         trainer.agent.get_rng_state(),
-        trainer.generator._rng.getstate(),
+        trainer.generator.get_rng_state(),
         [env_state(e) for e in trainer.envs],
         trainer.games_played,
     )
@@ -81,7 +81,7 @@ def mean_reward(trainer, games: int, *, keep_state: bool = False) -> float:
     if keep_state:
         trainer.rng.setstate(saved[0])
         trainer.agent.set_rng_state(saved[1])
-        trainer.generator._rng.setstate(saved[2])
+        trainer.generator.set_rng_state(saved[2])
         for env, st in zip(trainer.envs, saved[3]):
             load_env_state(env, st)
         trainer.games_played = saved[4]
