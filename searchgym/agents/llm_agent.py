@@ -25,7 +25,7 @@ from .base import GenerationConfig, Prompt, TextGenerator
 from .sequences import encode_trajectory, record_sampled
 
 if TYPE_CHECKING:
-    from ..envs.types import Trajectory
+    from ..core.types import Trajectory
 
 logger = logging.getLogger(__name__)
 

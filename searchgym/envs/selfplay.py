@@ -35,6 +35,7 @@ import copy
 import logging
 from typing import Any, Optional, Sequence
 
+from ..core.types import Task, Trajectory
 from ..errors import InvalidArgumentError, SearchGymRuntimeError
 from .base import TextEnvBase
 from .group import (
@@ -53,7 +54,6 @@ from .resources import resolve_pool
 from .rollout import Rollout, advance
 from .scoring import reward_event
 from .tasks import task_from_subgraph
-from .types import Task, Trajectory
 
 logger = logging.getLogger(__name__)
 
