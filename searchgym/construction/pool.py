@@ -236,8 +236,9 @@ class _Journal:
             f.flush()
 
     def accepted(self, sg: Subgraph) -> None:
-        """Journal one accepted subgraph."""
-        self._write(0, sg.to_dict())
+        """Journal one accepted subgraph (its record is only built when there is a file)."""
+        if self._files:
+            self._write(0, sg.to_dict())
 
     def rejected(self, line: dict) -> None:
         """Journal one rejected seed index."""
