@@ -40,6 +40,7 @@ import threading
 import time
 import weakref
 from dataclasses import asdict, dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -57,6 +58,11 @@ __all__ = [
     "REJECTION_REASONS",
     "SelectorUnavailable",
     "extract_subgraph",
+    "walk_subgraph",
+    "subgraph_from_walk",
+    "build_subgraph",
+    "Walk",
+    "STOP_REASONS",
     "eligible_seeds",
     "answer_type",
     "answer_type_of",
@@ -266,6 +272,7 @@ class _Index:
         self.eligible_seeds = np.nonzero(seeds_mask)[0]
         self.num_eligible_relations = int(np.unique(self.rels[edge_ok]).size) if len(self.rels) else 0
         self._has_doc: dict[int, bool] = {}
+        self._nodes: dict[int, SubgraphNode] = {}
 
     def candidates(self, c: int, exclude: set, banned: set | None, inverse: bool) -> list[tuple[int, int, bool]]:
         """Filtered candidate edges of entity ``c`` as (relation row, target code, forward)."""
@@ -302,12 +309,18 @@ class _Index:
         return self.world.node_at(code).value
 
     def node(self, code: int) -> SubgraphNode:
-        """The subgraph node for an entity or literal code."""
-        if code >= 0:
-            e = self.world.entity_at(code)
-            return SubgraphNode(e.id, e.title, tuple(e.aliases), e.type, False)
-        lit = self.world.node_at(code)
-        return SubgraphNode(literal_node_id(lit.kind, lit.value), lit.value, (), lit.kind, True)
+        """The subgraph node for an entity or literal code (memoised: the record is immutable, so
+        every subgraph through that node shares it)."""
+        n = self._nodes.get(code)
+        if n is None:
+            if code >= 0:
+                e = self.world.entity_at(code)
+                n = SubgraphNode(e.id, e.title, tuple(e.aliases), e.type, False)
+            else:
+                lit = self.world.node_at(code)
+                n = SubgraphNode(literal_node_id(lit.kind, lit.value), lit.value, (), lit.kind, True)
+            self._nodes[code] = n
+        return n
 
     def candidate(self, ri: int, ti: int, forward: bool) -> Candidate:
         """A :class:`Candidate` for the selector."""
@@ -476,22 +489,40 @@ def _grow_branch(
     return b_nodes, b_rels
 
 
-def extract_subgraph(
+class Walk(NamedTuple):
+    """What one extraction chose, as world codes (entity index, or a negative literal code) and
+    relation rows: everything :func:`subgraph_from_walk` needs to build the :class:`Subgraph`.
+
+    Compact and picklable, so pool workers in other processes can hand a walk back cheaply
+    (:mod:`searchgym.construction.walk_codec`) and the receiver builds the same subgraph.
+    ``branches`` holds ``(diverge_at, node codes, relation rows)``; ``stop`` is one of
+    :data:`STOP_REASONS`; ``hops_planned`` is None when the selector plans no length.
+    """
+
+    path: list[int]
+    rel_rows: list[int]
+    forward: list[bool]
+    branches: list[tuple[int, list[int], list[int]]]
+    stop: str
+    selector_calls: int
+    selector_failures: int
+    distractors_planned: int
+    hops_planned: int | None
+
+
+#: Every ``Walk.stop`` (why stage 1 ended): the plan or ``max_hops``, no candidate left, the
+#: selector answered 0, or the path reached a literal.
+STOP_REASONS = ("max_hops", "dead_end", "selector", "literal")
+
+
+def walk_subgraph(
     world,
     seed_id: str,
     selector,
     config: ExtractionConfig | None = None,
     rng: random.Random | int | None = None,
-    *,
-    subgraph_id: str | None = None,
-) -> Subgraph:
-    """Run Algorithm 1 from ``seed_id`` and return the :class:`Subgraph`.
-
-    Raises :class:`Rejected` with reason ``unknown_seed`` (no such entity),
-    ``no_eligible_relations`` (the block/allowlists leave no relation in this world),
-    ``no_candidates`` (the seed has no eligible edge), ``too_short`` (fewer than ``min_hops``
-    hops) or ``selector_failed`` (every attempt of a selector call failed).
-    """
+) -> Walk:
+    """Algorithm 1 from ``seed_id`` as a :class:`Walk` (codes only; see :func:`extract_subgraph`)."""
     config = config or ExtractionConfig()
     if rng is None or isinstance(rng, int):
         rng = random.Random(0 if rng is None else rng)
@@ -523,7 +554,7 @@ def extract_subgraph(
             seed_id,
         )
 
-    branches: list[Branch] = []
+    branches: list[tuple[int, list[int], list[int]]] = []
     in_graph = set(path)
     n_branches = rng.randint(*config.num_distractors)
     for _ in range(n_branches):
@@ -536,35 +567,70 @@ def extract_subgraph(
         for k in (first_k, *others):  # a divergence node with nothing left to add: try another
             b_nodes, b_rels = _grow_branch(idx, path[k], length, in_graph, rng)
             if b_nodes:
-                branches.append((k, b_nodes, b_rels))  # type: ignore[arg-type]
+                branches.append((k, b_nodes, b_rels))
                 break
+    return Walk(path, rel_rows, forward, branches, stop, stats["calls"], stats["failures"], n_branches, planned)
 
+
+def subgraph_from_walk(
+    world, seed_id: str, walk: Walk, config: ExtractionConfig | None = None, *, subgraph_id: str | None = None
+) -> Subgraph:
+    """The :class:`Subgraph` of a :class:`Walk` over ``world`` (node records shared per code)."""
+    return build_subgraph(extraction_index(world, config or ExtractionConfig()), seed_id, walk, subgraph_id)
+
+
+def build_subgraph(idx: _Index, seed_id: str, walk: Walk, subgraph_id: str | None = None) -> Subgraph:
+    """:func:`subgraph_from_walk` given the world's :func:`extraction_index` (for callers that build
+    many subgraphs: the pool builder looks the index up once)."""
+    node, known = idx.node, idx._nodes
     nodes: dict[str, SubgraphNode] = {}
     code_to_id: dict[int, str] = {}
-    for code in list(path) + [c for _k, bn, _br in branches for c in bn]:  # type: ignore[misc]
+    for code in (*walk.path, *(c for _k, bn, _br in walk.branches for c in bn)):
         if code not in code_to_id:
-            node = idx.node(code)
-            code_to_id[code] = node.id
-            nodes[node.id] = node
+            n = known.get(code) or node(code)
+            code_to_id[code] = n.id
+            nodes[n.id] = n
+    labels, rel_ids = idx.rel_labels, idx.rel_ids
+    path = [code_to_id[c] for c in walk.path]
     sg = Subgraph(
         id=subgraph_id or f"sg:{seed_id}",
         seed=seed_id,
-        path=[code_to_id[c] for c in path],
-        relations=[idx.rel_labels[r] for r in rel_rows],
-        relation_ids=[idx.rel_ids[r] for r in rel_rows],
+        path=path,
+        relations=[labels[r] for r in walk.rel_rows],
+        relation_ids=[rel_ids[r] for r in walk.rel_rows],
         nodes=nodes,
         distractors=[
-            Branch(k, [code_to_id[c] for c in bn], [idx.rel_labels[r] for r in br], [idx.rel_ids[r] for r in br])
-            for k, bn, br in branches  # type: ignore[misc]
+            Branch(k, [code_to_id[c] for c in bn], [labels[r] for r in br], [rel_ids[r] for r in br])
+            for k, bn, br in walk.branches
         ],
-        forward=forward,
+        forward=list(walk.forward),
         metadata={
-            "stop": stop,
-            "selector_calls": stats["calls"],
-            "selector_failures": stats["failures"],
-            "distractors_planned": n_branches,
-            "hops_planned": planned,
+            "stop": walk.stop,
+            "selector_calls": walk.selector_calls,
+            "selector_failures": walk.selector_failures,
+            "distractors_planned": walk.distractors_planned,
+            "hops_planned": walk.hops_planned,
         },
     )
-    sg.answer_type = answer_type_of(sg.answer_node)
+    sg.answer_type = answer_type_of(nodes[path[-1]])
     return sg
+
+
+def extract_subgraph(
+    world,
+    seed_id: str,
+    selector,
+    config: ExtractionConfig | None = None,
+    rng: random.Random | int | None = None,
+    *,
+    subgraph_id: str | None = None,
+) -> Subgraph:
+    """Run Algorithm 1 from ``seed_id`` and return the :class:`Subgraph`.
+
+    Raises :class:`Rejected` with reason ``unknown_seed`` (no such entity),
+    ``no_eligible_relations`` (the block/allowlists leave no relation in this world),
+    ``no_candidates`` (the seed has no eligible edge), ``too_short`` (fewer than ``min_hops``
+    hops) or ``selector_failed`` (every attempt of a selector call failed).
+    """
+    walk = walk_subgraph(world, seed_id, selector, config, rng)
+    return subgraph_from_walk(world, seed_id, walk, config, subgraph_id=subgraph_id)
