@@ -11,6 +11,7 @@ import pytest
 ray = pytest.importorskip("ray", reason="needs the ray extra (pip install -e '.[ray]')")
 
 from searchgym.agents.eval_agents import AgentSpec, make_agent  # noqa: E402
+from searchgym.construction.extract import ExtractionConfig  # noqa: E402
 from searchgym.construction.pool import build_pool, load_pool  # noqa: E402
 from searchgym.construction.selectors import HeuristicSelector  # noqa: E402
 from searchgym.evaluation.runner import EvalConfig, evaluate  # noqa: E402
@@ -47,9 +48,12 @@ def dicts(pool):
     return [sg.to_dict() for sg in pool]
 
 
-def test_pool_on_ray_equals_the_local_pool(default_world, tmp_path):
-    local = build_pool(default_world, 300, seed=5, progress=False, out=tmp_path / "local.jsonl")
-    remote = build_pool(default_world, 300, seed=5, progress=False, out=tmp_path / "ray.jsonl", ray=RAY)
+@pytest.mark.parametrize(
+    "config", [ExtractionConfig(), ExtractionConfig(allow_inverse_edges=True, min_hops=2)], ids=["default", "inverse"]
+)
+def test_pool_on_ray_equals_the_local_pool(default_world, tmp_path, config):
+    local = build_pool(default_world, 300, seed=5, progress=False, out=tmp_path / "local.jsonl", config=config)
+    remote = build_pool(default_world, 300, seed=5, progress=False, out=tmp_path / "ray.jsonl", ray=RAY, config=config)
     assert dicts(remote.subgraphs) == dicts(local.subgraphs)
     assert (tmp_path / "ray.jsonl").read_text() == (tmp_path / "local.jsonl").read_text()
     assert remote.rejections == local.rejections and remote.attempted == local.attempted
