@@ -579,41 +579,47 @@ def subgraph_from_walk(
     return build_subgraph(extraction_index(world, config or ExtractionConfig()), seed_id, walk, subgraph_id)
 
 
-def build_subgraph(idx: _Index, seed_id: str, walk: Walk, subgraph_id: str | None = None) -> Subgraph:
+def build_subgraph(
+    idx: _Index, seed_id: str, walk: Walk, subgraph_id: str | None = None, extra_metadata: dict | None = None
+) -> Subgraph:
     """:func:`subgraph_from_walk` given the world's :func:`extraction_index` (for callers that build
-    many subgraphs: the pool builder looks the index up once)."""
-    node, known = idx.node, idx._nodes
-    nodes: dict[str, SubgraphNode] = {}
-    code_to_id: dict[int, str] = {}
-    for code in (*walk.path, *(c for _k, bn, _br in walk.branches for c in bn)):
-        if code not in code_to_id:
-            n = known.get(code) or node(code)
-            code_to_id[code] = n.id
-            nodes[n.id] = n
+    many subgraphs: the pool builder looks the index up once and adds its ``extra_metadata``)."""
+    record = idx._nodes.__getitem__
+    try:
+        path_nodes = list(map(record, walk.path))
+        branch_nodes = [list(map(record, bn)) for _k, bn, _br in walk.branches]
+    except KeyError:  # codes seen for the first time: build and memoise their records
+        path_nodes = [idx.node(c) for c in walk.path]
+        branch_nodes = [[idx.node(c) for c in bn] for _k, bn, _br in walk.branches]
+    nodes = {n.id: n for n in path_nodes}
+    for bn in branch_nodes:
+        for n in bn:
+            nodes.setdefault(n.id, n)
     labels, rel_ids = idx.rel_labels, idx.rel_ids
-    path = [code_to_id[c] for c in walk.path]
-    sg = Subgraph(
+    metadata = {
+        "stop": walk.stop,
+        "selector_calls": walk.selector_calls,
+        "selector_failures": walk.selector_failures,
+        "distractors_planned": walk.distractors_planned,
+        "hops_planned": walk.hops_planned,
+    }
+    if extra_metadata:
+        metadata.update(extra_metadata)
+    return Subgraph(
         id=subgraph_id or f"sg:{seed_id}",
         seed=seed_id,
-        path=path,
+        path=[n.id for n in path_nodes],
         relations=[labels[r] for r in walk.rel_rows],
         relation_ids=[rel_ids[r] for r in walk.rel_rows],
         nodes=nodes,
         distractors=[
-            Branch(k, [code_to_id[c] for c in bn], [labels[r] for r in br], [rel_ids[r] for r in br])
-            for k, bn, br in walk.branches
+            Branch(k, [n.id for n in bnodes], [labels[r] for r in br], [rel_ids[r] for r in br])
+            for (k, _bn, br), bnodes in zip(walk.branches, branch_nodes)
         ],
         forward=list(walk.forward),
-        metadata={
-            "stop": walk.stop,
-            "selector_calls": walk.selector_calls,
-            "selector_failures": walk.selector_failures,
-            "distractors_planned": walk.distractors_planned,
-            "hops_planned": walk.hops_planned,
-        },
+        answer_type=answer_type_of(path_nodes[-1]),
+        metadata=metadata,
     )
-    sg.answer_type = answer_type_of(nodes[path[-1]])
-    return sg
 
 
 def extract_subgraph(

@@ -472,9 +472,8 @@ def make_outcome(world, config: ExtractionConfig, seed: int, fingerprint: str):
             return _Outcome(i, sid, rejection=result)
         if isinstance(result, SelectorUnavailable):
             return _Outcome(i, sid, outage=result)
-        sg = build_subgraph(idx, sid, result, f"sg{i:06d}")
-        sg.metadata.update({"seed_index": i, "pool_seed": seed, "pool_fingerprint": fingerprint})
-        return _Outcome(i, sid, subgraph=sg)
+        extra = {"seed_index": i, "pool_seed": seed, "pool_fingerprint": fingerprint}
+        return _Outcome(i, sid, subgraph=build_subgraph(idx, sid, result, f"sg{i:06d}", extra))
 
     return outcome
 
