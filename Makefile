@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EXTRAS ?= all,dev,trl,verl
 
-.PHONY: install demo test test-fast bench clean
+.PHONY: install demo lint test test-fast bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -23,6 +23,11 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/searchgym demo
 
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2
 
@@ -33,5 +38,5 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_retrieval.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info
 	find searchgym -name "*.so" -delete

@@ -10,6 +10,9 @@ from searchgym.agents.demonstrations import (
     cold_start_env_kwargs,
     discovered_backwards,
     generate_demonstrations,
+    hop_phrase,
+    opening_record,
+    plan_text,
 )
 from searchgym.commands.demos import parse_hop_counts
 from searchgym.envs.heldout import hop_tasks, is_heldout_name
@@ -69,6 +72,34 @@ def test_only_rewarded_rollouts_are_kept_and_each_answer_was_read(demos):
         assert not any(is_heldout_name(a) for a in d["task"]["answers"])
 
 
+def test_solver_plans_one_step_per_hop_then_names_each_step_it_solves(demos):
+    """The first thought takes the question apart (one numbered step per hop); each later thought says
+    which step the last search solved and which comes next, and the last one says it was the last."""
+    _, _, lines = demos
+    solver = [d for d in lines if d["demo"]["kind"] == "solver"]
+    assert {d["task"]["metadata"]["hops"] for d in solver} == {1, 2}
+    for d in solver:
+        hops = d["task"]["metadata"]["hops"]
+        thoughts = [t["think"] for t in d["turns"]]
+        assert thoughts[0].startswith("Plan: 1) ") and thoughts[0].count(") ") == hops
+        assert (f"{hops}) " in thoughts[0]) and (f"{hops + 1}) " not in thoughts[0])
+        assert "That was the last step" in thoughts[-1] and f"Step {hops}: " in thoughts[-1]
+        solved = [k for k in range(1, hops) if any(f"Step {k}: " in t and f"Step {k + 1}: " in t for t in thoughts)]
+        assert solved == list(range(1, hops))  # every earlier step is named solved, with the next one after it
+
+
+def test_plan_follows_the_path_direction_of_each_hop(world):
+    from dataclasses import replace
+
+    from searchgym.envs.templates import relation_phrase
+
+    sg = hop_tasks(world, 2, 1, seed=4)[0].subgraph
+    backwards = replace(sg, forward=[sg.forward[0], False])  # a path that walks its second edge backwards
+    assert hop_phrase(backwards, 1, "it") == relation_phrase(sg.relations[1], "it", forward=False)
+    assert plan_text(backwards).endswith(f"2) {relation_phrase(sg.relations[1], 'it', forward=False)}.")
+    assert plan_text(sg).endswith(f"2) {relation_phrase(sg.relations[1], 'it')}.")
+
+
 def test_demonstrations_vary_and_include_recovery(demos):
     _, stats, lines = demos
     solver = [d for d in lines if d["demo"]["kind"] == "solver"]
@@ -86,6 +117,25 @@ def test_proposer_demonstrations_passed_filters_and_verification(demos):
     for d in kg:
         q = d["turns"][-1]["question"]
         assert q and not any(a.lower() in q.lower() for a in d["task"]["answers"])
+
+
+def test_openings_keep_the_first_turn_of_rewarded_rollouts(world, tmp_path):
+    path = tmp_path / "open.jsonl"
+    tasks = hop_tasks(world, 2, 12, seed=6)
+    stats = generate_demonstrations(
+        world, path, solver_openings=tasks, proposer_openings=hop_tasks(world, 2, 6, seed=7), seed=0
+    )
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    assert stats.written["solver-opening"] > 0 and stats.written["proposer-kg-opening"] > 0
+    assert stats.written["solver-opening"] + sum(v for k, v in stats.dropped.items() if k.startswith("solver")) == 12
+    for d in lines:
+        assert d["demo"]["kind"].endswith("-opening") and len(d["turns"]) == 1
+        assert [s["source"] for s in d["segments"]] == ["prompt", "agent"]  # no env reply after the opening
+        assert d["turns"][0]["think"].startswith("Plan: 1) ") and d["turns"][0]["searches"]
+    full = generate_demonstrations(world, tmp_path / "full.jsonl", solver_tasks=tasks, seed=0)
+    assert full.written["solver"] == stats.written["solver-opening"]  # the same rollouts, cut
+    with pytest.raises(ValueError, match="no opening"):
+        opening_record({"segments": [{"source": "prompt", "text": "q"}], "turns": [], "demo": {"kind": "solver"}})
 
 
 def test_same_seed_same_file(world, tmp_path):

@@ -119,6 +119,18 @@ def test_missing_content_length_is_411(server):
     conn.close()
 
 
+@pytest.mark.parametrize("length", ["abc", "-5"])
+def test_bad_content_length_is_400_and_closes(server, length):
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    conn.putrequest("POST", "/retrieve")
+    conn.putheader("Content-Length", length)
+    conn.endheaders()
+    resp = conn.getresponse()
+    assert resp.status == 400 and json.loads(resp.read()) == {"error": f"bad Content-Length {length!r}"}
+    assert resp.getheader("Connection") == "close"
+    conn.close()
+
+
 class Broken(Retriever):
     backend = "broken"
 

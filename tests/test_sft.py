@@ -136,28 +136,37 @@ def test_malformed_lines_are_skipped_and_counted_or_stop_the_run(tmp_path):
 
 # ---------------------------------------------------------------- loss
 def test_only_agent_tokens_carry_gradient(tmp_path, tok):
-    """The gradient w.r.t. the logits of an SFT step is exactly zero wherever the target is prompt or env text."""
+    """The gradient w.r.t. the last hidden states of an SFT step is exactly zero wherever the target is prompt
+    or env text, and the LM head runs on the agent positions alone (agents/lm_head.py)."""
     data = write_demos(tmp_path / "d.jsonl", n=4)
-    # the plain path's logits layout (the shared-prefix path gives the same loss: the test below)
+    # the plain path's layout (the shared-prefix path gives the same loss: the test below)
     cfg = _cfg(tmp_path, data, val_fraction=0.0, micro_batch_size=4, share_prefix=False)
     train, _ = load_demonstrations(data)
     run = SFTRun(cfg, train, [], model=build_model(tok), tokenizer=tok)
-    captured = []
+    hidden, head_rows = [], []
 
-    def hook(_mod, _inp, out):
-        out.retain_grad()
-        captured.append(out)
+    def keep_hidden(_mod, _inp, out):
+        if out.requires_grad:  # not the no-grad probe of lm_head.head_split
+            out.retain_grad()
+            hidden.append(out)
 
-    h = run.policy.lm_head.register_forward_hook(hook)
+    def count_rows(_mod, inp, _out):
+        if inp[0].requires_grad:
+            head_rows.append(inp[0].shape[0])
+
+    hooks = [
+        run.policy.model.norm.register_forward_hook(keep_hidden),
+        run.policy.lm_head.register_forward_hook(count_rows),
+    ]
     batch = run._batch(0)
     run.train_step()
-    h.remove()
+    for h in hooks:
+        h.remove()
     _, _, mask, _ = collate(batch, tok.pad_token_id, [[0.0]] * len(batch))
-    start = min(e.first_agent_token for e in batch)
-    g = captured[0].grad.abs().sum(-1)  # [B, T - start + 1]: positions start-1 .. T-1
-    scored = mask[:, start - 1 :]
-    assert torch.all(g[:, :-1][scored == 0] == 0) and torch.all(g[:, -1] == 0)
-    assert torch.all(g[:, :-1][scored == 1] > 0)
+    g = hidden[0].grad.abs().sum(-1)  # [B, T]: position j predicts token j + 1
+    assert torch.all(g[:, :-1][mask == 0] == 0) and torch.all(g[:, -1] == 0)
+    assert torch.all(g[:, :-1][mask == 1] > 0)
+    assert head_rows == [int(mask.sum())]  # logits for the agent positions only
     env_tokens = sum(
         1 for e in batch for m, i in zip(e.loss_mask, e.input_ids) if not m and "information" in tok.decode([i])
     )

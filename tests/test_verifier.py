@@ -65,6 +65,13 @@ def test_extractive_reader_never_answers_an_entity_named_in_the_question(reader,
     assert reader.answer("Where is Ostrel?", own) != "Ostrel"
 
 
+def test_extractive_reader_without_anchors_reads_the_best_sentence(reader, tiny_world):
+    mats = _materials(tiny_world, ["Dura Labs", "Bob Varn", "Weather"])
+    # the question names no entity: no chain to follow, the sentence sharing its words answers (typed: where)
+    assert reader.answer("Where is the company headquartered?", mats) == "Tarsk"
+    assert reader.answer("What falls often in the northern hills?", mats) == ""  # that sentence names nothing
+
+
 def test_extractive_reader_is_deterministic_and_order_robust(reader, own, noise):
     mats = own + noise
     first = reader.answer(CAPITAL_Q, mats)

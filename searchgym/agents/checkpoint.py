@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import MissingFileError, SearchGymError
-from .config import TrainConfig
+from .config_io import ConfigIO
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class CheckpointManager:
         """Name of the checkpoint directory of ``step``."""
         return f"step_{step:08d}"
 
-    def save(self, step: int, *, model, tokenizer, trainer_state: dict, config: TrainConfig) -> Path:
+    def save(self, step: int, *, model, tokenizer, trainer_state: dict, config: ConfigIO) -> Path:
         """Write checkpoint ``step`` atomically and return its directory.
 
         ``trainer_state[k]`` for ``k`` in :data:`TENSOR_KEYS` go to ``trainer_state.pt``; every
@@ -121,7 +121,7 @@ class CheckpointManager:
         return done[-1] if done else None
 
     @staticmethod
-    def check_config(path: str | Path, config: TrainConfig) -> dict:
+    def check_config(path: str | Path, config: ConfigIO) -> dict:
         """Raise :class:`CheckpointMismatchError` unless ``path`` was written under a compatible config."""
         path = Path(path)
         if not (path / _COMPLETE).is_file():

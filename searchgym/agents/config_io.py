@@ -12,14 +12,17 @@ import hashlib
 import json
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, ClassVar, Sequence, get_type_hints
+from typing import Any, ClassVar, Sequence, TypeVar, get_type_hints
 
 from ..errors import InvalidArgumentError, MissingFileError
+
+_Config = TypeVar("_Config", bound="ConfigIO")
 
 
 class ConfigIO:
     """Mixin: ``to_dict/from_dict``, YAML ``load/save``, ``key=value`` overrides and a resume fingerprint."""
 
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]  # a subclass is a dataclass
     RESUME_MUTABLE: ClassVar[frozenset] = frozenset()
     DUMP_HINT: ClassVar[str] = "searchgym train --dump-config"
 
@@ -28,7 +31,7 @@ class ConfigIO:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict):
+    def from_dict(cls: type[_Config], d: dict) -> _Config:
         """Build from a dict; unknown keys are an error naming them."""
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - known)
@@ -38,7 +41,7 @@ class ConfigIO:
         return cls(**{k: _coerce(k, v, hints[k]) for k, v in d.items()})
 
     @classmethod
-    def load(cls, path: str | Path):
+    def load(cls: type[_Config], path: str | Path) -> _Config:
         """Read a YAML (or JSON) config file."""
         import yaml
 
@@ -56,7 +59,7 @@ class ConfigIO:
 
         Path(path).write_text(yaml.safe_dump(self.to_dict(), sort_keys=False))
 
-    def with_overrides(self, items: Sequence[str]):
+    def with_overrides(self: _Config, items: Sequence[str]) -> _Config:
         """Apply ``key=value`` strings (values parsed as YAML, checked against the field's type)."""
         import yaml
 

@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from transformers import StaticCache
 
 logger = logging.getLogger(__name__)
 
@@ -150,7 +153,7 @@ class StaticKV:
         self.compiled = compiled
         self.bucket = bucket
         self.max_batch = max_batch
-        self._caches: dict[tuple[int, int], object] = {}
+        self._caches: dict[tuple[int, int], StaticCache] = {}
         # fullgraph=False: a model that breaks the graph (a PEFT wrapper, say) still runs, only less of it graphed
         self._step_fn = (
             torch.compile(self._forward_step, mode=mode, fullgraph=False, dynamic=False)

@@ -45,10 +45,13 @@ __all__ = [
     "ProposerExpert",
     "DemoStats",
     "discovered_backwards",
+    "hop_phrase",
+    "plan_text",
     "demo_tasks",
     "demonstrations_by_hops",
     "cold_start_env_kwargs",
     "generate_demonstrations",
+    "opening_record",
     "COLD_START_TOP_K",
     "COLD_START_MAX_TURNS",
 ]
@@ -85,12 +88,25 @@ def _mentions(text: str, names: Iterable[str]) -> Optional[str]:
     return None
 
 
-def _queries(title: str, label: str) -> list[str]:
+def _queries(title: str, label: str, forward: bool = True) -> list[str]:
     """Distinct query formulations for one hop, best first after the question's own phrase."""
     cues = " ".join(RELATION_CUES.get(" ".join(label.lower().split()), ())[:2])
-    phrase = relation_phrase(label, title)
+    phrase = relation_phrase(label, title, forward=forward)
     out = [phrase.removeprefix("the ").removeprefix("a "), f"{title} {label}", f"{title} {cues}".strip(), title]
     return list(dict.fromkeys(q for q in out if q))
+
+
+def hop_phrase(sg, hop: int, subject: str) -> str:
+    """The noun phrase of hop ``hop`` (0-based) of ``sg``'s path, described from ``subject``."""
+    return relation_phrase(sg.relations[hop], subject, forward=sg.forward[hop])
+
+
+def plan_text(sg) -> str:
+    """The question taken apart, one numbered step per hop: the seed is named in step 1, each later
+    step refers to the previous step's result as "it". Written in the first thought, it tells the
+    model how many searches the question needs and what each one is for; later thoughts copy from it."""
+    steps = [hop_phrase(sg, 0, sg.nodes[sg.path[0]].title)] + [hop_phrase(sg, h, "it") for h in range(1, sg.hops)]
+    return "Plan: " + "; ".join(f"{i}) {p}" for i, p in enumerate(steps, 1)) + "."
 
 
 @dataclass
@@ -124,6 +140,7 @@ class SolverExpert(ScriptedAgent):
 
     def _replay(self, traj: Trajectory) -> _Progress:
         sg = traj.task.subgraph
+        assert sg is not None, "turn() checks the task has a subgraph"
         state = _Progress()
         for info in information_materials(traj) if traj.turns else []:
             nxt = sg.nodes[sg.path[state.hop + 1]]
@@ -165,8 +182,7 @@ class SolverExpert(ScriptedAgent):
         if state.failures >= self.max_failures or turns_left <= 1:
             return "<think>I could not find it in the documents.</think>\n<answer>unknown</answer>"
         title = state.found[-1] if state.found else sg.nodes[sg.path[0]].title
-        label = sg.relations[state.hop]
-        options = _queries(title, label)
+        options = _queries(title, sg.relations[state.hop], sg.forward[state.hop])
         used = {call.query for t in traj.turns for call in t.searches}
         fresh = [q for q in options if q not in used] or options
         if not traj.turns and u_question < self.p_question_query:
@@ -175,24 +191,28 @@ class SolverExpert(ScriptedAgent):
             query = fresh[0] if u_query < 0.6 or len(fresh) == 1 else fresh[1 + int(u_query * 997) % (len(fresh) - 1)]
         else:  # recovery: a formulation not tried yet
             query = fresh[0]
-        if not traj.turns:
-            thought = f"I need to find {relation_phrase(label, title)}."
+        step = f"Step {state.hop + 1}: {hop_phrase(sg, state.hop, title)}"
+        if not traj.turns:  # the plan's first step is the first search
+            thought = plan_text(sg)
         elif state.last_failed:
-            thought = f"The results do not say {relation_phrase(label, title)}. Let me search with other words."
+            thought = f"{step}. The results do not say it. Let me search with other words."
         else:
-            thought = self._step_thought(sg, state, u_wrong, final=False)
+            thought = f"{self._step_thought(sg, state, u_wrong, final=False)} {step}."
         return f"<think>{thought}</think>\n<search>{query}</search>"
 
     def _step_thought(self, sg, state: _Progress, u_wrong: float, *, final: bool) -> str:
+        """What the last search established ("Step k: <phrase> is <name>."), sometimes after a wrong
+        guess corrected from the text, then either the final answer or nothing (the caller adds the
+        next step)."""
         prev = state.found[-2] if len(state.found) > 1 else sg.nodes[sg.path[0]].title
-        done_label = sg.relations[state.hop - 1]
         found = state.found[-1]
-        fact = f"{relation_phrase(done_label, prev)[0].upper()}{relation_phrase(done_label, prev)[1:]} is {found}."
+        fact = f"{hop_phrase(sg, state.hop - 1, prev)} is {found}."
         if state.distractor and u_wrong < self.p_wrong_guess:
-            fact = f"Is it {state.distractor}? No, the text says {fact[0].lower()}{fact[1:]}"
+            fact = f"Is it {state.distractor}? No, {fact}"
+        fact = f"Step {state.hop}: {fact}"
         if final:
-            return f"{fact} So the answer is {found}."
-        return f"{fact} Now I need {relation_phrase(sg.relations[state.hop], found)}."
+            return f"{fact} That was the last step, so the answer is {found}."
+        return fact
 
 
 def _titles(info: str) -> list[str]:
@@ -218,8 +238,7 @@ class ProposerExpert(SolverExpert):
 
     def _final(self, sg) -> str:
         return (
-            f"<think>The facts chain from {sg.nodes[sg.path[0]].title} to {sg.nodes[sg.path[-1]].title}; I describe "
-            f"each step by its relation and name neither the answer nor the steps between.</think>\n"
+            f"<think>I nest the steps and name only {sg.nodes[sg.path[0]].title}.</think>\n"
             f"<question>{path_question(sg)}</question>"
         )
 
@@ -238,20 +257,19 @@ class ProposerExpert(SolverExpert):
                 node, label, nxt = sg.nodes[sg.path[-1 - n]], sg.relations[-n], sg.nodes[sg.path[-n]]
                 return (
                     f"<think>{node.title} is linked to {nxt.title}. Let me confirm "
-                    f"{relation_phrase(label, node.title)}."
+                    f"{relation_phrase(label, node.title, forward=sg.forward[-n])}."
                     f"</think>\n<search>{node.title} {label}</search>"
                 )
             return self._final(sg)
         action = super().turn(traj, slot)
-        if "<answer>" not in action:
-            return action.replace("<think>I need to find", "<think>Let me confirm")
-        return self._final(sg)
+        return action if "<answer>" not in action else self._final(sg)
 
 
 def discovered_backwards(traj: Trajectory) -> bool:
     """Whether the entity each search after the first is about (walking the task's path backwards from
     the answer) was named in an earlier result: a walk the model could have made from what it read."""
     sg = traj.task.subgraph
+    assert sg is not None, "discovered_backwards reads a KG-grounded trajectory"
     seen = ""
     for i, t in enumerate(traj.turns):
         if t.searches and 0 < i <= sg.hops and _mentions(seen, sg.nodes[sg.path[-1 - i]].names) is None:
@@ -279,7 +297,7 @@ def demo_tasks(world, counts: dict[int, int], *, seed: int = 0, role: str = "sol
     the same lists from the same seed."""
     from ..envs.heldout import hop_tasks
 
-    offset = {"solver": 1, "proposer-kg": 2, "proposer-vanilla": 3}[role]
+    offset = {"solver": 1, "proposer-kg": 2, "proposer-vanilla": 3, "solver-opening": 4, "proposer-kg-opening": 5}[role]
     return [
         t
         for hops, n in sorted(counts.items())
@@ -303,6 +321,50 @@ def _record(traj: Trajectory, reward: float, kind: str, extra: Optional[dict] = 
     return rec
 
 
+def opening_record(rec: dict) -> dict:
+    """A demonstration cut after its first agent turn: the prompt, the plan and the first search, without
+    the env's reply. Openings teach the step the small model finds hardest -- taking the question (or the
+    subgraph) apart into one step per hop -- at a fraction of a whole rollout's tokens."""
+    segments, cut = rec["segments"], None
+    for i, seg in enumerate(segments):
+        if seg["source"] == "agent":
+            cut = i
+            break
+    if cut is None:
+        raise InvalidArgumentError("a demonstration without an agent turn has no opening")
+    first = dict(rec["turns"][0], information="")
+    return {
+        **rec,
+        "segments": segments[: cut + 1],
+        "turns": [first],
+        "demo": {**rec["demo"], "kind": rec["demo"]["kind"] + "-opening", "searches": len(first["searches"])},
+    }
+
+
+@dataclass
+class _DemoPlan:
+    """One role's share of a demonstration run: the env it plays, its tasks and its expert; ``opening``
+    keeps only the first turn of each rewarded rollout."""
+
+    kind: str
+    env_id: str
+    env_extra: dict
+    tasks: list
+    agent: SolverExpert
+    opening: bool = False
+
+    def rewarded(self, reward: float, info: dict, traj: Trajectory) -> tuple[bool, str]:
+        """Whether the env rewarded the rollout, and the reason when it did not."""
+        if self.kind == "solver":
+            return reward >= 1.0, "wrong"
+        validation = info.get("validation") or {}
+        if not validation.get("valid"):
+            return False, str(validation.get("reason"))
+        if self.kind == "proposer-vanilla" and not discovered_backwards(traj):
+            return False, "not_discovered"
+        return True, ""
+
+
 def generate_demonstrations(
     world,
     out: str | Path,
@@ -310,6 +372,8 @@ def generate_demonstrations(
     solver_tasks: Sequence = (),
     proposer_tasks: Sequence = (),
     vanilla_tasks: Sequence = (),
+    solver_openings: Sequence = (),
+    proposer_openings: Sequence = (),
     seed: int = 0,
     env_kwargs: Optional[dict] = None,
     progress: bool = False,
@@ -317,8 +381,11 @@ def generate_demonstrations(
     """Play each task list with its expert through the real envs and write the rewarded rollouts.
 
     ``solver_tasks`` go through ``KGSolver-v0``; ``proposer_tasks`` through ``KGProposer-v0`` in
-    ``kg`` mode and ``vanilla_tasks`` in ``vanilla`` (answer-only) mode. ``env_kwargs`` default to
-    :func:`cold_start_env_kwargs`. Writes ``out`` (JSONL, truncated first) and returns the counts.
+    ``kg`` mode and ``vanilla_tasks`` in ``vanilla`` (answer-only) mode. ``solver_openings`` and
+    ``proposer_openings`` are played the same way (Solver, KG Proposer) but only the first turn of each
+    rewarded rollout is written (:func:`opening_record`, kinds ``solver-opening`` and
+    ``proposer-kg-opening``). ``env_kwargs`` default to :func:`cold_start_env_kwargs`. Writes ``out``
+    (JSONL, truncated first) and returns the counts.
     """
     import gymnasium as gym
 
@@ -328,39 +395,33 @@ def generate_demonstrations(
     stats = DemoStats()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    plan = [
-        ("solver", "KGSolver-v0", {}, list(solver_tasks), SolverExpert(seed)),
-        ("proposer-kg", "KGProposer-v0", {"mode": "kg"}, list(proposer_tasks), ProposerExpert(seed)),
-        (
-            "proposer-vanilla",
-            "KGProposer-v0",
-            {"mode": "vanilla"},
-            list(vanilla_tasks),
-            ProposerExpert(seed, mode="vanilla"),
+    kg, vanilla = {"mode": "kg"}, {"mode": "vanilla"}
+    plans = [
+        _DemoPlan("solver", "KGSolver-v0", {}, list(solver_tasks), SolverExpert(seed)),
+        _DemoPlan("proposer-kg", "KGProposer-v0", kg, list(proposer_tasks), ProposerExpert(seed)),
+        _DemoPlan(
+            "proposer-vanilla", "KGProposer-v0", vanilla, list(vanilla_tasks), ProposerExpert(seed, mode="vanilla")
         ),
+        _DemoPlan("solver", "KGSolver-v0", {}, list(solver_openings), SolverExpert(seed), opening=True),
+        _DemoPlan("proposer-kg", "KGProposer-v0", kg, list(proposer_openings), ProposerExpert(seed), opening=True),
     ]
-    total = sum(len(p[3]) for p in plan)
-    bar = _bar(total, progress)
+    bar = _bar(sum(len(p.tasks) for p in plans), progress)
     with out.open("w", encoding="utf-8") as f:
-        for kind, env_id, extra, tasks, agent in plan:
-            for i, task in enumerate(tasks):
-                env = gym.make(env_id, tasks=ListTaskSource([task]), **extra, **kwargs)
-                traj, reward, info = _play(env, agent, seed * 1_000_003 + i)
+        for plan in plans:
+            name = plan.kind + ("-opening" if plan.opening else "")
+            for i, task in enumerate(plan.tasks):
+                env = gym.make(plan.env_id, tasks=ListTaskSource([task]), **plan.env_extra, **kwargs)
+                traj, reward, info = _play(env, plan.agent, seed * 1_000_003 + i)
                 env.close()
-                ok = reward >= 1.0 if kind == "solver" else bool(info.get("validation", {}).get("valid"))
-                if ok and kind == "proposer-vanilla" and not discovered_backwards(traj):
-                    ok, info["validation"]["reason"] = False, "not_discovered"
-                n_search = sum(len(t.searches) for t in traj.turns)
+                ok, reason = plan.rewarded(reward, info, traj)
                 if ok:
-                    f.write(
-                        json.dumps(_record(traj, reward, kind, {"hops": task.metadata.get("hops")}), ensure_ascii=False)
-                        + "\n"
-                    )
-                    stats.written[kind] += 1
-                    stats.searches[f"{kind}:{n_search}"] += 1
+                    rec = _record(traj, reward, plan.kind, {"hops": task.metadata.get("hops")})
+                    rec = opening_record(rec) if plan.opening else rec
+                    f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                    stats.written[name] += 1
+                    stats.searches[f"{name}:{rec['demo']['searches']}"] += 1
                 else:
-                    reason = "wrong" if kind == "solver" else str(info.get("validation", {}).get("reason"))
-                    stats.dropped[f"{kind}:{reason}"] += 1
+                    stats.dropped[f"{name}:{reason}"] += 1
                 bar.update(1)
     bar.close()
     logger.info("demonstrations: %s", stats.as_dict())
@@ -374,11 +435,14 @@ def demonstrations_by_hops(
     solver: dict[int, int],
     proposer: Optional[dict[int, int]] = None,
     vanilla: Optional[dict[int, int]] = None,
+    openings: Optional[dict[int, int]] = None,
+    proposer_openings: Optional[dict[int, int]] = None,
     seed: int = 0,
     progress: bool = False,
 ) -> DemoStats:
     """:func:`generate_demonstrations` over :func:`demo_tasks` lists given as ``{hops: count}`` per role
-    (Solver, KG Proposer, answer-only Proposer): what ``searchgym demos`` and the learning benchmark run."""
+    (Solver, KG Proposer, answer-only Proposer, Solver openings, KG Proposer openings): what
+    ``searchgym demos`` and the learning benchmark run."""
 
     def tasks(counts, role):
         return demo_tasks(world, counts or {}, seed=seed, role=role)
@@ -389,6 +453,8 @@ def demonstrations_by_hops(
         solver_tasks=tasks(solver, "solver"),
         proposer_tasks=tasks(proposer, "proposer-kg"),
         vanilla_tasks=tasks(vanilla, "proposer-vanilla"),
+        solver_openings=tasks(openings, "solver-opening"),
+        proposer_openings=tasks(proposer_openings, "proposer-kg-opening"),
         seed=seed,
         progress=progress,
     )

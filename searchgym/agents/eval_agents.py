@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from ..errors import InvalidArgumentError
-from .base import GenerationConfig
+from .base import GenerationConfig, TextGenerator
 
 logger = logging.getLogger(__name__)
 
@@ -130,6 +130,13 @@ def resolve_checkpoint(model: str) -> str:
     return model
 
 
+def _given(value: Optional[str], problem: str) -> str:
+    """A field the spec's kind needs (checked when the spec was built; this catches one cleared since)."""
+    if not value:
+        raise InvalidArgumentError(problem)
+    return value
+
+
 def make_agent(spec: AgentSpec, *, world: Any = None) -> EvalAgent:
     """Build the agent ``spec`` names (``world`` lets the scripted agent read with the world's names)."""
     from . import scripted
@@ -144,8 +151,8 @@ def make_agent(spec: AgentSpec, *, world: Any = None) -> EvalAgent:
     if spec.kind == "openai":
         from .openai_compat import OpenAICompatibleGenerator
 
-        gen = OpenAICompatibleGenerator(
-            spec.endpoint,
+        gen: TextGenerator = OpenAICompatibleGenerator(
+            _given(spec.endpoint, "agent 'openai' needs --endpoint URL"),
             spec.model or "default",
             api_key=spec.api_key,
             timeout=spec.timeout,
@@ -153,7 +160,7 @@ def make_agent(spec: AgentSpec, *, world: Any = None) -> EvalAgent:
             max_concurrency=spec.concurrency,
         )
         return LLMEvalAgent(gen, f"openai:{spec.model or 'default'}@{spec.endpoint}", gen_cfg)
-    model = resolve_checkpoint(spec.model)
+    model = resolve_checkpoint(_given(spec.model, f"agent {spec.kind!r} needs --model"))
     if spec.kind == "vllm":
         from .smollm import resolve_model_path
         from .vllm_backend import VLLMGenerator

@@ -26,13 +26,16 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from ..errors import InvalidArgumentError, InvalidTypeError
 from .decoding import DynamicKV
 from .prefix import common_prefix_len
+
+if TYPE_CHECKING:
+    import torch
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +118,7 @@ class PrefixKVStore:
         At least one token of every prompt is left to prefill (its logits pick the first new token);
         ``count=False`` leaves the reuse counters alone (a probe, not a prefill)."""
         self._check_weights()
-        out = []
+        out: list[tuple[_Entry | None, int]] = []
         for prompt in prompts:
             ids = np.asarray(prompt, dtype=np.int64)
             best, best_n = None, 0
@@ -197,7 +200,7 @@ def warm_shared_prefix(model, store: PrefixKVStore, rows: Sequence[Sequence[int]
     return shared
 
 
-def _cache_layers(cache) -> list[tuple[object, object]]:
+def _cache_layers(cache) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """``(keys, values)`` tensors ``[batch, heads, len, head_dim]`` of every layer of a ``DynamicCache``."""
     layers = getattr(cache, "layers", None)
     if layers is None:

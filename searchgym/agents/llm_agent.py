@@ -17,12 +17,15 @@ from __future__ import annotations
 import logging
 import random
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ..errors import InvalidArgumentError
 from ..rng_state import random_state_from_data
 from .base import GenerationConfig, Prompt, TextGenerator
 from .sequences import encode_trajectory, record_sampled
+
+if TYPE_CHECKING:
+    from ..envs.types import Trajectory
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +130,9 @@ class LLMAgent:
 
     def act_batch(self, items: Sequence[tuple[Any, dict]], *, config: GenerationConfig | None = None) -> list:
         """Actions for several envs at once: every pending rollout goes into a single generate call."""
-        plan, contexts, rollouts = [], [], []
+        plan: list[tuple[list[int], int | None, int]] = []  # (active slots, group size or None, first context)
+        contexts: list[Any] = []
+        rollouts: list[Trajectory] = []
         for obs, info in items:
             slots, trajs, g = self._pending(obs, info)
             plan.append((slots, g, len(contexts)))
@@ -136,7 +141,7 @@ class LLMAgent:
         texts, sampled = self._generate(contexts, config) if contexts else ([], [])
         for traj, ids in zip(rollouts, sampled):
             record_sampled(traj, ids)
-        actions = []
+        actions: list[str | tuple[str, ...]] = []
         for slots, g, start in plan:
             if g is None:
                 actions.append(texts[start])

@@ -23,18 +23,29 @@ from ..core.advantages import (  # noqa: F401
 )
 
 
-def token_logprobs(model, input_ids, attention_mask, *, with_entropy: bool = False, start: int = 1):
+def token_logprobs(model, input_ids, attention_mask, *, with_entropy: bool = False, start: int = 1, only=None):
     """Log-probability of each token given its prefix: shape ``[B, T-1]`` (position t predicts t+1).
 
     Only tokens ``start..T-1`` are scored (the LM head runs on those positions alone, via
     ``logits_to_keep``: the prompt never needs its ``[T, vocab]`` logits); earlier entries are 0.
+    ``only`` (``[B, T-1]``, e.g. the loss mask) narrows that further to the positions a loss reads,
+    when the model allows it (:mod:`searchgym.agents.lm_head`); the rest are 0.
     Returns ``(logp, entropy)``; ``entropy`` is ``None`` unless requested.
     """
     import torch
 
+    from .lm_head import head_split, scores_at
+
     T = input_ids.shape[1]
     start = max(1, min(int(start), T - 1))
     pos = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+    split = head_split(model) if only is not None else None
+    if split is not None:
+        decoder, head = split
+        hidden = decoder(
+            input_ids=input_ids, attention_mask=attention_mask, position_ids=pos, use_cache=False
+        ).last_hidden_state
+        return scores_at(head, hidden[:, :-1], input_ids[:, 1:], only > 0, with_entropy=with_entropy)
     out = model(
         input_ids=input_ids,
         attention_mask=attention_mask,

@@ -118,7 +118,7 @@ class OpenAICompatibleGenerator(TextGenerator):
                 else:
                     detail = raw.decode(errors="replace")[:300]
                     last = GenerationError(f"{url} answered HTTP {status}: {detail}")
-                    last.status = status  # type: ignore[attr-defined]
+                    last.status = status
                     if status < 500 and status != 429:
                         raise last
             finally:

@@ -26,11 +26,14 @@ when it is on.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from ..errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass
@@ -41,12 +44,12 @@ class SharedPrefixBatch:
     ``width`` the full padded length ``T`` of the same batch laid out by :func:`collate`.
     """
 
-    prefix_ids: object
-    prefix_attn: object
-    group: object
-    prefix_len: object
-    suffix_ids: object
-    suffix_attn: object
+    prefix_ids: torch.Tensor
+    prefix_attn: torch.Tensor
+    group: torch.Tensor
+    prefix_len: torch.Tensor
+    suffix_ids: torch.Tensor
+    suffix_attn: torch.Tensor
     width: int
 
     @property
@@ -109,32 +112,49 @@ def pack_shared(
     tensors = [prefix_ids, prefix_attn, torch.tensor(group), torch.tensor(lens), suffix_ids, suffix_attn]
     if device is not None:
         tensors = [t.to(device) for t in tensors]
-    return SharedPrefixBatch(*tensors, width=max(len(s) for s in sequences))
+    prefix_ids, prefix_attn, group_rows, prefix_lens, suffix_ids, suffix_attn = tensors
+    return SharedPrefixBatch(
+        prefix_ids, prefix_attn, group_rows, prefix_lens, suffix_ids, suffix_attn, width=max(len(s) for s in sequences)
+    )
 
 
-def shared_token_logprobs(model, batch: SharedPrefixBatch, *, with_entropy: bool = False):
-    """``(logp, entropy)`` in :func:`~searchgym.agents.losses.token_logprobs`' layout, each prompt run once."""
+def shared_token_logprobs(model, batch: SharedPrefixBatch, *, with_entropy: bool = False, only=None):
+    """``(logp, entropy)`` in :func:`~searchgym.agents.losses.token_logprobs`' layout, each prompt run once.
+
+    ``only`` (``[B, T-1]`` in that layout, e.g. the loss mask): score just those positions when the model
+    allows it (:mod:`searchgym.agents.lm_head`); the rest are 0."""
     import torch
     from transformers import DynamicCache
 
+    from .lm_head import head_split, scores_at
+
+    split = head_split(model) if only is not None else None
     cache = DynamicCache()
     pos = (batch.prefix_attn.cumsum(-1) - 1).clamp(min=0)
-    model(
+    prefix = dict(
         input_ids=batch.prefix_ids,
         attention_mask=batch.prefix_attn,
         position_ids=pos,
         past_key_values=cache,
         use_cache=True,
-        logits_to_keep=1,
     )
+    if split is not None:
+        split[0](**prefix)  # the prefix needs no logits at all
+    else:
+        model(**prefix, logits_to_keep=1)
     cache.batch_select_indices(batch.group)  # [U, ...] -> [B, ...]; differentiable gather
     S = batch.suffix_ids.shape[1]
     attn = torch.cat([batch.prefix_attn.index_select(0, batch.group), batch.suffix_attn], dim=1)
     pos = batch.prefix_len[:, None] + torch.arange(S, device=batch.suffix_ids.device)[None, :]
-    out = model(
+    suffix = dict(
         input_ids=batch.suffix_ids, attention_mask=attn, position_ids=pos, past_key_values=cache, use_cache=True
     )
-    logits = out.logits[:, :-1, :].float()  # suffix position j scores suffix token j + 1
+    if split is not None:
+        hidden = split[0](**suffix).last_hidden_state
+        select = _to_suffix_layout(only > 0, batch, S - 1)
+        logp, entropy = scores_at(split[1], hidden[:, :-1], batch.suffix_ids[:, 1:], select, with_entropy=with_entropy)
+        return _to_full_layout(logp, batch), None if entropy is None else _to_full_layout(entropy, batch)
+    logits = model(**suffix).logits[:, :-1, :].float()  # suffix position j scores suffix token j + 1
     logz = torch.logsumexp(logits, dim=-1)
     logp = logits.gather(-1, batch.suffix_ids[:, 1:].unsqueeze(-1)).squeeze(-1) - logz
     entropy = None
@@ -142,6 +162,16 @@ def shared_token_logprobs(model, batch: SharedPrefixBatch, *, with_entropy: bool
         with torch.no_grad():
             entropy = _to_full_layout(logz - (torch.softmax(logits, dim=-1) * logits).sum(-1), batch)
     return _to_full_layout(logp, batch), entropy
+
+
+def _to_suffix_layout(values, batch: SharedPrefixBatch, n: int):
+    """Inverse of :func:`_to_full_layout` for a ``[B, T-1]`` selection: suffix position j of row b is full
+    position ``prefix_len[b] + j`` (positions past the row's end read False)."""
+    import torch
+
+    idx = batch.prefix_len[:, None] + torch.arange(n, device=values.device)[None, :]
+    inside = idx < values.shape[1]
+    return values.gather(1, idx.clamp(max=values.shape[1] - 1)) & inside
 
 
 def _to_full_layout(values, batch: SharedPrefixBatch):

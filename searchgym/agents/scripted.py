@@ -22,6 +22,7 @@ import random
 import re
 from typing import Any, Optional
 
+from ..construction.record import Subgraph
 from ..envs.scoring import information_materials
 from ..envs.templates import path_question
 from ..envs.types import Trajectory
@@ -228,8 +229,8 @@ class ScriptedProposer(ScriptedAgent):
 
     leak = False
 
-    def _question(self, traj: Trajectory) -> str:
-        q = path_question(traj.task.subgraph)
+    def _question(self, traj: Trajectory, sg: Subgraph) -> str:
+        q = path_question(sg)
         if self.leak:
             q = f"{q} (Hint: the answer is {traj.task.answer}.)"
         return q
@@ -242,9 +243,8 @@ class ScriptedProposer(ScriptedAgent):
         if n < sg.hops:
             title, label = sg.nodes[sg.path[n]].title, sg.relations[n]
             return f"<think>Let me confirm the {label} of {title}.</think>\n<search>{title}</search>"
-        return (
-            f"<think>I can now chain the facts into one question.</think>\n<question>{self._question(traj)}</question>"
-        )
+        question = self._question(traj, sg)
+        return f"<think>I can now chain the facts into one question.</think>\n<question>{question}</question>"
 
 
 class LeakyProposer(ScriptedProposer):

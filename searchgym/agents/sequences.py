@@ -178,5 +178,5 @@ def collate(encoded: list[EncodedTrajectory], pad_id: int, step_advantages: list
         adv[i, :L] = torch.tensor([table[min(s, len(table) - 1)] if s >= 0 else 0.0 for s in e.step_index])
     out = (input_ids, attn, mask[:, 1:].contiguous(), adv[:, 1:].contiguous())
     if device is not None:
-        out = tuple(t.to(device) for t in out)
+        return tuple(t.to(device) for t in out)
     return out

@@ -229,10 +229,10 @@ class SFTRun:
         if shared:  # the prefix every example shares runs once; its gradient sums over the examples
             seqs = [e.input_ids for e in batch]
             packed = pack_shared(seqs, [shared + 1] * len(batch), self.tokenizer.pad_token_id, self.device)
-            logp, ent = shared_token_logprobs(self.policy, packed, with_entropy=True)
+            logp, ent = shared_token_logprobs(self.policy, packed, with_entropy=True, only=mask)
         else:
             start = min(e.first_agent_token for e in batch)
-            logp, ent = token_logprobs(self.policy, ids, attn, with_entropy=True, start=start)
+            logp, ent = token_logprobs(self.policy, ids, attn, with_entropy=True, start=start, only=mask)
         return logp, ent, mask, ids
 
     def _shared_prefix(self, batch) -> int:

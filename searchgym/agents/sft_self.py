@@ -128,5 +128,6 @@ def run_rejection_sampling(config: SFTConfig, *, resume: bool = True) -> SFTResu
     if final.exists():
         shutil.rmtree(final)
     os.replace(tmp, final)
+    assert result is not None, "SFTConfig checks rounds >= 1"
     result.final_dir, result.output_dir, result.rounds = str(final), str(out), rounds
     return result

@@ -154,7 +154,7 @@ def load_policy(
         model.gradient_checkpointing_enable()
         model.config.use_cache = False
     if device:
-        model.to(device)
+        model.to(device)  # type: ignore[arg-type]  # transformers types .to() through a decorator that loses `self`
     return model, tok
 
 

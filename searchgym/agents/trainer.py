@@ -40,9 +40,9 @@ from ..envs.types import Task, Trajectory
 from ..errors import InvalidArgumentError, MissingFileError
 from ..rng_state import numpy_generator_from_state, random_state_from_data
 from ..wrappers.registry import reward_plan
-from .base import GenerationConfig
+from .base import GenerationConfig, TextGenerator
 from .checkpoint import CheckpointManager
-from .config import TrainConfig
+from .config import ModelOptions, TrainConfig
 from .llm_agent import AgentConfig, LLMAgent
 from .losses import group_advantages, policy_loss, proposer_advantages, token_logprobs
 from .metrics import MetricsLogger
@@ -185,69 +185,18 @@ class SelfPlayTrainer:
         val_env_factory: Optional[Callable[[], Any]] = None,
         num_envs: int = 16,
     ) -> None:
-        import torch
-
         self.config = config
         self.reward_plan = reward_plan(config.reward)  # wrappers, and outcome vs step (SAPO) advantages
         self.device = resolve_device(config.device)
         if config.cpu_threads:
+            import torch
+
             # Process-wide, set only when asked: for small models on a busy CPU, 1-2 threads beat the
             # default by up to 10x (thread synchronisation dominates tiny matmuls).
             torch.set_num_threads(config.cpu_threads)
-        if model is None:
-            model, tokenizer = _load_start_policy(config)
-        elif tokenizer is None:
-            raise InvalidArgumentError("pass the tokenizer together with the model")
-        elif config.gradient_checkpointing:
-            model.gradient_checkpointing_enable()
-        self.tokenizer = tokenizer
-        model.to(self.device)
-        self.ref_model = None
-        if config.lora:
-            model = apply_lora(model, config)
-        elif config.kl_coef > 0:
-            self.ref_model = copy.deepcopy(model).eval()
-            for p in self.ref_model.parameters():
-                p.requires_grad_(False)
-        self.policy = model
-        self.policy.train()
-        params = [p for p in self.policy.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
-        warm = config.warmup_steps
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda s: min(1.0, (s + 1) / warm) if warm > 0 else 1.0
-        )
-        if config.rollout_backend == "vllm":
-            from .smollm import resolve_model_path
-            from .vllm_backend import VLLMGenerator
-
-            self.generator = VLLMGenerator(
-                resolve_model_path(config.model, cache_dir=config.model_cache_dir),
-                dtype=config.dtype,
-                seed=config.seed,
-                max_model_len=config.max_prompt_tokens + config.max_response_tokens,
-            )
-            if config.init:  # vLLM started from the base weights: push the cold-start ones
-                self._sync_generator()
-        elif config.rollout_backend == "vllm-server":
-            from .vllm_server import VLLMServerGenerator
-
-            self.generator = VLLMServerGenerator(
-                config.vllm_server_url, seed=config.seed, max_concurrency=config.max_batch_generate
-            )
-            self._sync_generator()  # the server starts from the policy's weights, not its own checkpoint
-        else:
-            from .decoding import DecodingConfig
-            from .transformers_backend import TransformersGenerator
-
-            self.generator = TransformersGenerator(
-                self.policy,
-                tokenizer,
-                max_batch_size=config.max_batch_generate,
-                max_context_tokens=config.max_prompt_tokens + config.max_response_tokens,
-                seed=config.seed,
-                decoding=DecodingConfig(cache=config.rollout_cache),
-            )
+        self.policy, self.tokenizer, self.ref_model = self._open_policy(model, tokenizer)
+        self.optimizer, self.scheduler = self._make_optimizer()
+        self.generator = self._make_generator()
         self.agent = LLMAgent(
             self.generator,
             config=AgentConfig(
@@ -272,6 +221,79 @@ class SelfPlayTrainer:
         self.out = Path(config.output_dir)
         self.checkpoints = CheckpointManager(self.out / "checkpoints", keep=config.keep_checkpoints)
         self.metrics: Optional[MetricsLogger] = None
+
+    def _open_policy(self, model: Any, tokenizer: Any) -> tuple[Any, Any, Any]:
+        """``(policy, tokenizer, reference model or None)``: the given or configured start model on the
+        device, in training mode, with LoRA applied, or with a frozen copy as the KL reference."""
+        config = self.config
+        if model is None:
+            model, tokenizer = _load_start_policy(config)
+        elif tokenizer is None:
+            raise InvalidArgumentError("pass the tokenizer together with the model")
+        elif config.gradient_checkpointing:
+            model.gradient_checkpointing_enable()
+        model.to(self.device)
+        ref_model = None
+        if config.lora:
+            model = apply_lora(model, config)
+        elif config.kl_coef > 0:
+            ref_model = copy.deepcopy(model).eval()
+            for p in ref_model.parameters():
+                p.requires_grad_(False)
+        model.train()
+        return model, tokenizer, ref_model
+
+    def _make_optimizer(self) -> tuple[Any, Any]:
+        """AdamW over the trainable parameters and its linear-warmup schedule."""
+        import torch
+
+        config = self.config
+        params = [p for p in self.policy.parameters() if p.requires_grad]
+        optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
+        warm = config.warmup_steps
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda s: min(1.0, (s + 1) / warm) if warm > 0 else 1.0
+        )
+        return optimizer, scheduler
+
+    def _make_generator(self) -> TextGenerator:
+        """The rollout backend of ``config.rollout_backend``; out-of-process ones start from the policy's weights."""
+        config = self.config
+        generator: TextGenerator
+        if config.rollout_backend == "vllm":
+            from .smollm import resolve_model_path
+            from .vllm_backend import VLLMGenerator
+
+            generator = VLLMGenerator(
+                resolve_model_path(config.model, cache_dir=config.model_cache_dir),
+                dtype=config.dtype,
+                seed=config.seed,
+                max_model_len=config.max_prompt_tokens + config.max_response_tokens,
+            )
+            if config.init:  # vLLM started from the base weights: push the cold-start ones
+                self._sync_generator(generator)
+        elif config.rollout_backend == "vllm-server":
+            from .vllm_server import VLLMServerGenerator
+
+            if not config.vllm_server_url:
+                raise InvalidArgumentError("rollout_backend=vllm-server needs vllm_server_url (http://host:port)")
+            generator = VLLMServerGenerator(
+                config.vllm_server_url, seed=config.seed, max_concurrency=config.max_batch_generate
+            )
+            self._sync_generator(generator)  # the server starts from the policy's weights, not its own checkpoint
+        else:
+            from .decoding import DecodingConfig
+            from .transformers_backend import TransformersGenerator
+
+            generator = TransformersGenerator(
+                self.policy,
+                self.tokenizer,
+                max_batch_size=config.max_batch_generate,
+                max_context_tokens=config.max_prompt_tokens + config.max_response_tokens,
+                seed=config.seed,
+                decoding=DecodingConfig(cache=config.rollout_cache),
+            )
+        return generator
 
     # ================================================================ rollout
     def _reset(self, j: int):
@@ -343,12 +365,11 @@ class SelfPlayTrainer:
         use_sapo = reward_plan(self.config.reward).advantage == "step"  # per-step rewards: SAPO
         plain: list[int] = []  # solver samples of groups without step rewards: GRPO
         for idx in groups.values():
-            if use_sapo and all(samples[i].step_rewards is not None for i in idx):
+            steps = [r for i in idx if (r := samples[i].step_rewards) is not None]
+            if use_sapo and len(steps) == len(idx):
                 from ..core.advantages import sapo_group_advantages
 
-                tables = sapo_group_advantages(
-                    [samples[i].reward for i in idx], [samples[i].step_rewards for i in idx], eps=eps, ddof=ddof
-                )
+                tables = sapo_group_advantages([samples[i].reward for i in idx], steps, eps=eps, ddof=ddof)
                 for i, t in zip(idx, tables):
                     out[i] = list(t) or [0.0]
             else:
@@ -386,18 +407,21 @@ class SelfPlayTrainer:
             return self.policy.disable_adapter()
         return nullcontext()
 
-    def _scorer(self, batch: Sequence[EncodedTrajectory], ids, attn):
+    def _scorer(self, batch: Sequence[EncodedTrajectory], ids, attn, mask):
         """``score(model, with_entropy)`` for one micro-batch: shared-prompt scoring when it saves work
-        (and gradient checkpointing is off), else the plain full-sequence forward."""
+        (and gradient checkpointing is off), else the plain full-sequence forward; either way only the
+        positions of ``mask`` (the agent tokens) go through the LM head when the model allows it."""
         c = self.config
         seqs = [e.input_ids for e in batch]
         prompts = [e.prompt_len for e in batch]
         if c.share_prompt and not c.gradient_checkpointing and worth_sharing(seqs, prompts):
             packed = pack_shared(seqs, prompts, self.tokenizer.pad_token_id, self.device)
-            return lambda model, with_entropy=False: shared_token_logprobs(model, packed, with_entropy=with_entropy)
+            return lambda model, with_entropy=False: shared_token_logprobs(
+                model, packed, with_entropy=with_entropy, only=mask
+            )
         start = min(e.first_agent_token for e in batch)
         return lambda model, with_entropy=False: token_logprobs(
-            model, ids, attn, with_entropy=with_entropy, start=start
+            model, ids, attn, with_entropy=with_entropy, start=start, only=mask
         )
 
     def _ref_logp(self, score):
@@ -455,8 +479,8 @@ class SelfPlayTrainer:
         if not reuse_old:
             with torch.no_grad():
                 for chunk in _chunks(sorted(range(n), key=rank.__getitem__), c.micro_batch_size):
-                    ids, attn, _, _ = collate([enc[i] for i in chunk], pad, [adv[i] for i in chunk], self.device)
-                    lp = self._scorer([enc[i] for i in chunk], ids, attn)(self.policy)[0]
+                    ids, attn, mask, _ = collate([enc[i] for i in chunk], pad, [adv[i] for i in chunk], self.device)
+                    lp = self._scorer([enc[i] for i in chunk], ids, attn, mask)(self.policy)[0]
                     for k, i in enumerate(chunk):
                         old[i] = lp[k, : len(enc[i].input_ids) - 1].detach()
         agg = _Mean()
@@ -469,7 +493,7 @@ class SelfPlayTrainer:
                 for micro in _chunks(sorted(mb, key=rank.__getitem__), c.micro_batch_size):
                     batch = [enc[i] for i in micro]
                     ids, attn, mask, a = collate(batch, pad, [adv[i] for i in micro], self.device)
-                    score = self._scorer(batch, ids, attn)
+                    score = self._scorer(batch, ids, attn, mask)
                     logp, ent = score(self.policy, with_entropy=True)
                     if reuse_old:
                         old_lp = logp.detach()
@@ -616,9 +640,9 @@ class SelfPlayTrainer:
         self.step = int(state["step"])
         logger.info("resumed from %s at step %d", path, self.step)
 
-    def _sync_generator(self) -> None:
-        """Out-of-model backends (vLLM) get the policy's current weights."""
-        sync = getattr(self.generator, "load_weights", None)
+    def _sync_generator(self, generator: Optional[TextGenerator] = None) -> None:
+        """Out-of-model backends (vLLM) get the policy's current weights (``generator``: default the trainer's)."""
+        sync = getattr(generator if generator is not None else self.generator, "load_weights", None)
         if callable(sync):
             sync(self.policy.state_dict())
 
@@ -768,7 +792,7 @@ def _load_start_policy(config: TrainConfig):
     family) or ``config.model`` itself (a name, a model folder, an adapter folder or a checkpoint)."""
     from .pretrained import load_init, open_model
 
-    kw = dict(
+    kw: dict[str, Any] = dict(
         dtype=config.dtype, cache_dir=config.model_cache_dir, gradient_checkpointing=config.gradient_checkpointing
     )
     if config.init:
@@ -776,7 +800,7 @@ def _load_start_policy(config: TrainConfig):
     return open_model(config.model, **kw)
 
 
-def apply_lora(model, config: TrainConfig):
+def apply_lora(model, config: ModelOptions):
     try:
         from peft import LoraConfig, get_peft_model
     except ImportError:

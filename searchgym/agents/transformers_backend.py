@@ -46,6 +46,7 @@ class TransformersGenerator(TextGenerator):
     """
 
     accepts_token_ids = True
+    rng: random.Random
 
     def __init__(
         self,
@@ -81,7 +82,7 @@ class TransformersGenerator(TextGenerator):
         self.eos_ids = sorted(eos)
         self.decoding = decoding or DecodingConfig()
         self._cache_kind, self._compiled, self._check_every, self._bucket = self.decoding.resolve(self.device)
-        self._static = None
+        self._static: StaticKV | None = None
         reuse = self._cache_kind == "dynamic" and self.decoding.prefix_cache_mb > 0
         self.prefix_cache = PrefixKVStore(model, max_bytes=self.decoding.prefix_cache_mb << 20) if reuse else None
         logger.debug(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 from typing import Iterable, Sequence
 
 from .base import (
@@ -35,6 +36,7 @@ class VLLMGenerator(TextGenerator):
     """
 
     accepts_token_ids = True
+    rng: random.Random
 
     def __init__(
         self,
@@ -52,8 +54,6 @@ class VLLMGenerator(TextGenerator):
             from vllm import LLM
         except ImportError:
             raise ImportError("the vLLM backend needs vllm on a CUDA machine: pip install 'searchgym[vllm]'") from None
-        import random
-
         self.rng = random.Random(seed)
         self.llm = LLM(
             model=model, dtype=dtype, gpu_memory_utilization=gpu_memory_utilization, seed=seed, **engine_kwargs

@@ -166,6 +166,8 @@ class VLLMServerGenerator(OpenAICompatibleGenerator):
     :class:`NCCLWeightTransport`, built at the first push). ``weight_timeout``: seconds for one push.
     """
 
+    rng: random.Random
+
     def __init__(
         self,
         base_url: str,
@@ -235,13 +237,15 @@ class VLLMServerGenerator(OpenAICompatibleGenerator):
 
     def load_weights(self, state_dict) -> None:
         """Push new policy weights (a state dict or ``(name, tensor)`` pairs) to the server; reset its prefix cache."""
-        if not self.push_weights:
+        world_size = self._world_size  # known once push_weights checked the server's weight endpoints
+        if not self.push_weights or world_size is None:
             raise GenerationError("this generator was built with push_weights=False; the server keeps its weights")
         if self._transport is None:
             self._transport = NCCLWeightTransport()
+        transport = self._transport
         if not self._opened:
-            init = self._transport.init_info(self._world_size)
-            self._concurrently("/init_weight_transfer_engine", {"init_info": init}, lambda: self._transport.open(init))
+            init = transport.init_info(world_size)
+            self._concurrently("/init_weight_transfer_engine", {"init_info": init}, lambda: transport.open(init))
             self._opened = True
         items: list = list(state_dict.items() if hasattr(state_dict, "items") else state_dict)
         if not items:
@@ -250,14 +254,14 @@ class VLLMServerGenerator(OpenAICompatibleGenerator):
             "names": [n for n, _ in items],
             "dtype_names": [str(t.dtype).removeprefix("torch.") for _, t in items],
             "shapes": [list(t.shape) for _, t in items],
-            **self._transport.update_info_extra(),
+            **transport.update_info_extra(),
         }
         self._request(self.root_url + "/start_weight_update", {}, retries=0)
         try:
             self._concurrently(
                 "/update_weights",
                 {"update_info": update_info},
-                lambda: self._transport.send(iter((n, t.detach()) for n, t in items)),
+                lambda: transport.send(iter((n, t.detach()) for n, t in items)),
             )
         finally:
             self._request(self.root_url + "/finish_weight_update", {}, retries=0)

@@ -2,7 +2,8 @@
 
 Example::
 
-    searchgym demos --out demos.jsonl --solver 1:300,2:200,3:60 --proposer 2:60,3:40 --vanilla 2:30
+    searchgym demos --out demos.jsonl --solver 1:300,2:200,3:60 --proposer 2:60,3:40 --vanilla 2:30 \
+        --openings 1:200,2:400,3:200
     searchgym sft --model smollm2 --data demos.jsonl --lora --output-dir runs/sft
 """
 
@@ -40,6 +41,12 @@ def register(subparsers) -> None:
     p.add_argument("--solver", default="1:300,2:200,3:60", help="Solver tasks per hop count, HOPS:N,...")
     p.add_argument("--proposer", default="2:60,3:40", help="KG-grounded Proposer tasks per hop count")
     p.add_argument("--vanilla", default="2:30", help="answer-only Proposer tasks per hop count")
+    p.add_argument(
+        "--openings",
+        default="",
+        help="Solver tasks per hop count of which only the first turn (plan + first search) is written",
+    )
+    p.add_argument("--proposer-openings", default="", help="KG Proposer tasks per hop count, first turn only")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=run)
 
@@ -56,6 +63,8 @@ def run(args) -> int:
         solver=parse_hop_counts(args.solver),
         proposer=parse_hop_counts(args.proposer),
         vanilla=parse_hop_counts(args.vanilla),
+        openings=parse_hop_counts(args.openings),
+        proposer_openings=parse_hop_counts(args.proposer_openings),
         seed=args.seed,
         progress=True,
     )

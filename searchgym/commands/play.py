@@ -51,7 +51,7 @@ def run_play(args: argparse.Namespace) -> int:
 
         env = wrap_rewards(env, args.reward)
     agent = _agent(args.agent, args.env, args.seed)
-    totals = {"proposer": [], "solver": []}
+    totals: dict[str, list[float]] = {"proposer": [], "solver": []}
     components: dict[str, list[float]] = {}
     t0 = time.perf_counter()
     for game in range(args.games):

@@ -75,14 +75,14 @@ def _retriever(args):
 
 
 def _cmd_build(args) -> int:
-    from ..retrieval.factory import make_retriever
+    from ..retrieval.factory import build_retriever
 
     world = _load_world(args)
     kwargs = _backend_kwargs(args)
     if args.backend in ("bm25", "rank-bm25"):
         kwargs["progress"] = True
     t0 = time.perf_counter()
-    r = make_retriever(world, args.backend, cache=False, **kwargs)
+    r = build_retriever(world, args.backend, **kwargs)
     r.save(args.out)
     print(
         f"indexed {r.num_docs} documents of world {world.name!r} with {args.backend} in "
@@ -104,13 +104,13 @@ def _cmd_search(args) -> int:
 
 
 def _cmd_serve(args) -> int:
+    from ..retrieval.multiproc import MultiProcessRetrievalServer
     from ..retrieval.server import RetrievalServer
 
     if args.processes < 1:
         raise InvalidArgumentError(f"--processes must be >= 1, got {args.processes}")
+    server: RetrievalServer | MultiProcessRetrievalServer
     if args.processes > 1:
-        from ..retrieval.multiproc import MultiProcessRetrievalServer
-
         server = MultiProcessRetrievalServer(
             _retriever(args), host=args.host, port=args.port, processes=args.processes, default_topk=args.topk
         )

@@ -16,18 +16,21 @@ import json
 import logging
 import time
 from pathlib import Path
-from typing import Callable, Union
+from typing import TYPE_CHECKING, Callable, Union
 
 from ..errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from ..world.world import World
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["WORLD_SOURCES", "register_source", "register", "build_synthetic", "format_stats"]
 
-Builder = Callable[[argparse.Namespace], "object"]
+Builder = Callable[[argparse.Namespace], "World"]
 
 
-def build_synthetic(args: argparse.Namespace):
+def build_synthetic(args: argparse.Namespace) -> World:
     """Builder of the ``synthetic`` source: the embedded fictional world, sized by
     ``--entities`` (exact count) or ``--scale`` (multiple of the default size)."""
     from ..world.synthetic import SyntheticConfig, generate_world
@@ -48,10 +51,10 @@ def build_synthetic(args: argparse.Namespace):
 #: source name → builder callable, or ``"module:function"`` resolved on use.
 WORLD_SOURCES: dict[str, Union[Builder, str]] = {
     "synthetic": build_synthetic,
-    "wikidata": "searchgym.world.loaders.cli_sources:build_wikidata",
-    "wikidata5m": "searchgym.world.loaders.cli_sources:build_wikidata5m",
-    "flashrag": "searchgym.world.loaders.cli_sources:build_flashrag",
-    "atlas": "searchgym.world.loaders.cli_sources:build_atlas_source",
+    "wikidata": "searchgym.commands.world_sources:build_wikidata",
+    "wikidata5m": "searchgym.commands.world_sources:build_wikidata5m",
+    "flashrag": "searchgym.commands.world_sources:build_flashrag",
+    "atlas": "searchgym.commands.world_sources:build_atlas_source",
 }
 
 
@@ -152,7 +155,7 @@ def register(subparsers) -> None:
     _add_size_args(b)
     b.add_argument("--force", action="store_true", help="overwrite an existing world in --out")
     b.add_argument("--no-progress", dest="progress", action="store_false", help="hide progress bars")
-    from ..world.loaders.cli_sources import add_loader_arguments
+    from .world_sources import add_loader_arguments
 
     add_loader_arguments(b)
     b.set_defaults(func=_cmd_build)

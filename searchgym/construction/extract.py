@@ -40,7 +40,7 @@ import threading
 import time
 import weakref
 from dataclasses import asdict, dataclass, field
-from typing import NamedTuple
+from typing import Callable, Collection, NamedTuple, Sequence
 
 import numpy as np
 
@@ -178,8 +178,8 @@ class ExtractionConfig:
     max_retries: int = 5
     num_distractors: tuple[int, int] = (1, 3)
     distractor_hops: tuple[int, int] = (1, 2)
-    relation_blocklist: frozenset = field(default_factory=lambda: frozenset(DEFAULT_RELATION_BLOCKLIST))
-    relation_allowlist: frozenset = field(default_factory=frozenset)
+    relation_blocklist: Collection[str] = field(default_factory=lambda: frozenset(DEFAULT_RELATION_BLOCKLIST))
+    relation_allowlist: Collection[str] = field(default_factory=frozenset)  # both stored as frozensets
     allow_literal_answers: bool = True
     allow_inverse_edges: bool = False
     retry_backoff: float = 0.0
@@ -375,6 +375,24 @@ def eligible_seeds(world, config: ExtractionConfig | None = None) -> list[str]:
     return [ids[i] for i in idx.eligible_seeds.tolist()]
 
 
+class _TargetPath(NamedTuple):
+    """A stage-1 target path as index codes: ``path`` ``v0 … vK``, the ``rel_rows`` and ``forward``
+    flags of its K edges, and why it stopped (``max_hops``, ``dead_end``, ``selector``, ``literal``)."""
+
+    path: list[int]
+    rel_rows: list[int]
+    forward: list[bool]
+    stop: str
+
+
+class _CodeBranch(NamedTuple):
+    """A distractor branch as index codes, leaving the path at ``path[diverge_at]``."""
+
+    diverge_at: int
+    nodes: list[int]
+    rel_rows: list[int]
+
+
 def _ask(selector, ctx: SelectionContext, config: ExtractionConfig, stats: dict) -> int:
     """One selector decision with up to ``max_retries`` retries.
 
@@ -397,6 +415,7 @@ def _ask(selector, ctx: SelectionContext, config: ExtractionConfig, stats: dict)
             logger.debug("selector attempt %d failed at %s depth %d: %s", attempt + 1, ctx.seed_id, ctx.depth, exc)
             if config.retry_backoff and attempt < config.max_retries:
                 time.sleep(config.retry_backoff * (2**attempt))
+    assert last is not None  # max_retries >= 0: the loop ran and every attempt failed
     detail = f"{config.max_retries + 1} selector attempts failed at depth {ctx.depth} ({last.kind}: {last})"
     if last.outage:
         raise SelectorUnavailable(detail, ctx.seed_id)
@@ -424,8 +443,8 @@ def _expand_path(
     rng: random.Random,
     stats: dict,
     trial: int,
-) -> tuple[list[int], list[int], list[bool], str]:
-    """Stage 1 from entity ``v0``: ``(path codes, relation rows, forward flags, stop reason)``."""
+) -> _TargetPath:
+    """Stage 1 from entity ``v0``: one walk chosen by the selector."""
     path = [v0]
     rel_rows: list[int] = []
     forward: list[bool] = []
@@ -465,7 +484,7 @@ def _expand_path(
         if ti < 0:
             stop = "literal"
             break
-    return path, rel_rows, forward, stop
+    return _TargetPath(path, rel_rows, forward, stop)
 
 
 def _grow_branch(
@@ -502,7 +521,7 @@ class Walk(NamedTuple):
     path: list[int]
     rel_rows: list[int]
     forward: list[bool]
-    branches: list[tuple[int, list[int], list[int]]]
+    branches: Sequence[tuple[int, list[int], list[int]]]
     stop: str
     selector_calls: int
     selector_failures: int
@@ -526,6 +545,37 @@ def walk_subgraph(
     config = config or ExtractionConfig()
     if rng is None or isinstance(rng, int):
         rng = random.Random(0 if rng is None else rng)
+    idx = _seed_index(world, seed_id, config)
+    stats = {"calls": 0, "failures": 0}
+    planned = _planned_length(selector, seed_id, config)
+    v0 = world.entity_index(seed_id)
+    walk = _longest_walk(
+        lambda trial: _expand_path(idx, v0, seed_id, selector, config, rng, stats, trial), planned, config.plan_retries
+    )
+    hops = len(walk.rel_rows)
+    if hops < config.min_hops:
+        raise Rejected(
+            "too_short",
+            f"path from {seed_id!r} has {hops} hop(s) (stopped: {walk.stop}); need >= {config.min_hops}",
+            seed_id,
+        )
+    n_branches = rng.randint(*config.num_distractors)
+    branches = _distractor_branches(idx, walk.path, n_branches, config, rng)
+    return Walk(
+        walk.path,
+        walk.rel_rows,
+        walk.forward,
+        branches,
+        walk.stop,
+        stats["calls"],
+        stats["failures"],
+        n_branches,
+        planned,
+    )
+
+
+def _seed_index(world, seed_id: str, config: ExtractionConfig) -> _Index:
+    """The extraction index of (world, config), once the seed is known to exist and some relation is eligible."""
     if not world.has_entity(seed_id):
         raise Rejected("unknown_seed", f"no entity with id {seed_id!r} in world {world.name!r}", seed_id)
     idx = extraction_index(world, config)
@@ -535,28 +585,29 @@ def walk_subgraph(
             f"world {world.name!r} has no relation left after the blocklist/allowlist; relax them",
             seed_id,
         )
-    v0 = world.entity_index(seed_id)
-    stats = {"calls": 0, "failures": 0}
-    planned = _planned_length(selector, seed_id, config)
-    best = None
-    for trial in range(config.plan_retries + 1 if planned is not None else 1):
-        walk = _expand_path(idx, v0, seed_id, selector, config, rng, stats, trial)
-        if best is None or len(walk[1]) > len(best[1]):
-            best = walk
-        if planned is None or len(best[1]) >= planned:
-            break
-    path, rel_rows, forward, stop = best
-    hops = len(rel_rows)
-    if hops < config.min_hops:
-        raise Rejected(
-            "too_short",
-            f"path from {seed_id!r} has {hops} hop(s) (stopped: {stop}); need >= {config.min_hops}",
-            seed_id,
-        )
+    return idx
 
-    branches: list[tuple[int, list[int], list[int]]] = []
+
+def _longest_walk(walk: Callable[[int], _TargetPath], planned: int | None, plan_retries: int) -> _TargetPath:
+    """Stage 1 (``walk(trial)``), re-drawn up to ``plan_retries`` times while the path ends short of the
+    selector's ``planned`` length (None: no plan, one walk); the longest walk wins, the earliest among equals."""
+    best = walk(0)
+    for trial in range(1, plan_retries + 1 if planned is not None else 1):
+        if planned is None or len(best.rel_rows) >= planned:
+            break
+        candidate = walk(trial)
+        if len(candidate.rel_rows) > len(best.rel_rows):
+            best = candidate
+    return best
+
+
+def _distractor_branches(
+    idx: _Index, path: list[int], n_branches: int, config: ExtractionConfig, rng: random.Random
+) -> list[_CodeBranch]:
+    """Stage 2: up to ``n_branches`` distractor branches off the path's inner nodes, as codes."""
+    hops = len(path) - 1
+    branches: list[_CodeBranch] = []
     in_graph = set(path)
-    n_branches = rng.randint(*config.num_distractors)
     for _ in range(n_branches):
         if hops < 2:
             break
@@ -567,9 +618,9 @@ def walk_subgraph(
         for k in (first_k, *others):  # a divergence node with nothing left to add: try another
             b_nodes, b_rels = _grow_branch(idx, path[k], length, in_graph, rng)
             if b_nodes:
-                branches.append((k, b_nodes, b_rels))
+                branches.append(_CodeBranch(k, b_nodes, b_rels))
                 break
-    return Walk(path, rel_rows, forward, branches, stop, stats["calls"], stats["failures"], n_branches, planned)
+    return branches
 
 
 def subgraph_from_walk(

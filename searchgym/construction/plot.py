@@ -48,7 +48,9 @@ def plot_subgraph(sg: Subgraph, png_path, *, title: str | None = None) -> None:
     pos = subgraph_layout(sg)
     g = nx.DiGraph()
     g.add_nodes_from(sg.nodes)
-    path_edges, branch_edges, labels = [], [], {}
+    path_edges: list[tuple[str, str]] = []
+    branch_edges: list[tuple[str, str]] = []
+    labels: dict[tuple[str, str], str] = {}
     for i, e in enumerate(sg.edges()):
         g.add_edge(e.head, e.tail)
         (path_edges if i < sg.hops else branch_edges).append((e.head, e.tail))

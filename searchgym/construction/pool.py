@@ -285,7 +285,7 @@ class _PoolRun:
         self.n, self.accepted, self.rejected, self.result = n, accepted, rejected, result
         self.journal, self.fingerprint, self.abort_after, self.bar = journal, fingerprint, abort_after, bar
         self.new: Counter = Counter()  # this run's outcomes: "done", "accepted", and rejection reasons
-        self.outage: _Outcome | None = None
+        self.outage: tuple[int, SelectorUnavailable] | None = None  # (seed index, the endpoint's error)
 
     def is_done(self, i: int) -> bool:
         """True when seed index ``i`` already has an outcome (this run or a resumed one)."""
@@ -308,7 +308,7 @@ class _PoolRun:
     def commit(self, o: _Outcome) -> None:
         """Record one outcome (in seed index order) and journal it, unless it is an outage."""
         if o.outage is not None:
-            self.outage = o
+            self.outage = (o.index, o.outage)
             return
         self.new["done"] += 1
         if o.subgraph is not None:
@@ -319,6 +319,7 @@ class _PoolRun:
                 self.bar.update(1)
             return
         exc = o.rejection
+        assert exc is not None  # an outcome without subgraph or outage is a rejection
         self.rejected[o.index] = exc.reason
         self.new[exc.reason] += 1
         self.result.rejections[exc.reason] += 1
@@ -337,9 +338,9 @@ class _PoolRun:
     def stop_reason(self, max_attempts: int) -> str | None:
         """Why the run ended before ``n`` subgraphs, or None."""
         if self.outage is not None:
-            o = self.outage
+            index, outage = self.outage
             return (
-                f"the selector endpoint is unavailable at seed index {o.index} ({o.outage.detail}); "
+                f"the selector endpoint is unavailable at seed index {index} ({outage.detail}); "
                 "nothing was recorded for that seed: start the endpoint and rerun the same command to resume"
             )
         if self.aborted():

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, TypeGuard, Union
 
 from ..errors import InvalidArgumentError, SearchGymError
 
@@ -23,13 +23,16 @@ TokenIds = list[int]
 Prompt = Union[str, ChatMessages, TokenIds]
 
 
-def is_token_prompt(prompt) -> bool:
+def is_token_prompt(prompt: object) -> TypeGuard[TokenIds]:
     """Whether ``prompt`` is a list of token ids (rather than text or chat messages)."""
     return isinstance(prompt, list) and bool(prompt) and all(isinstance(x, int) for x in prompt)
 
 
 class GenerationError(SearchGymError, RuntimeError):
-    """A backend could not produce text (server down, timeout, bad reply); the message says which."""
+    """A backend could not produce text (server down, timeout, bad reply); the message says which.
+    ``status``: the HTTP status of an endpoint's error answer (None when there was none)."""
+
+    status: Optional[int] = None
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ not know as their ``str()``.
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 from dataclasses import dataclass, field
@@ -126,7 +127,7 @@ class TrajectoryWriter:
         self.close()
 
 
-def iter_trajectories(path: Union[str, Path]) -> Iterator[GameRecord]:
+def iter_trajectories(path: Union[str, os.PathLike]) -> Iterator[GameRecord]:
     """Stream the games of an export file; raises ValueError naming the line of a bad record."""
     path = Path(path)
     if not path.is_file():
@@ -149,6 +150,6 @@ def iter_trajectories(path: Union[str, Path]) -> Iterator[GameRecord]:
                 raise InvalidArgumentError(f"{path}:{n}: not a searchgym game record ({exc})") from None
 
 
-def read_trajectories(path: Union[str, Path]) -> list[GameRecord]:
+def read_trajectories(path: Union[str, os.PathLike]) -> list[GameRecord]:
     """Every game of an export file (see :func:`iter_trajectories`)."""
     return list(iter_trajectories(path))

@@ -35,8 +35,8 @@ import logging
 import re
 import threading
 from collections import Counter
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
 
 from ..errors import InvalidArgumentError
 from ..world.shared import LockFreePickling
@@ -110,13 +110,13 @@ class ExtractiveReader(LockFreePickling):
         self.max_hops = max_hops
         self.beam = beam
         self.min_name_chars = min_name_chars
-        self._automaton = None
+        self._automaton: Any = None  # ahocorasick.Automaton once built (False: the world has no names)
         self._literals: dict[str, _Cand] = {}
         self._lock = threading.Lock()
-        self._stem = None
+        self._stem: Any = None  # Stemmer.Stemmer, made on first use
 
     # ------------------------------------------------------------------ linking
-    def _build(self):
+    def _build(self) -> Any:
         import ahocorasick
 
         from ..world.model import Literal
@@ -228,97 +228,143 @@ class ExtractiveReader(LockFreePickling):
 
     def answer(self, question: str, materials: list[str]) -> str:
         """The best-supported candidate's name, or ``""`` when nothing in the materials fits."""
+        q = self._read_question(question)
+        ev = self._gather(materials, q)
+        if not ev.cands:
+            return ""
+        return self._pick(ev, q, self._coverage(ev, q))
+
+    def _read_question(self, question: str) -> _QuestionTerms:
+        """Step 2's anchors and question words, and step 3's answer-type cues."""
         q_linked = [c for _, _, c in self._link(question)]
-        q_mentions = {c.answer.lower() for c in q_linked}
         anchor_words = {word for c in q_linked for word in self._words(c.answer)}
         q_raw = set(_WORD_RE.findall(question.lower())[:_WH_WORDS])  # the wh-phrase names the answer type
         q_list = [t for t in self._words(question) if t not in anchor_words]
-        q_words = set(q_list)
-        q_counts = Counter(q_list)  # "located in … located in" asks for two such hops
-        type_bonus_types = {t for cues, types in _TYPE_CUES if q_raw & set(cues) for t in types}
+        return _QuestionTerms(
+            mentions={c.answer.lower() for c in q_linked},
+            words=set(q_list),
+            counts=Counter(q_list),  # "located in … located in" asks for two such hops
+            answer_types={t for cues, types in _TYPE_CUES if q_raw & set(cues) for t in types},
+        )
 
-        # nodes keyed by answer string (lowercased); first-mention order for ties
-        cands: dict[str, _Cand] = {}
-        order: dict[str, int] = {}
-        name_words: dict[str, set] = {}  # each candidate's own name words, stemmed once
-        links: dict[tuple[str, str], frozenset] = {}
-        sentence_hits: dict[str, frozenset] = {}
+    def _gather(self, materials: list[str], q: _QuestionTerms) -> _Evidence:
+        """Steps 1 and 2's links: candidates, sentence-level hits and the pairwise links between them."""
+        ev = _Evidence()
         for tcand, sent in self._sentences(materials):
             mentioned = [c for _, _, c in self._link(sent)]
             if tcand is not None:
                 mentioned.insert(0, tcand)
-            keys = []
-            for c in mentioned:
-                k = c.answer.lower()
-                if k not in cands:
-                    cands[k], order[k], name_words[k] = c, len(order), set(self._words(k))
-                if k not in keys:
-                    keys.append(k)
+            keys = ev.add_mentions(mentioned, self._words)
             if not keys:
                 continue
             swords = set(self._words(sent))
             for k in keys:
-                own = frozenset(swords & q_words - name_words[k] - cands[k].desc_words)
-                if len(own) > len(sentence_hits.get(k, ())):
-                    sentence_hits[k] = own
+                own = frozenset(swords & q.words - ev.name_words[k] - ev.cands[k].desc_words)
+                if len(own) > len(ev.sentence_hits.get(k, ())):
+                    ev.sentence_hits[k] = own
             for a in keys:
                 for b in keys:
-                    if a >= b:
-                        continue
-                    ca, cb = cands[a], cands[b]
-                    kg = self._kg_words(ca, cb)
-                    if ca.code is not None and cb.code is not None and not kg:
-                        continue  # co-mentioned world nodes with no fact between them (a list): no link
-                    w = frozenset((swords | kg) & q_words - name_words[a] - name_words[b])
-                    if (a, b) not in links or len(w) > len(links[(a, b)]):
-                        links[(a, b)] = w  # the most informative sentence linking the pair
-        if not cands:
-            return ""
+                    if a < b:
+                        self._link_pair(ev, a, b, swords, q)
+        return ev
 
-        anchors = [k for k in cands if k in q_mentions]
+    def _link_pair(self, ev: _Evidence, a: str, b: str, swords: set, q: _QuestionTerms) -> None:
+        """Link two candidates of one sentence by the question words the sentence and their facts carry."""
+        ca, cb = ev.cands[a], ev.cands[b]
+        kg = self._kg_words(ca, cb)
+        if ca.code is not None and cb.code is not None and not kg:
+            return  # co-mentioned world nodes with no fact between them (a list): no link
+        w = frozenset((swords | kg) & q.words - ev.name_words[a] - ev.name_words[b])
+        if (a, b) not in ev.links or len(w) > len(ev.links[(a, b)]):
+            ev.links[(a, b)] = w  # the most informative sentence linking the pair
+
+    def _coverage(self, ev: _Evidence, q: _QuestionTerms) -> dict[str, tuple[frozenset, int]]:
+        """Per candidate, the largest question-word cover along one chain from an anchor and its hops
+        (without anchors: its best sentence's cover, 0 hops)."""
+        anchors = [k for k in ev.cands if k in q.mentions]
+        if not anchors:
+            return {
+                k: (_extend(frozenset(), w, q.counts), 0) for k, w in ev.sentence_hits.items() if k not in q.mentions
+            }
         best: dict[str, tuple[frozenset, int]] = {}  # key -> (covered question words, hops)
-        if anchors:
-            adj: dict[str, list[tuple[str, frozenset]]] = {}
-            for (a, b), w in sorted(links.items()):
-                adj.setdefault(a, []).append((b, w))
-                adj.setdefault(b, []).append((a, w))
-            frontier = [(frozenset(), a, (a,)) for a in anchors]
-            for hop in range(1, self.max_hops + 1):
-                nxt = []
-                for covered, node, path in frontier:
-                    for other, w in adj.get(node, ()):
-                        if other in path or other in q_mentions:
-                            continue
-                        # words describing where we come from say what *it* is, not how we got here
-                        cov = _extend(covered, w - cands[node].desc_words, q_counts)
-                        nxt.append((cov, other, path + (other,)))
-                        prev = best.get(other)
-                        if prev is None or len(cov) > len(prev[0]):
-                            best[other] = (cov, hop)
-                nxt.sort(key=lambda s: (-len(s[0]), s[2]))
-                frontier = nxt[: self.beam]
-                if not frontier:
-                    break
-        else:
-            best = {k: (_extend(frozenset(), w, q_counts), 0) for k, w in sentence_hits.items() if k not in q_mentions}
+        adj: dict[str, list[tuple[str, frozenset]]] = {}
+        for (a, b), w in sorted(ev.links.items()):
+            adj.setdefault(a, []).append((b, w))
+            adj.setdefault(b, []).append((a, w))
+        frontier: list[tuple[frozenset, str, tuple[str, ...]]] = [(frozenset(), a, (a,)) for a in anchors]
+        for hop in range(1, self.max_hops + 1):
+            nxt: list[tuple[frozenset, str, tuple[str, ...]]] = []
+            for covered, node, path in frontier:
+                for other, w in adj.get(node, ()):
+                    if other in path or other in q.mentions:
+                        continue
+                    # words describing where we come from say what *it* is, not how we got here
+                    cov = _extend(covered, w - ev.cands[node].desc_words, q.counts)
+                    nxt.append((cov, other, path + (other,)))
+                    prev = best.get(other)
+                    if prev is None or len(cov) > len(prev[0]):
+                        best[other] = (cov, hop)
+            nxt.sort(key=lambda s: (-len(s[0]), s[2]))
+            frontier = nxt[: self.beam]
+            if not frontier:
+                break
+        return best
+
+    def _pick(self, ev: _Evidence, q: _QuestionTerms, best: dict[str, tuple[frozenset, int]]) -> str:
+        """Step 3: the top-scoring candidate of the answer type the question asks for, or ``""``."""
 
         def score(k: str) -> float:
-            c, (cov, _) = cands[k], best[k]
-            s = len(cov) + 0.5 * len((q_words & c.desc_words) - {word for word, _ in cov})
-            if c.type in type_bonus_types:
+            c, (cov, _) = ev.cands[k], best[k]
+            s = len(cov) + 0.5 * len((q.words & c.desc_words) - {word for word, _ in cov})
+            if c.type in q.answer_types:
                 s += 0.5
             return s
 
         pool = list(best)
-        typed = [k for k in pool if cands[k].type in type_bonus_types]
+        typed = [k for k in pool if ev.cands[k].type in q.answer_types]
         if typed:  # the wh-phrase names the answer type: a candidate of another type cannot be the answer
             pool = typed
-        ranked = sorted(pool, key=lambda k: (-score(k), best[k][1], order[k]))
+        ranked = sorted(pool, key=lambda k: (-score(k), best[k][1], ev.order[k]))
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("extractive reader ranking: %s", [(k, score(k), sorted(best[k][0])) for k in ranked[:5]])
         if not ranked or score(ranked[0]) <= 0:
             return ""
-        return cands[ranked[0]].answer
+        return ev.cands[ranked[0]].answer
+
+
+@dataclass
+class _QuestionTerms:
+    """What the reader takes from a question: the names it mentions (lowercased; they anchor chains and
+    never answer), its stemmed content words (``counts``: how often each occurs) and the answer types
+    its first words ask for."""
+
+    mentions: set[str]
+    words: set[str]
+    counts: Counter
+    answer_types: set[str]
+
+
+@dataclass
+class _Evidence:
+    """Candidates read from the materials, keyed by lowercased answer (``order``: first mention), with
+    each one's own name words, its best sentence's question words, and the links between candidates."""
+
+    cands: dict[str, _Cand] = field(default_factory=dict)
+    order: dict[str, int] = field(default_factory=dict)
+    name_words: dict[str, set] = field(default_factory=dict)  # each candidate's own name words, stemmed once
+    links: dict[tuple[str, str], frozenset] = field(default_factory=dict)
+    sentence_hits: dict[str, frozenset] = field(default_factory=dict)
+
+    def add_mentions(self, mentioned: list[_Cand], words: Callable[[str], list[str]]) -> list[str]:
+        """Register a sentence's candidates (new ones in mention order); their distinct keys, in order."""
+        keys: list[str] = []
+        for c in mentioned:
+            k = c.answer.lower()
+            if k not in self.cands:
+                self.cands[k], self.order[k], self.name_words[k] = c, len(self.order), set(words(k))
+            if k not in keys:
+                keys.append(k)
+        return keys
 
 
 __all__ = ["ExtractiveReader"]

@@ -19,6 +19,7 @@ from gymnasium import spaces
 
 from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymRuntimeError
 from .base import TextEnvBase
+from .info import KIND_GROUP
 from .rollout import Rollout, advance
 from .scoring import reward_event, score_solver
 from .solver import KGSolverEnv
@@ -153,37 +154,38 @@ class KGSolverGroupEnv(KGSolverEnv):
     def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
         """Start G rollouts on a drawn (or given) task; every slot's text is the prompt."""
         self._reseed(seed)
-        self.group = SolverGroup(self, self._pick_task(options), self.group_size)
+        group = self.group = SolverGroup(self, self._pick_task(options), self.group_size)
         self._game = self.games_finished
-        return group_obs(ROLE_SOLVER, self.group.active, self.group.prompts()), self._info(
-            ["" for _ in range(self.group_size)], []
+        return group_obs(ROLE_SOLVER, group.active, group.prompts()), self._group_info(
+            group, ["" for _ in range(self.group_size)], []
         )
 
     def step(self, action: Any):
         """One turn for every active slot; all G rewards arrive when the last rollout ends."""
-        if self.group is None:
+        group = self.group
+        if group is None:
             raise SearchGymRuntimeError("call reset() before step()")
-        if self.group.done:
+        if group.done:
             raise SearchGymRuntimeError("the episode has ended; call reset() to start a new one")
-        inserted = self.group.step(check_group_action(action, self.group_size))
+        inserted = group.step(check_group_action(action, self.group_size))
         events: list[dict] = []
-        terminated, truncated = self.group.end_flags()
-        if self.group.done:
-            events = self.group.score()
-            self._export(proposer=None, validation=None, solvers=self.group.trajectories, events=events)
+        terminated, truncated = group.end_flags()
+        if group.done:
+            events = group.score()
+            self._export(proposer=None, validation=None, solvers=group.trajectories, events=events)
             self.games_finished += 1
         reward = float(sum(ev["reward"] for ev in events))
         return (
-            group_obs(ROLE_SOLVER, self.group.active, inserted),
+            group_obs(ROLE_SOLVER, group.active, inserted),
             reward,
             terminated,
             truncated,
-            self._info(inserted, events),
+            self._group_info(group, inserted, events),
         )
 
-    def _info(self, inserted: Sequence[str], events: list) -> dict:
-        g = self.group
+    def _group_info(self, g: SolverGroup, inserted: Sequence[str], events: list) -> dict:
         return {
+            "kind": KIND_GROUP,
             "trajectories": g.trajectories,
             "task": g.task,
             "turn": [r.last_turn for r in g.rollouts],

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Iterable, Optional
 
 from ..core.answers import Golds, cover_exact_match, exact_match, gold_list, normalize_answer, token_f1
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, SearchGymRuntimeError
 from ..world.shared import LockFreePickling
 
 logger = logging.getLogger(__name__)
@@ -227,7 +227,7 @@ class LLMJudge(Judge):
                 logger.warning("LLM judge failed; counting %d answers as incorrect: %s", len(set(owners)), exc)
                 for i in set(owners):
                     verdicts[i] = Verdict(False, "llm", 0.0, f"judge model failed: {exc}")
-                return verdicts  # type: ignore[return-value]
+                return _every_verdict(verdicts)
             parsed: dict[int, list[tuple[Optional[bool], str]]] = {}
             for i, reply in zip(owners, replies):
                 parsed.setdefault(i, []).append((parse_verdict(reply), reply))
@@ -241,7 +241,7 @@ class LLMJudge(Judge):
                     with self._lock:
                         self.stats["unparseable"] += 1
                     verdicts[i] = Verdict(False, "llm", 0.0, f"unparseable judge reply: {str(bad)[:200]!r}")
-        return verdicts  # type: ignore[return-value]
+        return _every_verdict(verdicts)
 
 
 __all__ = [
@@ -257,3 +257,11 @@ __all__ = [
     "CoverEMJudge",
     "LLMJudge",
 ]
+
+
+def _every_verdict(verdicts: list[Optional[Verdict]]) -> list[Verdict]:
+    """The verdicts once every answer has one; a gap is a bug, raised rather than dropping an answer."""
+    out = [v for v in verdicts if v is not None]
+    if len(out) != len(verdicts):
+        raise SearchGymRuntimeError(f"the judge left {len(verdicts) - len(out)} answer(s) without a verdict")
+    return out

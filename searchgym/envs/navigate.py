@@ -53,6 +53,7 @@ from gymnasium import spaces
 from ..construction.extract import answer_type
 from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymRuntimeError
 from . import resources
+from .info import KIND_NAVIGATE
 
 logger = logging.getLogger(__name__)
 
@@ -224,9 +225,8 @@ class KGNavigateEnv(gym.Env):
         self._jaccard_cache: dict[int, np.ndarray] = {}
 
         self.action_space = spaces.Discrete(self.N + 2)
-        self.observation_space = spaces.Box(
-            0.0, 1.0, shape=(self.N * SLOT_FEATURES + GLOBAL_FEATURES,), dtype=np.float32
-        )
+        self._obs_size = self.N * SLOT_FEATURES + GLOBAL_FEATURES
+        self.observation_space = spaces.Box(0.0, 1.0, shape=(self._obs_size,), dtype=np.float32)
         self.task: Optional[NavTask] = None
         self._node = 0
         self._hops = 0
@@ -236,7 +236,7 @@ class KGNavigateEnv(gym.Env):
         self._on_path = True
         self._cands = np.zeros((0, 3), np.int64)
         self._ended = False
-        self._last_obs = np.zeros(self.observation_space.shape, np.float32)
+        self._last_obs = np.zeros(self._obs_size, np.float32)
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -297,7 +297,7 @@ class KGNavigateEnv(gym.Env):
     def _obs(self) -> np.ndarray:
         assert self.task is not None
         self._cands = self._candidates()
-        obs = np.zeros(self.observation_space.shape, np.float32)
+        obs = np.zeros(self._obs_size, np.float32)
         rel, fwd = self._expected()
         k = len(self._cands)
         any_match = 0.0
@@ -329,7 +329,7 @@ class KGNavigateEnv(gym.Env):
         """Answer type of a node, with the construction pool's mapping."""
         if code >= 0:
             return answer_type(self._types[code], is_literal=False)
-        return answer_type(self.world.node_at(code).kind, is_literal=True)
+        return answer_type(self.world.literal_at(code).kind, is_literal=True)
 
     def _search(self) -> int:
         """The node a search from the current node jumps to (the current node if none)."""
@@ -350,6 +350,7 @@ class KGNavigateEnv(gym.Env):
     def _info(self, success: bool = False) -> dict:
         assert self.task is not None
         return {
+            "kind": KIND_NAVIGATE,
             "success": success,
             "task_id": self.task.id,
             "hops": self.task.hops,

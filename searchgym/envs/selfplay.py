@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from ..errors import InvalidArgumentError, SearchGymRuntimeError
 from .base import TextEnvBase
@@ -46,13 +46,14 @@ from .group import (
     group_obs,
     group_observation_space,
 )
+from .info import KIND_SELFPLAY
 from .proposer import PROPOSER_MODES, ProposerValidation
 from .replay import ReplayBuffer
 from .resources import resolve_pool
 from .rollout import Rollout, advance
 from .scoring import reward_event
 from .tasks import task_from_subgraph
-from .types import Task
+from .types import Task, Trajectory
 
 logger = logging.getLogger(__name__)
 
@@ -167,64 +168,84 @@ class KGSelfPlayEnv(TextEnvBase):
         self.replay_source = False
         self._game = self.games_finished
         texts = [self.proposer.trajectory.prompt] + [""] * (self.group_size - 1)
-        return group_obs(ROLE_PROPOSER, self._active(), texts), self._info([""] * self.group_size, [])
+        obs = group_obs(ROLE_PROPOSER, self._active(self.proposer, None), texts)
+        return obs, self._info(self.proposer, None, [""] * self.group_size, [])
 
     def step(self, action: Any):
         """Advance the current phase by one turn; see the module docstring."""
-        if self.proposer is None:
+        proposer, group = self.proposer, self.group
+        if proposer is None:
             raise SearchGymRuntimeError("call reset() before step()")
-        if self.group is not None and self.group.done:
+        if group is not None and group.done:
             raise SearchGymRuntimeError("the game has ended; call reset() to start a new one")
         texts = check_group_action(action, self.group_size)
         events: list[dict] = []
-        if self.group is None:
-            inserted = self._proposer_step(texts[0], events)
+        if group is None:
+            inserted = self._proposer_step(proposer, texts[0], events)
+            group = self.group  # set when the proposer finished
         else:
-            inserted = self.group.step(texts)
+            inserted = group.step(texts)
         terminated = truncated = False
-        if self.group is not None and self.group.done:
-            events.extend(self._finish_game())
-            terminated, truncated = self.group.end_flags()
-        role = ROLE_SOLVER if self.group is not None else ROLE_PROPOSER
+        if group is not None and group.done:
+            events.extend(self._finish_game(proposer, group))
+            terminated, truncated = group.end_flags()
+        role = ROLE_SOLVER if group is not None else ROLE_PROPOSER
         reward = float(sum(ev["reward"] for ev in events))
-        return group_obs(role, self._active(), inserted), reward, terminated, truncated, self._info(inserted, events)
+        obs = group_obs(role, self._active(proposer, group), inserted)
+        return obs, reward, terminated, truncated, self._info(proposer, group, inserted, events)
 
     # ------------------------------------------------------------------ phases
-    def _proposer_step(self, text: Any, events: list) -> list[str]:
-        (ins,) = advance([self.proposer], [text], self.engine)
-        if not self.proposer.done:
+    def _proposer_step(self, proposer: Rollout, text: Any, events: list) -> list[str]:
+        """One proposer turn; when it ends the question, validate it and start the solver group."""
+        (ins,) = advance([proposer], [text], self.engine)
+        if not proposer.done:
             return [ins] + [""] * (self.group_size - 1)
-        traj = self.proposer.trajectory
-        sg_task = traj.task
-        self.last_validation = self.validation(traj, sg_task.answers, self._rng)
-        if self.last_validation["valid"]:
-            task = Task(
-                id=f"proposed:{self._game}:{sg_task.subgraph.id if sg_task.subgraph else sg_task.id}",
-                question=traj.question,
-                answers=list(sg_task.answers),
-                subgraph=sg_task.subgraph,
-                waypoints=list(sg_task.waypoints),
-                gold_titles=list(sg_task.gold_titles),
-                evidence=traj.evidence,
-                source="proposer",
-                metadata=dict(sg_task.metadata),
-            )
+        traj = proposer.trajectory
+        self.last_validation = self.validation(traj, traj.task.answers, self._rng)
+        if self.last_validation["valid"] and traj.question is not None:
+            task = self._proposed_task(traj, traj.question)
             self.replay.add(task)
         else:
             traj.reward, traj.reward_components = 0.0, {"valid": 0.0, "outcome": 0.0}
             events.append(reward_event("proposer", 0, 0.0, traj.reward_components, traj))
-            task = self.replay.sample(self._rng)
-            self.replay_source = True
-            if task is None:
-                task = task_from_subgraph(sg_task.subgraph, self.world, source="dummy") if sg_task.subgraph else sg_task
-                self.replay_source = "dummy"
+            task = self._replacement_task(traj.task)
         self.group = SolverGroup(self, task, self.group_size)
         return self.group.prompts()
 
-    def _finish_game(self) -> list[dict]:
-        events = self.group.score()
-        traj = self.proposer.trajectory
-        if self.last_validation["valid"]:
+    def _proposed_task(self, traj: Trajectory, question: str) -> Task:
+        """The solvers' task built from the proposer's valid question on its subgraph task."""
+        sg_task = traj.task
+        return Task(
+            id=f"proposed:{self._game}:{sg_task.subgraph.id if sg_task.subgraph else sg_task.id}",
+            question=question,
+            answers=list(sg_task.answers),
+            subgraph=sg_task.subgraph,
+            waypoints=list(sg_task.waypoints),
+            gold_titles=list(sg_task.gold_titles),
+            evidence=traj.evidence,
+            source="proposer",
+            metadata=dict(sg_task.metadata),
+        )
+
+    def _replacement_task(self, sg_task: Task) -> Task:
+        """For an invalid question: a replayed valid question, else the subgraph's template question
+        (sets :attr:`replay_source` to ``True`` or ``"dummy"``)."""
+        replayed = self.replay.sample(self._rng)
+        if replayed is not None:
+            self.replay_source = True
+            return replayed
+        self.replay_source = "dummy"
+        return task_from_subgraph(sg_task.subgraph, self.world, source="dummy") if sg_task.subgraph else sg_task
+
+    def _question_valid(self) -> bool:
+        """Whether this game's proposer question passed validation (False before it is validated)."""
+        return self.last_validation is not None and bool(self.last_validation["valid"])
+
+    def _finish_game(self, proposer: Rollout, group: SolverGroup) -> list[dict]:
+        """Score the solvers and (for a valid question) the proposer, export the game; the final events."""
+        events = group.score()
+        traj = proposer.trajectory
+        if self._question_valid():
             solve_rate = sum(ev["reward"] for ev in events) / len(events)
             traj.reward = 1.0 - solve_rate
             traj.reward_components = {"valid": 1.0, "outcome": traj.reward, "solve_rate": solve_rate}
@@ -232,39 +253,41 @@ class KGSelfPlayEnv(TextEnvBase):
         self._export(
             proposer=traj,
             validation=self.last_validation,
-            solvers=self.group.trajectories,
-            events=self._all_events(events),
+            solvers=group.trajectories,
+            events=self._all_events(traj, events),
             replay=self.replay_source,
         )
         self.games_finished += 1
         self.replay.end_game()
         return events
 
-    def _all_events(self, final: list[dict]) -> list[dict]:
+    def _all_events(self, traj: Trajectory, final: list[dict]) -> list[dict]:
         """Every event of the game for export (the invalid-question event came earlier)."""
-        if self.last_validation["valid"]:
+        if self._question_valid():
             return final
-        traj = self.proposer.trajectory
         return [reward_event("proposer", 0, 0.0, traj.reward_components, traj)] + final
 
     # ------------------------------------------------------------------ info
-    def _active(self) -> list[bool]:
-        if self.group is None:
-            return [not self.proposer.done] + [False] * (self.group_size - 1)
-        return self.group.active
+    def _active(self, proposer: Rollout, group: Optional[SolverGroup]) -> list[bool]:
+        if group is None:
+            return [not proposer.done] + [False] * (self.group_size - 1)
+        return group.active
 
-    def _info(self, inserted, events: list) -> dict:
-        ptraj = self.proposer.trajectory
-        if self.group is None:
+    def _info(self, proposer: Rollout, group: Optional[SolverGroup], inserted: Sequence[str], events: list) -> dict:
+        ptraj = proposer.trajectory
+        trajs: list[Optional[Trajectory]]
+        turns: list[Any]
+        if group is None:
             trajs = [ptraj] + [None] * (self.group_size - 1)
-            task, turns = ptraj.task, [self.proposer.last_turn] + [None] * (self.group_size - 1)
-            solver_rc = {"outcome": [None] * self.group_size}
+            task, turns = ptraj.task, [proposer.last_turn] + [None] * (self.group_size - 1)
+            solver_rc: dict = {"outcome": [None] * self.group_size}
         else:
-            trajs, task = self.group.trajectories, self.group.task
-            turns = [r.last_turn for r in self.group.rollouts]
-            solver_rc = self.group.components()
+            trajs, task = list(group.trajectories), group.task
+            turns = [r.last_turn for r in group.rollouts]
+            solver_rc = group.components()
         return {
-            "role": "solver" if self.group is not None else "proposer",
+            "kind": KIND_SELFPLAY,
+            "role": "solver" if group is not None else "proposer",
             "trajectories": trajs,
             "proposer": ptraj,
             "task": task,

@@ -11,7 +11,9 @@ from typing import Any, Optional
 
 from ..errors import InvalidTypeError, SearchGymRuntimeError
 from .base import TextEnvBase
+from .info import KIND_SINGLE
 from .rollout import Rollout, advance
+from .tasks import TaskSource
 from .types import Task, Trajectory
 
 __all__ = ["SingleRolloutEnv"]
@@ -20,6 +22,7 @@ __all__ = ["SingleRolloutEnv"]
 class SingleRolloutEnv(TextEnvBase):
     """A text env whose episode is one rollout: task picking, step bookkeeping and ``info``."""
 
+    tasks: TaskSource  # set by the subclass constructor
     rollout: Optional[Rollout] = None
     _game: int = 0
 
@@ -52,18 +55,19 @@ class SingleRolloutEnv(TextEnvBase):
         self._reseed(seed)
         self.rollout = self._new_rollout(self._pick_task(options))
         self._game = self.games_finished
-        return self.rollout.trajectory.prompt, self._info("", [])
+        return self.rollout.trajectory.prompt, self._info(self.rollout, "", [])
 
     def step(self, action: Any):
         """Apply one agent turn; the finished rollout is scored on the step it ends."""
-        if self.rollout is None:
+        rollout = self.rollout
+        if rollout is None:
             raise SearchGymRuntimeError("call reset() before step()")
-        if self.rollout.done:
+        if rollout.done:
             raise SearchGymRuntimeError("the episode has ended; call reset() to start a new one")
-        (inserted,) = advance([self.rollout], [action], self.engine)
-        traj = self.rollout.trajectory
+        (inserted,) = advance([rollout], [action], self.engine)
+        traj = rollout.trajectory
         events: list[dict] = []
-        if self.rollout.done:
+        if rollout.done:
             events = self._finish(traj)
             self.games_finished += 1
         reward = float(sum(ev["reward"] for ev in events))
@@ -72,15 +76,16 @@ class SingleRolloutEnv(TextEnvBase):
             reward,
             bool(traj.terminated),
             bool(traj.truncated and not traj.terminated),
-            self._info(inserted, events),
+            self._info(rollout, inserted, events),
         )
 
-    def _info(self, inserted: str, events: list) -> dict:
-        traj = self.rollout.trajectory
+    def _info(self, rollout: Rollout, inserted: str, events: list) -> dict:
+        traj = rollout.trajectory
         return {
+            "kind": KIND_SINGLE,
             "trajectory": traj,
             "task": traj.task,
-            "turn": self.rollout.last_turn,
+            "turn": rollout.last_turn,
             "inserted": inserted,
             "rewards": events,
             "reward_components": dict(traj.reward_components),

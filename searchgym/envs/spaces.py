@@ -57,7 +57,7 @@ class UnicodeText(spaces.Text):
             other.max_length,
         )
 
-    __hash__ = None  # type: ignore[assignment]  (spaces are mutable: they carry an RNG)
+    __hash__ = None  # type: ignore[assignment]  # unhashable on purpose: spaces are mutable (they carry an RNG)
 
 
 def text_space(seed: int | None = None) -> UnicodeText:

@@ -134,10 +134,10 @@ def _answers_of(rec: dict, where: str) -> list[str]:
     raise TaskFormatError(f'{where}: no gold answer; add an "answer", "answers" or "golden_answers" field')
 
 
-def qa_lines(path: Path) -> Iterator[tuple[int, str, Optional[dict], Optional[str]]]:
+def qa_lines(path: Path) -> Iterator[tuple[int, str, dict, Optional[str]]]:
     """Each non-blank line of a QA JSON-lines file as ``(line number, "file:line", record, problem)``;
     ``problem`` is None for a JSON object with a non-empty string ``"question"``, else what is wrong
-    (then ``record`` may be None)."""
+    (then ``record`` is ``{}`` if the line is not a JSON object)."""
     with path.open(encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
@@ -146,10 +146,10 @@ def qa_lines(path: Path) -> Iterator[tuple[int, str, Optional[dict], Optional[st
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError as exc:
-                yield n, where, None, f"not valid JSON ({exc.msg}); each line must be one JSON object"
+                yield n, where, {}, f"not valid JSON ({exc.msg}); each line must be one JSON object"
                 continue
             if not isinstance(rec, dict) or not isinstance(rec.get("question"), str) or not rec["question"].strip():
-                yield n, where, rec if isinstance(rec, dict) else None, 'needs a non-empty string "question" field'
+                yield n, where, rec if isinstance(rec, dict) else {}, 'needs a non-empty string "question" field'
                 continue
             yield n, where, rec, None
 

@@ -156,7 +156,7 @@ def play_tasks(
     with the rollouts that finished after each batched agent turn. ``agent.act_batch`` gets all
     pending turns at once; a backend error propagates with nothing half-reported."""
     queue = iter(tasks)
-    live: list[Optional[dict]] = [None] * len(envs)
+    live: list[Optional[tuple[Any, dict]]] = [None] * len(envs)  # per env: (observation, info) of its turn
     exhausted = False
     while True:
         for j, env in enumerate(envs):
@@ -165,20 +165,19 @@ def play_tasks(
                 if task is None:
                     exhausted = True
                     continue
-                obs, info = env.reset(options={"task": task})
-                live[j] = {"obs": obs, "info": info}
-        pend = [j for j in range(len(envs)) if live[j] is not None]
+                live[j] = env.reset(options={"task": task})
+        pend = [(j, turn) for j, turn in enumerate(live) if turn is not None]
         if not pend:
             return
-        actions = agent.act_batch([(live[j]["obs"], live[j]["info"]) for j in pend])
+        actions = agent.act_batch([turn for _, turn in pend])
         finished = []
-        for j, action in zip(pend, actions):
+        for (j, _), action in zip(pend, actions):
             obs, _, term, trunc, info = envs[j].step(action)
             if term or trunc:
                 finished.append(info["trajectory"])
                 live[j] = None
             else:
-                live[j] = {"obs": obs, "info": info}
+                live[j] = (obs, info)
         if finished:
             on_done(finished)
 
@@ -236,8 +235,6 @@ def evaluate(
     ``accuracy.png`` there. Raises :class:`EvalInterrupted` if the agent's backend fails. ``ray``: a
     :class:`~searchgym.ray_support.RayConfig` plays the questions on Ray actors (same records).
     """
-    from ..envs.resources import resolve_world
-
     config = config or EvalConfig()
     if config.layout == "search-r1":
         tasksets = with_search_r1_prompts(tasksets)
@@ -253,60 +250,19 @@ def evaluate(
         log = RecordLog(out / RECORDS_NAME)
     done: dict[str, dict] = dict(log.done) if log is not None else {}
     todo_total = sum(1 for ts in tasksets for t in ts.tasks if task_key(t) not in done)
-    bar = _progress(todo_total, config.progress)
+    sink = _RecordSink(agent, config, judge, done, log, _progress(todo_total, config.progress))
     t0 = time.perf_counter()
-
-    def finish(trajs: list[Trajectory]) -> None:
-        recs = [record_of(t, count_tokens=agent.count_tokens, trajectory=config.save_trajectories) for t in trajs]
-        if judge is not None and "llm_judge" in config.metrics:
-            verdicts = judge.judge_batch(
-                [(t.task.question, t.answer if t.valid else None, t.task.answers) for t in trajs]
-            )
-            for r, v in zip(recs, verdicts):
-                r["llm_judge"] = float(bool(v.correct) and not v.error)
-                r["llm_judge_error"] = v.error
-        for r in recs:
-            done[r["key"]] = r
-            if log is not None:
-                log.append(r)
-        if bar is not None:
-            bar.update(len(recs))
-
     try:
         for ts in tasksets:
             todo = [t for t in ts.tasks if task_key(t) not in done]
             if not todo:
                 continue
-            ts_world = ts.world if ts.world is not None else world
-            if ts_world is None and retriever is None and ts.source.endswith((".jsonl", ".json", ".parquet")):
-                logger.warning(
-                    "task set %s has no --retriever: searching the default world's corpus; pass the "
-                    "Search-R1 retrieval server URL or an index folder for real QA data",
-                    ts.name,
-                )
-            ts_world = resolve_world(ts_world)
             try:
-                if ray is not None:
-                    from .ray_eval import play_tasks_on_ray
-
-                    play_tasks_on_ray(ray, agent, ts_world, retriever, config, todo, finish)
-                else:
-                    envs = envs_for(ts_world, retriever, config, todo[0], min(config.concurrency, len(todo)))
-                    play_tasks(agent, envs, todo, finish)
+                _play_taskset(agent, ts, todo, world, retriever, config, ray, sink)
             except (GenerationError, RetrievalError) as exc:
-                n_done = sum(1 for t in (t for s in tasksets for t in s.tasks) if task_key(t) in done)
-                where = (
-                    f"; the {n_done} finished questions are kept in {log.path} -- rerun the same command to resume"
-                    if log
-                    else ""
-                )
-                what = "retriever" if isinstance(exc, RetrievalError) else "agent's backend"
-                raise EvalInterrupted(f"the {what} failed after {n_done} questions: {exc}{where}") from exc
+                raise _interrupted(exc, tasksets, done, log) from exc
     finally:
-        if bar is not None:
-            bar.close()
-        if log is not None:
-            log.close()
+        sink.close()
     elapsed = time.perf_counter() - t0
     records = [done[task_key(t)] for ts in tasksets for t in ts.tasks]
     summary = build_summary(
@@ -318,6 +274,83 @@ def evaluate(
 
         result.files = write_reports(summary, out)
     return result
+
+
+class _RecordSink:
+    """Turns finished rollouts into records (with the LLM judge's verdicts when that metric is on) and
+    keeps them: in ``done`` by key, appended to the run's :class:`RecordLog`, counted on the progress bar."""
+
+    def __init__(
+        self, agent: Any, config: EvalConfig, judge: Any, done: dict[str, dict], log: Optional[RecordLog], bar: Any
+    ) -> None:
+        self.agent, self.config, self.judge = agent, config, judge
+        self.done, self.log, self.bar = done, log, bar
+
+    def __call__(self, trajs: list[Trajectory]) -> None:
+        config = self.config
+        recs = [record_of(t, count_tokens=self.agent.count_tokens, trajectory=config.save_trajectories) for t in trajs]
+        if self.judge is not None and "llm_judge" in config.metrics:
+            verdicts = self.judge.judge_batch(
+                [(t.task.question, t.answer if t.valid else None, t.task.answers) for t in trajs]
+            )
+            for r, v in zip(recs, verdicts):
+                r["llm_judge"] = float(bool(v.correct) and not v.error)
+                r["llm_judge_error"] = v.error
+        for r in recs:
+            self.done[r["key"]] = r
+            if self.log is not None:
+                self.log.append(r)
+        if self.bar is not None:
+            self.bar.update(len(recs))
+
+    def close(self) -> None:
+        """Close the progress bar and the record file."""
+        if self.bar is not None:
+            self.bar.close()
+        if self.log is not None:
+            self.log.close()
+
+
+def _play_taskset(
+    agent: Any,
+    ts: TaskSet,
+    todo: list[Task],
+    world: Any,
+    retriever: Any,
+    config: EvalConfig,
+    ray: Any,
+    on_done: Callable[[list[Trajectory]], None],
+) -> None:
+    """Play a task set's unfinished questions over its world (locally, or on Ray actors)."""
+    from ..envs.resources import resolve_world
+
+    ts_world = ts.world if ts.world is not None else world
+    if ts_world is None and retriever is None and ts.source.endswith((".jsonl", ".json", ".parquet")):
+        logger.warning(
+            "task set %s has no --retriever: searching the default world's corpus; pass the "
+            "Search-R1 retrieval server URL or an index folder for real QA data",
+            ts.name,
+        )
+    ts_world = resolve_world(ts_world)
+    if ray is not None:
+        from .ray_eval import play_tasks_on_ray
+
+        play_tasks_on_ray(ray, agent, ts_world, retriever, config, todo, on_done)
+    else:
+        envs = envs_for(ts_world, retriever, config, todo[0], min(config.concurrency, len(todo)))
+        play_tasks(agent, envs, todo, on_done)
+
+
+def _interrupted(
+    exc: Exception, tasksets: Sequence[TaskSet], done: dict[str, dict], log: Optional[RecordLog]
+) -> EvalInterrupted:
+    """The error that stops a run whose agent backend or retriever failed, saying what is kept."""
+    n_done = sum(1 for t in (t for s in tasksets for t in s.tasks) if task_key(t) in done)
+    where = (
+        f"; the {n_done} finished questions are kept in {log.path} -- rerun the same command to resume" if log else ""
+    )
+    what = "retriever" if isinstance(exc, RetrievalError) else "agent's backend"
+    return EvalInterrupted(f"the {what} failed after {n_done} questions: {exc}{where}")
 
 
 def _resolve_retriever(retriever: Any) -> Any:

@@ -140,7 +140,7 @@ def load_flashrag_jsonl(path: str | Path, *, name: Optional[str] = None, on_erro
             _fail(where, f"duplicate id {tid!r}", on_error, errors)
             continue
         seen.add(tid)
-        meta = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
+        meta: dict = rec["metadata"] if isinstance(rec.get("metadata"), dict) else {}
         tasks.append(
             Task(
                 id=tid,
@@ -297,7 +297,7 @@ def _with_dataset(task: Task, name: str) -> Task:
 def parse_spec(spec: str | Sequence[str]) -> list[tuple[Optional[str], str]]:
     """``"builtin,nq=nq.jsonl"`` → ``[(None, "builtin"), ("nq", "nq.jsonl")]``."""
     items = spec.split(",") if isinstance(spec, str) else list(spec)
-    out = []
+    out: list[tuple[Optional[str], str]] = []
     for item in (i.strip() for i in items):
         if not item:
             continue

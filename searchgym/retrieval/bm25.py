@@ -373,7 +373,7 @@ class RankBM25Retriever(CorpusRetriever):
     def batch_search(self, queries: Sequence[str], k: int = DEFAULT_TOP_K) -> list[list[Hit]]:
         """Top-``k`` hits per query (one full pass over the corpus per query)."""
         qs = check_queries(queries, k)
-        out = []
+        out: list[list[Hit]] = []
         for q in qs:
             terms = [t for t in self._analyzer.terms(q) if t in self._vocab]
             if not terms:

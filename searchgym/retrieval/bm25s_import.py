@@ -47,7 +47,7 @@ def import_bm25s():
 def _import_without_jax():
     saved = {name: sys.modules[name] for name in _HIDDEN if name in sys.modules}
     for name in _HIDDEN:
-        sys.modules[name] = None  # type: ignore[assignment]
+        sys.modules[name] = None  # type: ignore[assignment]  # None blocks the import (typeshed omits it)
     try:
         import bm25s
     finally:

@@ -92,7 +92,13 @@ class MiniLMEncoder:
         self.name = MINILM_NAME if model_path is None else str(path)
         self.model = SentenceTransformer(str(path), device=device, local_files_only=True)
         get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
-        self.dim = int(get_dim())
+        dim = get_dim()
+        if dim is None:
+            raise InvalidArgumentError(
+                f"the sentence-transformers model at {path} does not declare its embedding dimension; "
+                "use a model folder whose modules end in a pooling layer"
+            )
+        self.dim = int(dim)
         self.progress = progress
         self._lock = threading.Lock()
 

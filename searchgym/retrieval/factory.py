@@ -5,12 +5,16 @@ from __future__ import annotations
 import threading
 import weakref
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import InvalidArgumentError
 from ..world.shared import share
 from .base import Retriever
 
-__all__ = ["BACKENDS", "make_retriever", "retriever_class", "load_index"]
+if TYPE_CHECKING:
+    from .corpus import CorpusRetriever
+
+__all__ = ["BACKENDS", "make_retriever", "build_retriever", "retriever_class", "load_index"]
 
 BACKENDS = ("bm25", "rank-bm25", "dense", "remote")
 
@@ -18,7 +22,7 @@ _cache: "weakref.WeakKeyDictionary[object, dict]" = weakref.WeakKeyDictionary()
 _cache_lock = threading.Lock()
 
 
-def retriever_class(backend: str) -> type:
+def retriever_class(backend: str) -> type[CorpusRetriever]:
     """The in-process retriever class of ``backend`` (``bm25``, ``rank-bm25`` or ``dense``)."""
     if backend == "bm25":
         from .bm25 import BM25Retriever
@@ -35,8 +39,10 @@ def retriever_class(backend: str) -> type:
     raise InvalidArgumentError(f"unknown retrieval backend {backend!r}; choose one of {BACKENDS}")
 
 
-def _build(world, backend: str, kwargs: dict) -> Retriever:
-    kwargs = dict(kwargs)
+def build_retriever(world, backend: str = "bm25", **kwargs) -> CorpusRetriever:
+    """A new in-process index of ``world``'s corpus with ``backend`` (``bm25``, ``rank-bm25`` or ``dense``),
+    never cached; ``passage_sentences=n`` indexes passages of ``n`` sentences, other keyword arguments
+    go to the retriever's constructor. :func:`make_retriever` is the cached, remote-aware entry point."""
     sentences = kwargs.pop("passage_sentences", None)
     cls = retriever_class(backend)
     if sentences is None:
@@ -69,12 +75,12 @@ def make_retriever(world=None, backend: str = "bm25", *, cache: bool = True, **k
     if world is None:
         raise InvalidArgumentError(f"backend {backend!r} needs a world to index")
     if not cache or any(not isinstance(v, (str, int, float, bool, type(None))) for v in kwargs.values()):
-        return _build(world, backend, kwargs)  # e.g. a custom encoder object: not cached
+        return build_retriever(world, backend, **kwargs)  # e.g. a custom encoder object: not cached
     key = (backend, tuple(sorted(kwargs.items())))
     with _cache_lock:
         per_world = _cache.setdefault(world, {})
         if key not in per_world:  # pickles as this call: the cached index, not a copy
-            per_world[key] = share(_build(world, backend, kwargs), _cached_retriever, world, backend, key[1])
+            per_world[key] = share(build_retriever(world, backend, **kwargs), _cached_retriever, world, backend, key[1])
         return per_world[key]
 
 
@@ -83,7 +89,7 @@ def _cached_retriever(world, backend: str, settings: tuple) -> Retriever:
     return make_retriever(world, backend, **dict(settings))
 
 
-def load_index(path, **kwargs) -> Retriever:
+def load_index(path, **kwargs) -> CorpusRetriever:
     """Load a saved index directory of any backend (read from its manifest)."""
     from .storage import IndexFormatError
 

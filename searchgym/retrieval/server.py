@@ -144,7 +144,7 @@ class RetrievalServer:
         self._httpd: _PooledHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._serving = False  # serve_forever runs (or is about to) in some thread
-        self._conns: set = set()
+        self._conns: set[socket.socket] = set()
         self._conns_lock = threading.Lock()
 
     # ------------------------------------------------------------- lifecycle
@@ -258,122 +258,150 @@ class RetrievalServer:
             "num_docs": getattr(self.retriever, "num_docs", None),
         }
 
-    def _handler_class(self):
-        server = self
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        """The request handler class bound to this server (its limits, its search, its idle timeout)."""
+        return type("Handler", (_RetrievalHandler,), {"app": self, "timeout": self.idle_timeout})
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            server_version = "searchgym-retrieval"
-            disable_nagle_algorithm = True
-            wbufsize = 1 << 16  # headers and body leave in one send (the handler flushes after each request)
-            timeout = server.idle_timeout  # seconds an idle keep-alive connection (or a stalled body) holds a worker
+    def _track(self, conn: socket.socket) -> None:
+        """Remember an open connection, so :meth:`stop` can end it."""
+        with self._conns_lock:
+            self._conns.add(conn)
 
-            def setup(self):
-                super().setup()
-                with server._conns_lock:
-                    server._conns.add(self.connection)
+    def _untrack(self, conn: socket.socket) -> None:
+        """Forget a closed connection."""
+        with self._conns_lock:
+            self._conns.discard(conn)
 
-            def finish(self):
-                with server._conns_lock:
-                    server._conns.discard(self.connection)
-                super().finish()
 
-            def log_message(self, fmt, *args):  # route access logs to logging, not stderr
-                logger.debug("%s " + fmt, self.address_string(), *args)
+_ENDPOINTS_HINT = "endpoints are POST /retrieve and GET /health"
 
-            def _send(self, status: int, payload: dict) -> None:
-                data = _json_bytes(payload)
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=utf-8")
-                self.send_header("Content-Length", str(len(data)))
-                if status >= 400 or self.server.waiting:  # let connections waiting for a worker in
-                    self.send_header("Connection", "close")
-                    self.close_connection = True
-                self.end_headers()
-                self.wfile.write(data)
 
-            def _read_body(self, n: int) -> bytes | None:
-                """The ``n``-byte body, or ``None`` (one debug line) if the client went away first."""
-                try:
-                    body = self.rfile.read(n)
-                except OSError as exc:  # reset or timed out mid-body
-                    body, reason = None, f"{type(exc).__name__}"
-                else:
-                    reason = f"after {len(body)} of {n} body bytes"
-                if body is None or len(body) < n:
-                    logger.debug("client %s disconnected mid-body (%s)", self.address_string(), reason)
-                    self.close_connection = True
-                    return None
-                return body
+class _RetrievalHandler(BaseHTTPRequestHandler):
+    """One connection's requests: routing, body framing and JSON answers. Searching is the job of
+    :attr:`app`, the :class:`RetrievalServer` set on the per-server subclass its ``_handler_class`` makes."""
 
-            def _refuse_oversized(self, n: int) -> None:
-                """413, after reading and discarding the body (up to ``max_discard_bytes``) so the
-                client, still sending, sees the answer instead of a broken pipe."""
-                if n <= server.max_discard_bytes:
-                    left = n
-                    while left > 0:
-                        chunk = self.rfile.read(min(left, 1 << 16))
-                        if not chunk:
-                            break
-                        left -= len(chunk)
-                self._error(
-                    413, f"request body of {n} bytes exceeds the {server.max_body_bytes}-byte limit; split the batch"
-                )
+    app: RetrievalServer
+    server: _PooledHTTPServer
+    protocol_version = "HTTP/1.1"
+    server_version = "searchgym-retrieval"
+    disable_nagle_algorithm = True
+    wbufsize = 1 << 16  # headers and body leave in one send (the handler flushes after each request)
+    # timeout (set per server): seconds an idle keep-alive connection (or a stalled body) holds a worker
 
-            def _error(self, status: int, message: str) -> None:
-                self._send(status, {"error": message})
+    def setup(self) -> None:
+        super().setup()
+        self.app._track(self.connection)
 
-            def do_GET(self):  # noqa: N802 (http.server naming)
-                path = self.path.split("?", 1)[0]
-                if path == "/health":
-                    self._send(200, server.health())
-                elif path == "/retrieve":
-                    self._error(405, "use POST /retrieve with a JSON body")
-                else:
-                    self._error(404, f"unknown path {path!r}; endpoints are POST /retrieve and GET /health")
+    def finish(self) -> None:
+        self.app._untrack(self.connection)
+        super().finish()
 
-            def do_POST(self):  # noqa: N802
-                path = self.path.split("?", 1)[0]
-                if path != "/retrieve":
-                    if path == "/health":
-                        self._error(405, "use GET /health")
-                    else:
-                        self._error(404, f"unknown path {path!r}; endpoints are POST /retrieve and GET /health")
-                    return
-                length = self.headers.get("Content-Length")
-                if length is None:
-                    self._error(int(HTTPStatus.LENGTH_REQUIRED), "Content-Length header is required")
-                    return
-                try:
-                    n = int(length)
-                    if n < 0:
-                        raise ValueError
-                except ValueError:
-                    self._error(400, f"bad Content-Length {length!r}")
-                    return
-                if n > server.max_body_bytes:
-                    self._refuse_oversized(n)
-                    return
-                body = self._read_body(n)
-                if body is None:
-                    return
-                try:
-                    payload = server.handle_retrieve(body)
-                except RequestError as exc:
-                    self._error(exc.status, str(exc))
-                    return
-                except Exception as exc:  # a retriever bug must not kill the server: report it as 500
-                    logger.exception("retrieval failed")
-                    self._error(500, f"internal error: {type(exc).__name__}: {exc}")
-                    return
-                self._send(200, payload)
+    def log_message(self, format: str, *args: Any) -> None:  # route access logs to logging, not stderr
+        logger.debug("%s " + format, self.address_string(), *args)
 
-            def do_PUT(self):  # noqa: N802
-                self._error(405, "only GET /health and POST /retrieve are supported")
+    # ----------------------------------------------------------------- answers
+    def _send(self, status: int, payload: dict) -> None:
+        data = _json_bytes(payload)
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        if status >= 400 or self.server.waiting:  # let connections waiting for a worker in
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        self.wfile.write(data)
 
-            do_DELETE = do_PATCH = do_PUT
+    def _error(self, status: int, message: str) -> None:
+        self._send(status, {"error": message})
 
-        return Handler
+    # -------------------------------------------------------------------- body
+    def _content_length(self) -> int | None:
+        """The declared body length, or None after answering 411 / 400 for a missing or bad header."""
+        length = self.headers.get("Content-Length")
+        if length is None:
+            self._error(int(HTTPStatus.LENGTH_REQUIRED), "Content-Length header is required")
+            return None
+        try:
+            n = int(length)
+            if n < 0:
+                raise ValueError
+        except ValueError:
+            self._error(400, f"bad Content-Length {length!r}")
+            return None
+        return n
+
+    def _read_body(self, n: int) -> bytes | None:
+        """The ``n``-byte body, or ``None`` (one debug line) if the client went away first."""
+        body: bytes | None
+        try:
+            body = self.rfile.read(n)
+        except OSError as exc:  # reset or timed out mid-body
+            body, reason = None, f"{type(exc).__name__}"
+        else:
+            reason = f"after {len(body)} of {n} body bytes"
+        if body is None or len(body) < n:
+            logger.debug("client %s disconnected mid-body (%s)", self.address_string(), reason)
+            self.close_connection = True
+            return None
+        return body
+
+    def _refuse_oversized(self, n: int) -> None:
+        """413, after reading and discarding the body (up to ``max_discard_bytes``) so the
+        client, still sending, sees the answer instead of a broken pipe."""
+        if n <= self.app.max_discard_bytes:
+            left = n
+            while left > 0:
+                chunk = self.rfile.read(min(left, 1 << 16))
+                if not chunk:
+                    break
+                left -= len(chunk)
+        self._error(413, f"request body of {n} bytes exceeds the {self.app.max_body_bytes}-byte limit; split the batch")
+
+    def _answer_retrieve(self, body: bytes) -> None:
+        """Search a ``/retrieve`` body and answer 200, 4xx (client error) or 500 (retriever failure)."""
+        try:
+            payload = self.app.handle_retrieve(body)
+        except RequestError as exc:
+            self._error(exc.status, str(exc))
+            return
+        except Exception as exc:  # a retriever bug must not kill the server: report it as 500
+            logger.exception("retrieval failed")
+            self._error(500, f"internal error: {type(exc).__name__}: {exc}")
+            return
+        self._send(200, payload)
+
+    # ------------------------------------------------------------------ routes
+    def do_GET(self) -> None:  # noqa: N802 (http.server naming)
+        path = self.path.split("?", 1)[0]
+        if path == "/health":
+            self._send(200, self.app.health())
+        elif path == "/retrieve":
+            self._error(405, "use POST /retrieve with a JSON body")
+        else:
+            self._error(404, f"unknown path {path!r}; {_ENDPOINTS_HINT}")
+
+    def do_POST(self) -> None:  # noqa: N802
+        path = self.path.split("?", 1)[0]
+        if path != "/retrieve":
+            if path == "/health":
+                self._error(405, "use GET /health")
+            else:
+                self._error(404, f"unknown path {path!r}; {_ENDPOINTS_HINT}")
+            return
+        n = self._content_length()
+        if n is None:
+            return
+        if n > self.app.max_body_bytes:
+            self._refuse_oversized(n)
+            return
+        body = self._read_body(n)
+        if body is not None:
+            self._answer_retrieve(body)
+
+    def do_PUT(self) -> None:  # noqa: N802
+        self._error(405, "only GET /health and POST /retrieve are supported")
+
+    do_DELETE = do_PATCH = do_PUT
 
 
 def _json_bytes(payload: dict) -> bytes:
@@ -409,8 +437,9 @@ class _PooledHTTPServer(ThreadingHTTPServer):
         self.socket.close()
         self.socket = sock
         sock.setblocking(False)
-        self.server_address = sock.getsockname()[:2]
-        self.server_name, self.server_port = socket.getfqdn(self.server_address[0]), self.server_address[1]
+        host, port = sock.getsockname()[:2]
+        self.server_address = (host, port)
+        self.server_name, self.server_port = socket.getfqdn(host), port
         return self
 
     def get_request(self):

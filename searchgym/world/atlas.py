@@ -39,6 +39,7 @@ import re
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from ..errors import InvalidArgumentError
 from .atlas_docs import infobox_text, join_names
@@ -92,23 +93,41 @@ ATLAS_RELATIONS: dict[str, str] = {
     "notable_discovery": "notable discovery",
 }
 
+
+class _ExtraPlaceFields(TypedDict):
+    """The fields every extra place has."""
+
+    id: str
+    description: str
+    capital: str
+    capital_country: str
+
+
+class _ExtraPlace(_ExtraPlaceFields, total=False):
+    """A place Wikipedia treats as a country that GeoNames does not list (optional links to real countries)."""
+
+    aliases: list[str]
+    part_of: str
+    replaced_by: str
+
+
 # Places element discoveries name that are not (current) countries.
-_EXTRA_PLACES = {
-    "England": dict(
+_EXTRA_PLACES: dict[str, _ExtraPlace] = {
+    "England": _ExtraPlace(
         id="place:england",
         description="a country within the United Kingdom",
         part_of="GB",
         capital="London",
         capital_country="GB",
     ),
-    "Scotland": dict(
+    "Scotland": _ExtraPlace(
         id="place:scotland",
         description="a country within the United Kingdom",
         part_of="GB",
         capital="Edinburgh",
         capital_country="GB",
     ),
-    "Soviet Union": dict(
+    "Soviet Union": _ExtraPlace(
         id="place:soviet_union",
         description="a former country in Eurasia (1922–1991)",
         aliases=["USSR"],
@@ -228,7 +247,7 @@ class _Node:
     description: str
     aliases: list[str] = field(default_factory=list)
     rank: int = 0  # tie-break among same-kind namesakes: larger first (city population)
-    facts: list[tuple[str, object]] = field(default_factory=list)  # (relation id, entity id | Literal)
+    facts: list[tuple[str, str | Literal]] = field(default_factory=list)  # (relation id, entity id | Literal)
 
 
 def _slug(text: str) -> str:
@@ -255,7 +274,7 @@ class _AtlasAssembler:
         self.nodes[node.id] = node
         return node
 
-    def fact(self, head: str, rel: str, tail: object) -> None:
+    def fact(self, head: str, rel: str, tail: str | Literal) -> None:
         """Record ``head -rel-> tail`` once (tail: an entity id or a Literal)."""
         facts = self.nodes[head].facts
         if (rel, tail) not in facts:
@@ -533,7 +552,7 @@ class _AtlasAssembler:
             b.add_entity(n.id, n.title, n.aliases, desc, n.type)
         for n in order:
             for rel, tail in n.facts:
-                b.add_triple(n.id, rel, tail)  # type: ignore[arg-type]
+                b.add_triple(n.id, rel, tail)
         by_summary = {s.title: eid for eid, s in linked.items()}
         for s in summaries or ():
             b.add_document(f"wiki:{s.title}", s.title, s.text, entity=by_summary.get(s.title))

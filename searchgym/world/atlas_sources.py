@@ -524,7 +524,7 @@ def read_summaries(language: str = "en-us") -> list[Summary]:
         rec = data[key]
         if not isinstance(rec, dict) or not isinstance(rec.get("extract"), str) or not rec["extract"].strip():
             continue
-        title = rec.get("title") if isinstance(rec.get("title"), str) and rec["title"] else key
+        title: str = rec["title"] if isinstance(rec.get("title"), str) and rec["title"] else key
         if title in seen:  # titles name documents: keep the first of any repeat
             continue
         seen.add(title)

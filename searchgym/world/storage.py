@@ -117,7 +117,7 @@ def save_world(world, path, *, progress: bool = False, version: int = VERSION) -
         manifest.unlink()  # the directory is incomplete until the new manifest lands
     w = world
     if version == 1:
-        names = _save_v1(w, d, progress)
+        names = list(_save_v1(w, d, progress))
     else:
         names = []
         for name, (_, attr) in tqdm(STRING_COLUMNS.items(), desc="columns", disable=not progress, unit="column"):

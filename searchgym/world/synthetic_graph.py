@@ -34,21 +34,21 @@ class FastRandom(random.Random):
     the rejection-sampling originals; the bias of 2**-53 is irrelevant here). Still fully
     determined by the seed."""
 
-    def randint(self, a: int, b: int) -> int:  # type: ignore[override]
+    def randint(self, a: int, b: int) -> int:
         """Uniform integer in ``[a, b]``."""
         return a + int(self.random() * (b - a + 1))
 
-    def randrange(self, start: int, stop: int | None = None) -> int:  # type: ignore[override]
+    def randrange(self, start: int, stop: int | None = None) -> int:  # type: ignore[override]  # no step argument
         """Uniform integer in ``[0, start)`` or ``[start, stop)`` (no step)."""
         if stop is None:
             return int(self.random() * start)
         return start + int(self.random() * (stop - start))
 
-    def choice(self, seq):  # type: ignore[override]
+    def choice(self, seq):
         """A uniformly chosen element of a non-empty sequence."""
         return seq[int(self.random() * len(seq))]
 
-    def shuffle(self, x) -> None:  # type: ignore[override]
+    def shuffle(self, x) -> None:  # type: ignore[override]  # no 3.10 `random=` argument
         """Fisher-Yates shuffle in place."""
         rand = self.random
         for i in range(len(x) - 1, 0, -1):
@@ -58,6 +58,12 @@ class FastRandom(random.Random):
 
 class GraphGenerator:
     """One generation run: integer-coded graph first, then names, descriptions and articles."""
+
+    # filled by synthetic_naming.names / .descriptions (after the graph is built)
+    titles: list[str]
+    aliases: list[tuple[str, ...]]
+    family_name: list[str]
+    descs: list[str]
 
     def __init__(self, cfg: "SyntheticConfig", seed: int, progress: bool) -> None:
         self.cfg = cfg
@@ -332,10 +338,10 @@ class GraphGenerator:
             self.genre[b] = rng.choice(tx.GENRES[:6])
             members: list[int] = []
             for _ in range(rng.randint(2, 5)):
-                m = self.pick_alive(rng, "musician", year, 16, 45)
-                if m is not None and m not in members:
-                    members.append(m)
-                    self.fact(m, "P463", b)
+                member = self.pick_alive(rng, "musician", year, 16, 45)
+                if member is not None and member not in members:
+                    members.append(member)
+                    self.fact(member, "P463", b)
             self.band_members[b] = members
         for c in self.clubs:
             self._org(c, self._random_city(rng), rng.randint(1860, 2000), None)
@@ -457,7 +463,7 @@ class GraphGenerator:
             self.fact(bt, "P276", city)
             self.literal(bt, "P585", self.date(rng, year), "date")
             officers = {self.pick_alive(rng, "military officer", year, 18, 65) for _ in range(rng.randint(1, 3))}
-            for officer in sorted(officers - {None}):
+            for officer in sorted(o for o in officers if o is not None):
                 self.fact(officer, "P1344", bt)
         organisers = [*self.companies, *self.clubs, *self.universities]
         for f in self.festivals:
@@ -472,7 +478,7 @@ class GraphGenerator:
             performers = {
                 self.pick_alive(rng, "musician", rng.randint(year, LAST_YEAR), 16, 70) for _ in range(rng.randint(0, 3))
             }
-            for m in sorted(performers - {None}):
+            for m in sorted(p for p in performers if p is not None):
                 self.fact(m, "P1344", f)
         for tr in self.treaties:
             self.parties[tr] = parties = self._two_countries(rng)
@@ -526,12 +532,12 @@ class GraphGenerator:
             (self.albums, "music"),
             (self.paintings, "painting"),
         ):
-            pool = by_field.get(field)
-            if not pool:
+            field_awards = by_field.get(field)
+            if not field_awards:
                 continue
             for w in works:
                 if rng.random() < 0.1:
-                    self.fact(w, "P166", pool[rng.randrange(len(pool))])
+                    self.fact(w, "P166", field_awards[rng.randrange(len(field_awards))])
 
     def _personal_links(self) -> None:
         rng = self.rng("links")

@@ -262,11 +262,11 @@ def descriptions(g: "GraphGenerator") -> None:
         descs[reg] = f"region of {titles[g.country_of[reg]]}"
     capitals = set(g.capital.values())
     for city in g.cities:
-        c = titles[g.country_of[city]]
+        country = titles[g.country_of[city]]
         if city in capitals:
-            descs[city] = f"capital city of {c}"
+            descs[city] = f"capital city of {country}"
         else:
-            descs[city] = f"{'city' if g.population[city] >= 15000 else 'town'} in {c}"
+            descs[city] = f"{'city' if g.population[city] >= 15000 else 'town'} in {country}"
     for lang in g.languages:
         descs[lang] = "language"
     for k, p in enumerate(g.people):

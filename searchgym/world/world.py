@@ -276,14 +276,13 @@ class World(LockFreePickling):
     def _node(self, code: int) -> Node:
         if code >= 0:
             return self.entity_at(int(code))
-        j = -int(code) - 1
-        return Literal(self._lit_values[j], self._lit_kinds[j])
+        return self.literal_at(code)
 
-    def _edge(self, src: int, row: int, direction: str) -> Edge:
+    def _edge(self, src: int, row: int, direction: _Lit["out", "in"]) -> Edge:
         h, r, t = self._triples[row]
         rel = Relation(self._rel_ids[r], self._rel_labels[r])
         target = self._node(t) if direction == "out" else self.entity_at(int(h))
-        return Edge(self.entity_at(src), rel, target, direction)  # type: ignore[arg-type]
+        return Edge(self.entity_at(src), rel, target, direction)
 
     def out_rows(self, index: int) -> np.ndarray:
         """Triple rows whose head is the entity at ``index`` (fast path for graph algorithms)."""
@@ -308,6 +307,13 @@ class World(LockFreePickling):
     def node_at(self, code: int) -> Node:
         """The entity (``code >= 0``) or literal (``code < 0``) a tail code refers to."""
         return self._node(code)
+
+    def literal_at(self, code: int) -> Literal:
+        """The literal a (negative) tail code refers to: literal ``-code-1``."""
+        if code >= 0:
+            raise InvalidArgumentError(f"tail code {code} names an entity; literal codes are negative")
+        j = -int(code) - 1
+        return Literal(self._lit_values[j], self._lit_kinds[j])
 
     def out_edges(self, entity_id: str) -> list[Edge]:
         """Facts with ``entity_id`` as head, in insertion order."""
@@ -481,7 +487,7 @@ class WorldBuilder:
         self._lit_kinds: list[str] = []
         self._t_head: list[str] = []
         self._t_rel: list[int] = []
-        self._t_tail: list[object] = []  # entity id (str) or literal index (int)
+        self._t_tail: list[str | int] = []  # entity id (str) or literal index (int)
         self._doc_ids: list[str] = []
         self._doc_id_set: set[str] = set()
         self._doc_titles: list[str] = []
@@ -560,10 +566,7 @@ class WorldBuilder:
         keep = np.ones(n, dtype=bool)
         for k, (h, r, t) in enumerate(zip(self._t_head, self._t_rel, self._t_tail)):
             hi = idx.get(h)
-            if isinstance(t, int):
-                ti = -t - 1
-            else:
-                ti = idx.get(t)  # type: ignore[arg-type]
+            ti: int | None = -t - 1 if isinstance(t, int) else idx.get(t)
             if hi is None or ti is None:
                 if not drop_dangling:
                     missing = h if hi is None else t

@@ -30,6 +30,7 @@ from typing import Any, Iterable, Optional
 
 import gymnasium as gym
 
+from ..envs.info import has_slots
 from ..envs.types import Task, Trajectory
 from ..errors import InvalidArgumentError, SearchGymError
 
@@ -163,7 +164,7 @@ def _sync_components(info: dict, events: list[Event]) -> None:
         if traj is not None:
             traj.reward = float(ev["reward"])
             traj.reward_components = dict(ev["components"])
-    if "trajectories" not in info:  # single-role env: components of the finished trajectory
+    if not has_slots(info):  # single-role env: components of the finished trajectory
         info["reward_components"] = dict(events[-1]["components"])
         return
     size = len(info["trajectories"])

@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import random
 import re
-from typing import Callable, Optional, Sequence, Union
+from typing import Callable, Optional, Sequence, TypeGuard, Union
 
 import gymnasium as gym
 
@@ -53,7 +53,7 @@ def _squash(text: str) -> str:
     return _WS.sub(" ", text).strip()
 
 
-def evidence_is_verbatim(evidence: Optional[str], sources: Sequence[str]) -> bool:
+def evidence_is_verbatim(evidence: Optional[str], sources: Sequence[str]) -> TypeGuard[str]:
     """True when the (non-empty) span occurs verbatim in one of ``sources`` (whitespace collapsed)."""
     if evidence is None:
         return False
@@ -153,8 +153,8 @@ def format_score(trajectory: Trajectory, hops: int, sources: Sequence[str] = ())
     return 0.25 * (1.0 + f_think + f_tool + f_ans)
 
 
-def _proposer_answer(trajectory: Trajectory) -> Optional[str]:
-    return trajectory.answer if trajectory.answer else trajectory.task.answer
+def _proposer_answer(trajectory: Trajectory) -> str:
+    return trajectory.answer or trajectory.task.answer
 
 
 def eve_proposer_reward(
@@ -329,7 +329,10 @@ class EvidenceVerifierReward(RewardShapingWrapper):
         if not event["components"].get("valid", 1) or not traj.valid:
             self._reward_invalid(event, f_fmt, "rejected by the env")
             return
-        evidence = traj.evidence
+        question, evidence = traj.question, traj.evidence
+        if question is None:
+            self._reward_invalid(event, f_fmt, "no question")
+            return
         sources = proposer_sources(traj)
         if not evidence_is_verbatim(evidence, sources):
             reason = "empty evidence span" if not (evidence and evidence.strip()) else "evidence not verbatim"
@@ -346,7 +349,7 @@ class EvidenceVerifierReward(RewardShapingWrapper):
         answer = _proposer_answer(traj)
         golds = list(traj.task.answers) if self.judge(answer, traj.task.answers) else [answer]
         v, p_plus, p_minus = evidence_verifier_score(
-            self.answerer, traj.question, evidence, golds, m=self.m, judge=self.judge, seed=self._rng.randrange(2**31)
+            self.answerer, question, evidence, golds, m=self.m, judge=self.judge, seed=self._rng.randrange(2**31)
         )
         terms = eve_proposer_reward(
             format_score=f_fmt,

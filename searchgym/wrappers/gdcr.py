@@ -27,6 +27,7 @@ from typing import Optional
 import gymnasium as gym
 
 from ..construction.record import Subgraph
+from ..envs.info import has_slots
 from ..envs.types import Task, Trajectory
 from ..errors import InvalidArgumentError
 from .base import Event, MissingTaskDataError, RewardShapingWrapper, event_trajectory
@@ -223,7 +224,7 @@ class GraphDistanceReward(RewardShapingWrapper):
 
     def observe_step(self, info: dict) -> None:
         """Write this step's r_t into ``info["gdcr_step"]``."""
-        if "trajectories" in info:
+        if has_slots(info):
             info["gdcr_step"] = [self._advance(t) if t is not None else None for t in info["trajectories"]]
         elif info.get("trajectory") is not None:
             info["gdcr_step"] = self._advance(info["trajectory"])

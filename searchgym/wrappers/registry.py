@@ -59,7 +59,7 @@ class RewardSpec:
     def of_wrapper(cls, wrapper: type, name: Optional[str] = None, description: str = "") -> "RewardSpec":
         """The spec a wrapper class declares through its class attributes."""
         return cls(
-            name or getattr(wrapper, "name", wrapper.__name__),
+            name or getattr(wrapper, "name", None) or wrapper.__name__,
             wrapper,
             advantage=getattr(wrapper, "advantage", "outcome"),
             step_rewards_key=getattr(wrapper, "step_rewards_key", None),

@@ -133,7 +133,8 @@ class _SearchGymLoop(AgentLoopBase):
             error,
         )
         stream = error.stream
-        ids = stream.response_ids[: self.response_length] or [self.tokenizer.pad_token_id or 0]  # verl needs >= 1
+        # verl needs >= 1 response token; verl annotates its tokenizer as the AutoTokenizer factory class
+        ids = stream.response_ids[: self.response_length] or [self.tokenizer.pad_token_id or 0]  # type: ignore[attr-defined]
         return AgentLoopOutput(
             prompt_ids=stream.prompt_ids,
             response_ids=ids,

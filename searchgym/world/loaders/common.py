@@ -182,9 +182,10 @@ def _check_file(path: Path) -> None:
         raise LoaderError(f"{path}: is a directory, expected a file")
 
 
-def _decompressor(path: Path, raw: IO[bytes]) -> IO[bytes]:
+def _decompressor(path: Path, raw: IO[bytes]) -> io.BufferedIOBase | None:
+    """The stream that decompresses ``raw`` by the suffix of ``path`` (None for an uncompressed file)."""
     codec = _CODECS.get(path.suffix.lower())
-    return raw if codec is None else codec.open(raw, "rb")  # type: ignore[attr-defined,return-value]
+    return None if codec is None else codec.open(raw, "rb")
 
 
 def open_text(path: str | os.PathLike, mode: str = "r") -> IO[str]:
@@ -200,7 +201,7 @@ def open_text(path: str | os.PathLike, mode: str = "r") -> IO[str]:
         _check_file(p)
     codec = _CODECS.get(p.suffix.lower())
     if codec is not None:
-        return codec.open(p, mode + "t", encoding="utf-8")  # type: ignore[attr-defined,return-value]
+        return codec.open(p, mode + "t", encoding="utf-8")
     return open(p, mode, encoding="utf-8", newline="\n" if mode == "w" else None)
 
 
@@ -220,7 +221,7 @@ def iter_lines(
     bar = None
     with open(p, "rb") as raw:
         stream = _decompressor(p, raw)
-        reader = io.BufferedReader(stream, buffer_size=1 << 20) if stream is not raw else raw  # type: ignore[arg-type]
+        reader = raw if stream is None else io.BufferedReader(stream, buffer_size=1 << 20)
         if progress:
             from tqdm.auto import tqdm
 
@@ -251,7 +252,7 @@ def iter_lines(
             if bar is not None:
                 bar.update(max(0, p.stat().st_size - last))
                 bar.close()
-            if stream is not raw:
+            if stream is not None:
                 stream.close()
 
 

@@ -232,7 +232,7 @@ def with_documents(
     triples = np.array(world.triple_array, dtype=np.int64)
     lit_tails = triples[:, 2][triples[:, 2] < 0] if len(triples) else np.zeros(0, np.int64)
     n_lits = int((-lit_tails - 1).max() + 1) if len(lit_tails) else 0
-    lits = [world.node_at(-j - 1) for j in range(n_lits)]
+    lits = [world.literal_at(-j - 1) for j in range(n_lits)]
     doc_ids: list[str] = []
     doc_titles: list[str] = []
     doc_texts: list[str] = []
@@ -262,7 +262,7 @@ def with_documents(
         relation_ids=[r.id for r in rels],
         relation_labels=[r.label for r in rels],
         literal_values=[lit.value for lit in lits],
-        literal_kinds=[lit.kind for lit in lits],  # type: ignore[union-attr]
+        literal_kinds=[lit.kind for lit in lits],
         triples=triples,
         doc_ids=doc_ids,
         doc_titles=doc_titles,

@@ -51,7 +51,7 @@ import logging
 import os
 import re
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Optional, Union
 
 from ...errors import InvalidArgumentError, SearchGymError
 from ..model import Literal
@@ -66,6 +66,9 @@ from .wikidata_tables import (
 )
 
 logger = logging.getLogger(__name__)
+
+# a buffered triple tail: an entity id, a Literal, or a quantity (amount dict, unit id) labelled at build time
+_Tail = Union[str, Literal, tuple[dict, Optional[str]]]
 
 __all__ = [
     "load_wikidata_dump",
@@ -250,7 +253,7 @@ class _DumpReader:
         # Triples are buffered until every property label is known (property lines may come last).
         self.heads: list[str] = []
         self.props: list[str] = []
-        self.tails: list[object] = []  # entity id | Literal | (amount-dict, unit id) for quantities
+        self.tails: list[_Tail] = []
         self.items = 0
 
     # ---------------------------------------------------------------- lines
@@ -312,9 +315,9 @@ class _DumpReader:
             self.tails.append(tail)
         self.items += 1
 
-    def claims(self, eid: str, claims: dict) -> tuple[list[tuple[str, object]], list[str]]:
+    def claims(self, eid: str, claims: dict) -> tuple[list[tuple[str, _Tail]], list[str]]:
         """Kept (property, tail) pairs of one item, and its ``instance of`` classes."""
-        out: list[tuple[str, object]] = []
+        out: list[tuple[str, _Tail]] = []
         classes: list[str] = []
         for pid, statements in claims.items():
             if not isinstance(statements, list):
@@ -342,7 +345,7 @@ class _DumpReader:
                 out.append((pid, tail))
         return out, classes
 
-    def value(self, eid: str, pid: str, snak: dict) -> object | None:
+    def value(self, eid: str, pid: str, snak: dict) -> _Tail | None:
         """The tail a snak stands for, or None when its datatype/value type is not kept."""
         datatype = snak.get("datatype")
         dv = snak.get("datavalue")
@@ -393,7 +396,7 @@ class _DumpReader:
         b = self.builder
         # Triples to items that are not in the dump (or beyond max_entities) are dropped here, so
         # relations that only had such triples do not appear in the world.
-        keep = [isinstance(t, (tuple, Literal)) or b.has_entity(t) for t in self.tails]  # type: ignore[arg-type]
+        keep = [isinstance(t, (tuple, Literal)) or b.has_entity(t) for t in self.tails]
         if not all(keep):
             self.report.drop("triple_to_missing_item", keep.count(False))
         used = {p for p, k in zip(self.props, keep) if k}
@@ -409,7 +412,7 @@ class _DumpReader:
                 if unit is not None:
                     label = self.unit_labels.get(unit) or UNIT_LABELS.get(unit) or unit
                 t = Literal(format_wikidata_quantity(value, label), "quantity")
-            b.add_triple(h, p, t)  # type: ignore[arg-type]
+            b.add_triple(h, p, t)
         self.heads, self.props, self.tails = [], [], []
         return b.build(drop_dangling=True)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ...errors import InvalidArgumentError, SearchGymRuntimeError
+from ..errors import InvalidArgumentError, SearchGymRuntimeError
 
 __all__ = ["add_loader_arguments", "build_wikidata", "build_wikidata5m", "build_flashrag", "build_atlas_source"]
 
@@ -56,14 +56,14 @@ def _with_corpus(world, args: argparse.Namespace):
     corpus = getattr(args, "corpus", None)
     if not corpus:
         return world
-    from .flashrag import load_flashrag_corpus
+    from ..world.loaders.flashrag import load_flashrag_corpus
 
     return load_flashrag_corpus(corpus, world=world, on_error=args.on_error, progress=args.progress)
 
 
 def build_wikidata(args: argparse.Namespace):
     """``--source wikidata --input latest-all.json.gz [--max-entities N] [--corpus corpus.jsonl]``."""
-    from .wikidata import load_wikidata_dump
+    from ..world.loaders.wikidata import load_wikidata_dump
 
     path = _input(args, "wikidata", "DUMP (latest-all.json[.gz|.bz2])")
     return load_wikidata_dump(
@@ -77,7 +77,7 @@ def build_wikidata(args: argparse.Namespace):
 
 def build_wikidata5m(args: argparse.Namespace):
     """``--source wikidata5m --input DIR [--corpus corpus.jsonl]``."""
-    from .wikidata5m import load_wikidata5m
+    from ..world.loaders.wikidata5m import load_wikidata5m
 
     path = _input(args, "wikidata5m", "DIR (with wikidata5m_entity.txt, ..._relation.txt, *_triplet.txt, ..._text.txt)")
     return _with_corpus(load_wikidata5m(path, on_error=args.on_error, progress=args.progress), args)
@@ -85,7 +85,7 @@ def build_wikidata5m(args: argparse.Namespace):
 
 def build_flashrag(args: argparse.Namespace):
     """``--source flashrag --input corpus.jsonl``: a corpus-only world."""
-    from .flashrag import load_flashrag_corpus
+    from ..world.loaders.flashrag import load_flashrag_corpus
 
     path = _input(args, "flashrag", "CORPUS (a Search-R1/FlashRAG .jsonl[.gz])")
     if getattr(args, "corpus", None):
@@ -95,7 +95,7 @@ def build_flashrag(args: argparse.Namespace):
 
 def build_atlas_source(args: argparse.Namespace):
     """``--source atlas [--max-cities N] [--no-wiki-summaries] [--seed S]``."""
-    from ..atlas import DEFAULT_MAX_CITIES, build_atlas
+    from ..world.atlas import DEFAULT_MAX_CITIES, build_atlas
 
     _reject_size_args(args, "atlas")
     if getattr(args, "input", None):
