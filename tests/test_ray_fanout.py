@@ -11,6 +11,7 @@ import pytest
 ray = pytest.importorskip("ray", reason="needs the ray extra (pip install -e '.[ray]')")
 
 from searchgym.agents.eval_agents import AgentSpec, make_agent  # noqa: E402
+from searchgym.construction.extract import ExtractionConfig  # noqa: E402
 from searchgym.construction.pool import build_pool, load_pool  # noqa: E402
 from searchgym.construction.selectors import HeuristicSelector  # noqa: E402
 from searchgym.evaluation.runner import EvalConfig, evaluate  # noqa: E402
@@ -76,19 +77,23 @@ def test_ray_worker_killed_mid_build_loses_and_duplicates_nothing(default_world,
     assert dicts(load_pool(tmp_path / "pool.jsonl")) == dicts(local.subgraphs)
 
 
-def test_ray_build_resumes_a_local_partial_run(default_world, tmp_path):
+def test_ray_build_resumes_a_local_partial_run_with_inverse_edges(default_world, tmp_path):
+    """Also the Ray path with inverse edges (backward hops in the walks a worker sends back)."""
+    config = ExtractionConfig(allow_inverse_edges=True, min_hops=2)
     out = tmp_path / "pool.jsonl"
-    build_pool(default_world, 90, seed=2, progress=False, out=out)
-    resumed = build_pool(default_world, 250, seed=2, progress=False, out=out, ray=RAY)
-    full = build_pool(default_world, 250, seed=2, progress=False)
+    build_pool(default_world, 90, seed=2, progress=False, out=out, config=config)
+    resumed = build_pool(default_world, 250, seed=2, progress=False, out=out, ray=RAY, config=config)
+    full = build_pool(default_world, 250, seed=2, progress=False, config=config)
     assert resumed.resumed > 0 and dicts(resumed.subgraphs) == dicts(full.subgraphs)
+    assert any(not all(sg.forward) for sg in resumed.subgraphs)  # inverse hops really crossed the process boundary
 
 
 def test_eval_on_ray_equals_the_local_eval(default_world, tmp_path):
-    tasksets = load_tasksets("builtin", limit=40, seed=0)
+    tasksets = load_tasksets("builtin", limit=16, seed=0)
     agent = make_agent(AgentSpec("scripted"), world=default_world)
     config = EvalConfig(concurrency=4, progress=False, n_boot=200)
     local = evaluate(agent, tasksets, world=default_world, config=config, out_dir=tmp_path / "local")
-    remote = evaluate(agent, tasksets, world=default_world, config=config, out_dir=tmp_path / "ray", ray=RAY)
+    ray_config = RayConfig(workers=2, chunk=4)  # 4 chunks over both actors, committed in question order
+    remote = evaluate(agent, tasksets, world=default_world, config=config, out_dir=tmp_path / "ray", ray=ray_config)
     assert remote.records == local.records
     assert remote.summary["overall"] == local.summary["overall"]

@@ -40,7 +40,7 @@ import threading
 import time
 import weakref
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Collection, NamedTuple
+from typing import Callable, Collection, NamedTuple, Sequence
 
 import numpy as np
 
@@ -58,6 +58,11 @@ __all__ = [
     "REJECTION_REASONS",
     "SelectorUnavailable",
     "extract_subgraph",
+    "walk_subgraph",
+    "subgraph_from_walk",
+    "build_subgraph",
+    "Walk",
+    "STOP_REASONS",
     "eligible_seeds",
     "answer_type",
     "answer_type_of",
@@ -267,6 +272,7 @@ class _Index:
         self.eligible_seeds = np.nonzero(seeds_mask)[0]
         self.num_eligible_relations = int(np.unique(self.rels[edge_ok]).size) if len(self.rels) else 0
         self._has_doc: dict[int, bool] = {}
+        self._nodes: dict[int, SubgraphNode] = {}
 
     def candidates(self, c: int, exclude: set, banned: set | None, inverse: bool) -> list[tuple[int, int, bool]]:
         """Filtered candidate edges of entity ``c`` as (relation row, target code, forward)."""
@@ -303,12 +309,18 @@ class _Index:
         return self.world.node_at(code).value
 
     def node(self, code: int) -> SubgraphNode:
-        """The subgraph node for an entity or literal code."""
-        if code >= 0:
-            e = self.world.entity_at(code)
-            return SubgraphNode(e.id, e.title, tuple(e.aliases), e.type, False)
-        lit = self.world.node_at(code)
-        return SubgraphNode(literal_node_id(lit.kind, lit.value), lit.value, (), lit.kind, True)
+        """The subgraph node for an entity or literal code (memoised: the record is immutable, so
+        every subgraph through that node shares it)."""
+        n = self._nodes.get(code)
+        if n is None:
+            if code >= 0:
+                e = self.world.entity_at(code)
+                n = SubgraphNode(e.id, e.title, tuple(e.aliases), e.type, False)
+            else:
+                lit = self.world.node_at(code)
+                n = SubgraphNode(literal_node_id(lit.kind, lit.value), lit.value, (), lit.kind, True)
+            self._nodes[code] = n
+        return n
 
     def candidate(self, ri: int, ti: int, forward: bool) -> Candidate:
         """A :class:`Candidate` for the selector."""
@@ -363,7 +375,7 @@ def eligible_seeds(world, config: ExtractionConfig | None = None) -> list[str]:
     return [ids[i] for i in idx.eligible_seeds.tolist()]
 
 
-class _Walk(NamedTuple):
+class _TargetPath(NamedTuple):
     """A stage-1 target path as index codes: ``path`` ``v0 … vK``, the ``rel_rows`` and ``forward``
     flags of its K edges, and why it stopped (``max_hops``, ``dead_end``, ``selector``, ``literal``)."""
 
@@ -431,7 +443,7 @@ def _expand_path(
     rng: random.Random,
     stats: dict,
     trial: int,
-) -> _Walk:
+) -> _TargetPath:
     """Stage 1 from entity ``v0``: one walk chosen by the selector."""
     path = [v0]
     rel_rows: list[int] = []
@@ -472,7 +484,7 @@ def _expand_path(
         if ti < 0:
             stop = "literal"
             break
-    return _Walk(path, rel_rows, forward, stop)
+    return _TargetPath(path, rel_rows, forward, stop)
 
 
 def _grow_branch(
@@ -496,22 +508,40 @@ def _grow_branch(
     return b_nodes, b_rels
 
 
-def extract_subgraph(
+class Walk(NamedTuple):
+    """What one extraction chose, as world codes (entity index, or a negative literal code) and
+    relation rows: everything :func:`subgraph_from_walk` needs to build the :class:`Subgraph`.
+
+    Compact and picklable, so pool workers in other processes can hand a walk back cheaply
+    (:mod:`searchgym.construction.walk_codec`) and the receiver builds the same subgraph.
+    ``branches`` holds ``(diverge_at, node codes, relation rows)``; ``stop`` is one of
+    :data:`STOP_REASONS`; ``hops_planned`` is None when the selector plans no length.
+    """
+
+    path: list[int]
+    rel_rows: list[int]
+    forward: list[bool]
+    branches: Sequence[tuple[int, list[int], list[int]]]
+    stop: str
+    selector_calls: int
+    selector_failures: int
+    distractors_planned: int
+    hops_planned: int | None
+
+
+#: Every ``Walk.stop`` (why stage 1 ended): the plan or ``max_hops``, no candidate left, the
+#: selector answered 0, or the path reached a literal.
+STOP_REASONS = ("max_hops", "dead_end", "selector", "literal")
+
+
+def walk_subgraph(
     world,
     seed_id: str,
     selector,
     config: ExtractionConfig | None = None,
     rng: random.Random | int | None = None,
-    *,
-    subgraph_id: str | None = None,
-) -> Subgraph:
-    """Run Algorithm 1 from ``seed_id`` and return the :class:`Subgraph`.
-
-    Raises :class:`Rejected` with reason ``unknown_seed`` (no such entity),
-    ``no_eligible_relations`` (the block/allowlists leave no relation in this world),
-    ``no_candidates`` (the seed has no eligible edge), ``too_short`` (fewer than ``min_hops``
-    hops) or ``selector_failed`` (every attempt of a selector call failed).
-    """
+) -> Walk:
+    """Algorithm 1 from ``seed_id`` as a :class:`Walk` (codes only; see :func:`extract_subgraph`)."""
     config = config or ExtractionConfig()
     if rng is None or isinstance(rng, int):
         rng = random.Random(0 if rng is None else rng)
@@ -531,16 +561,17 @@ def extract_subgraph(
         )
     n_branches = rng.randint(*config.num_distractors)
     branches = _distractor_branches(idx, walk.path, n_branches, config, rng)
-    metadata = {
-        "stop": walk.stop,
-        "selector_calls": stats["calls"],
-        "selector_failures": stats["failures"],
-        "distractors_planned": n_branches,
-        "hops_planned": planned,
-    }
-    sg = _assemble_subgraph(idx, subgraph_id or f"sg:{seed_id}", seed_id, walk, branches, metadata)
-    sg.answer_type = answer_type_of(sg.answer_node)
-    return sg
+    return Walk(
+        walk.path,
+        walk.rel_rows,
+        walk.forward,
+        branches,
+        walk.stop,
+        stats["calls"],
+        stats["failures"],
+        n_branches,
+        planned,
+    )
 
 
 def _seed_index(world, seed_id: str, config: ExtractionConfig) -> _Index:
@@ -557,7 +588,7 @@ def _seed_index(world, seed_id: str, config: ExtractionConfig) -> _Index:
     return idx
 
 
-def _longest_walk(walk: Callable[[int], _Walk], planned: int | None, plan_retries: int) -> _Walk:
+def _longest_walk(walk: Callable[[int], _TargetPath], planned: int | None, plan_retries: int) -> _TargetPath:
     """Stage 1 (``walk(trial)``), re-drawn up to ``plan_retries`` times while the path ends short of the
     selector's ``planned`` length (None: no plan, one walk); the longest walk wins, the earliest among equals."""
     best = walk(0)
@@ -592,33 +623,71 @@ def _distractor_branches(
     return branches
 
 
-def _assemble_subgraph(
-    idx: _Index, subgraph_id: str, seed_id: str, walk: _Walk, branches: list[_CodeBranch], metadata: dict
+def subgraph_from_walk(
+    world, seed_id: str, walk: Walk, config: ExtractionConfig | None = None, *, subgraph_id: str | None = None
 ) -> Subgraph:
-    """The :class:`Subgraph` record of a walk and its branches (codes turned into node ids and labels)."""
-    nodes: dict[str, SubgraphNode] = {}
-    code_to_id: dict[int, str] = {}
-    for code in [*walk.path, *(c for b in branches for c in b.nodes)]:
-        if code not in code_to_id:
-            node = idx.node(code)
-            code_to_id[code] = node.id
-            nodes[node.id] = node
+    """The :class:`Subgraph` of a :class:`Walk` over ``world`` (node records shared per code)."""
+    return build_subgraph(extraction_index(world, config or ExtractionConfig()), seed_id, walk, subgraph_id)
+
+
+def build_subgraph(
+    idx: _Index, seed_id: str, walk: Walk, subgraph_id: str | None = None, extra_metadata: dict | None = None
+) -> Subgraph:
+    """:func:`subgraph_from_walk` given the world's :func:`extraction_index` (for callers that build
+    many subgraphs: the pool builder looks the index up once and adds its ``extra_metadata``)."""
+    record = idx._nodes.__getitem__
+    try:
+        path_nodes = list(map(record, walk.path))
+        branch_nodes = [list(map(record, bn)) for _k, bn, _br in walk.branches]
+    except KeyError:  # codes seen for the first time: build and memoise their records
+        path_nodes = [idx.node(c) for c in walk.path]
+        branch_nodes = [[idx.node(c) for c in bn] for _k, bn, _br in walk.branches]
+    nodes = {n.id: n for n in path_nodes}
+    for bn in branch_nodes:
+        for n in bn:
+            nodes.setdefault(n.id, n)
+    labels, rel_ids = idx.rel_labels, idx.rel_ids
+    metadata = {
+        "stop": walk.stop,
+        "selector_calls": walk.selector_calls,
+        "selector_failures": walk.selector_failures,
+        "distractors_planned": walk.distractors_planned,
+        "hops_planned": walk.hops_planned,
+    }
+    if extra_metadata:
+        metadata.update(extra_metadata)
     return Subgraph(
-        id=subgraph_id,
+        id=subgraph_id or f"sg:{seed_id}",
         seed=seed_id,
-        path=[code_to_id[c] for c in walk.path],
-        relations=[idx.rel_labels[r] for r in walk.rel_rows],
-        relation_ids=[idx.rel_ids[r] for r in walk.rel_rows],
+        path=[n.id for n in path_nodes],
+        relations=[labels[r] for r in walk.rel_rows],
+        relation_ids=[rel_ids[r] for r in walk.rel_rows],
         nodes=nodes,
         distractors=[
-            Branch(
-                b.diverge_at,
-                [code_to_id[c] for c in b.nodes],
-                [idx.rel_labels[r] for r in b.rel_rows],
-                [idx.rel_ids[r] for r in b.rel_rows],
-            )
-            for b in branches
+            Branch(k, [n.id for n in bnodes], [labels[r] for r in br], [rel_ids[r] for r in br])
+            for (k, _bn, br), bnodes in zip(walk.branches, branch_nodes)
         ],
-        forward=walk.forward,
+        forward=list(walk.forward),
+        answer_type=answer_type_of(path_nodes[-1]),
         metadata=metadata,
     )
+
+
+def extract_subgraph(
+    world,
+    seed_id: str,
+    selector,
+    config: ExtractionConfig | None = None,
+    rng: random.Random | int | None = None,
+    *,
+    subgraph_id: str | None = None,
+) -> Subgraph:
+    """Run Algorithm 1 from ``seed_id`` and return the :class:`Subgraph`.
+
+    Raises :class:`Rejected` with reason ``unknown_seed`` (no such entity),
+    ``no_eligible_relations`` (the block/allowlists leave no relation in this world),
+    ``no_candidates`` (the seed has no eligible edge), ``too_short`` (fewer than ``min_hops``
+    hops) or ``selector_failed`` (every attempt of a selector call failed).
+    """
+    walk = walk_subgraph(world, seed_id, selector, config, rng)
+    return subgraph_from_walk(world, seed_id, walk, config, subgraph_id=subgraph_id)

@@ -40,7 +40,14 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InvalidArgumentError, InvalidTypeError, MissingFileError, SearchGymError
-from .extract import ExtractionConfig, Rejected, SelectorUnavailable, extract_subgraph, extraction_index
+from .extract import (
+    ExtractionConfig,
+    Rejected,
+    SelectorUnavailable,
+    build_subgraph,
+    extraction_index,
+    walk_subgraph,
+)
 from .record import Subgraph
 from .selectors import HeuristicSelector
 
@@ -236,8 +243,9 @@ class _Journal:
             f.flush()
 
     def accepted(self, sg: Subgraph) -> None:
-        """Journal one accepted subgraph."""
-        self._write(0, sg.to_dict())
+        """Journal one accepted subgraph (its record is only built when there is a file)."""
+        if self._files:
+            self._write(0, sg.to_dict())
 
     def rejected(self, line: dict) -> None:
         """Journal one rejected seed index."""
@@ -438,21 +446,46 @@ def _resume(out_path: Path | None, fingerprint: str) -> tuple[dict[int, Subgraph
     return accepted, rejected
 
 
-def make_extractor(world, selector, config: ExtractionConfig, sampler: SeedSampler, seed: int, fingerprint: str):
-    """``work(i) -> _Outcome``: extraction of seed index ``i`` with its own RNG (thread-safe)."""
+def make_walker(world, selector, config: ExtractionConfig, sampler: SeedSampler, seed: int):
+    """``walk(i) -> (seed id, Walk | Rejected | SelectorUnavailable)``: stage 1 and 2 of seed index
+    ``i`` with its own RNG, as codes (thread-safe; what a Ray worker runs and sends back)."""
     entity_ids = world.entity_ids
 
-    def work(i: int) -> _Outcome:
+    def walk(i: int):
         sid = entity_ids[sampler(i)]
         rng = random.Random(f"searchgym-pool:{seed}:{i}")
         try:
-            sg = extract_subgraph(world, sid, selector, config, rng, subgraph_id=f"sg{i:06d}")
-        except Rejected as exc:
-            return _Outcome(i, sid, rejection=exc)
-        except SelectorUnavailable as exc:
-            return _Outcome(i, sid, outage=exc)
-        sg.metadata.update({"seed_index": i, "pool_seed": seed, "pool_fingerprint": fingerprint})
-        return _Outcome(i, sid, subgraph=sg)
+            return sid, walk_subgraph(world, sid, selector, config, rng)
+        except (Rejected, SelectorUnavailable) as exc:
+            return sid, exc
+
+    return walk
+
+
+def make_outcome(world, config: ExtractionConfig, seed: int, fingerprint: str):
+    """``outcome(i, seed id, walk result) -> _Outcome``: the subgraph (with its pool metadata) of a
+    walk of :func:`make_walker`, or its rejection or outage."""
+
+    idx = extraction_index(world, config)
+
+    def outcome(i: int, sid: str, result) -> _Outcome:
+        if isinstance(result, Rejected):
+            return _Outcome(i, sid, rejection=result)
+        if isinstance(result, SelectorUnavailable):
+            return _Outcome(i, sid, outage=result)
+        extra = {"seed_index": i, "pool_seed": seed, "pool_fingerprint": fingerprint}
+        return _Outcome(i, sid, subgraph=build_subgraph(idx, sid, result, f"sg{i:06d}", extra))
+
+    return outcome
+
+
+def make_extractor(world, selector, config: ExtractionConfig, sampler: SeedSampler, seed: int, fingerprint: str):
+    """``work(i) -> _Outcome``: extraction of seed index ``i`` with its own RNG (thread-safe)."""
+    walk = make_walker(world, selector, config, sampler, seed)
+    outcome = make_outcome(world, config, seed, fingerprint)
+
+    def work(i: int) -> _Outcome:
+        return outcome(i, *walk(i))
 
     return work
 
