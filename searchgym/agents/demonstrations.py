@@ -14,7 +14,7 @@ fine-tuning on demonstrations, and these are made by driving the *real* envs —
 
 Only rollouts the env rewards (Solver reward 1, Proposer question valid) are kept, so no
 demonstration claims an answer the retriever did not deliver. Each line of the output JSONL is a
-:meth:`~searchgym.core.types.Trajectory.to_dict` with ``"reward"`` and ``"demo"`` keys: agent and env
+:meth:`~searchgym.envs.types.Trajectory.to_dict` with ``"reward"`` and ``"demo"`` keys: agent and env
 segments stay apart, so SFT masks env text exactly as RL does.
 
 Every random choice comes from ``random.Random`` seeded by ``(seed, task id)``: the same seed gives
@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-from ..core.types import Trajectory
 from ..envs.scoring import information_materials
 from ..envs.templates import path_question, relation_phrase
+from ..envs.types import Trajectory
 from ..errors import InvalidArgumentError
 from .scripted import RELATION_CUES, ScriptedAgent
 

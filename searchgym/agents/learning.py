@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from ..core.types import Task
+from ..envs.types import Task
 
 __all__ = ["heldout_solver_tasks", "heldout_proposer_tasks", "heldout_report", "proposer_valid_rate", "llm_eval_agent"]
 

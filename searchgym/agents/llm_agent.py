@@ -25,7 +25,7 @@ from .base import GenerationConfig, Prompt, TextGenerator
 from .sequences import encode_trajectory, record_sampled
 
 if TYPE_CHECKING:
-    from ..core.types import Trajectory
+    from ..envs.types import Trajectory
 
 logger = logging.getLogger(__name__)
 

@@ -23,9 +23,9 @@ import re
 from typing import Any, Optional
 
 from ..construction.record import Subgraph
-from ..core.types import Trajectory
 from ..envs.scoring import information_materials
 from ..envs.templates import path_question
+from ..envs.types import Trajectory
 from ..errors import InvalidArgumentError
 
 __all__ = [

@@ -34,7 +34,7 @@ from typing import Optional, Sequence
 
 from ..core.chat_template import ToolChatEncoder
 from ..core.prompts import check_protocol
-from ..core.types import Trajectory, Turn
+from ..envs.types import Trajectory, Turn
 from ..errors import InvalidArgumentError
 
 SAMPLED_IDS_KEY = "sampled_token_ids"

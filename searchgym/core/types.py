@@ -14,8 +14,6 @@ from typing import Optional
 from ..construction.record import Subgraph
 from ..errors import InvalidArgumentError
 
-__all__ = ["Role", "SegmentSource", "THINK_SEPARATOR", "Task", "SearchCall", "Turn", "Segment", "Trajectory"]
-
 Role = _Lit["solver", "proposer"]
 SegmentSource = _Lit["prompt", "agent", "env"]
 

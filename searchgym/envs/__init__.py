@@ -7,8 +7,8 @@ load on first access so ``import searchgym`` stays light.
 
 from importlib import import_module
 
-from ..core.types import SearchCall, Segment, Task, Trajectory, Turn
 from .registration import ENV_IDS, register_envs
+from .types import SearchCall, Segment, Task, Trajectory, Turn
 
 register_envs()
 

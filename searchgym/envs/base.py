@@ -17,7 +17,6 @@ from typing import Any, Optional, Sequence, Union
 import gymnasium as gym
 
 from ..core.prompts import check_protocol, render_proposer, render_solver
-from ..core.types import Task, Trajectory
 from ..errors import InvalidArgumentError, InvalidTypeError
 from ..retrieval.base import DEFAULT_TOP_K, Retriever
 from ..rng_state import numpy_generator_from_state, random_state_from_data
@@ -27,6 +26,7 @@ from .export import TrajectoryWriter
 from .function_calling import tool_schemas
 from .rollout import DEFAULT_DOC_MAX_CHARS, DEFAULT_MAX_ACTION_CHARS, DEFAULT_MAX_TURNS, Rollout, SearchEngine
 from .tasks import JsonlTaskSource, ListTaskSource, SubgraphTaskSource, TaskSource
+from .types import Task, Trajectory
 
 logger = logging.getLogger(__name__)
 

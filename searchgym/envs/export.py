@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence, Union
 
-from ..core.types import Trajectory
 from ..errors import InvalidArgumentError, MissingFileError
+from .types import Trajectory
 
 __all__ = ["TrajectoryWriter", "GameRecord", "read_trajectories", "iter_trajectories", "json_line"]
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence, Union
 
 from ..core.answers import gold_list
-from ..core.types import Trajectory
 from ..errors import InvalidArgumentError
+from .types import Trajectory
 
 REASONS = (
     "no_question",

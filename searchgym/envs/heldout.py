@@ -31,11 +31,11 @@ from dataclasses import replace
 from typing import Iterable, Literal, Optional, Sequence
 
 from ..construction.record import Subgraph
-from ..core.types import Task
 from ..errors import InvalidArgumentError
 from ..world import World
 from ..world.world import normalize_name
 from .tasks import task_from_subgraph
+from .types import Task
 
 logger = logging.getLogger(__name__)
 

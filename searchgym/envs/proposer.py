@@ -21,13 +21,13 @@ import logging
 from collections import deque
 from typing import Any, Optional
 
-from ..core.types import Task
 from ..errors import InvalidArgumentError, InvalidTypeError
 from .base import resolve_tasks
 from .rollout import Rollout
 from .scoring import document_materials, reward_event, validate_question
 from .single import SingleRolloutEnv
 from .spaces import text_space
+from .types import Task
 
 logger = logging.getLogger(__name__)
 

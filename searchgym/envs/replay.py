@@ -19,8 +19,8 @@ import random
 from collections import deque
 from typing import Optional
 
-from ..core.types import Task
 from ..errors import InvalidArgumentError
+from .types import Task
 
 __all__ = ["ReplayBuffer"]
 

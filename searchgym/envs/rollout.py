@@ -1,6 +1,6 @@
 """The one rollout engine every text env shares: apply agent turns, run searches, record.
 
-A :class:`Rollout` owns one :class:`~searchgym.core.types.Trajectory` (one role, one task).
+A :class:`Rollout` owns one :class:`~searchgym.envs.types.Trajectory` (one role, one task).
 :func:`advance` applies one turn to any number of rollouts at once — the single-role envs pass
 one, the group and self-play envs pass G — and sends every search of that turn to the retriever
 in a single ``batch_search`` call, so batching is the same code path as a lone rollout.
@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from ..core.prompts import check_protocol
-from ..core.types import Role, SearchCall, Segment, Task, Trajectory, Turn
 from ..errors import InvalidArgumentError, InvalidTypeError
 from ..retrieval.base import DEFAULT_TOP_K, Retriever, check_layout, format_hits
 from . import function_calling, protocol
+from .types import Role, SearchCall, Segment, Task, Trajectory, Turn
 
 logger = logging.getLogger(__name__)
 

@@ -14,8 +14,8 @@ import random
 import re
 from typing import Any, Optional, Sequence
 
-from ..core.types import Trajectory
 from ..errors import InvalidArgumentError
+from .types import Trajectory
 
 logger = logging.getLogger(__name__)
 

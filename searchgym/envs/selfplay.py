@@ -35,7 +35,6 @@ import copy
 import logging
 from typing import Any, Optional, Sequence
 
-from ..core.types import Task, Trajectory
 from ..errors import InvalidArgumentError, SearchGymRuntimeError
 from .base import TextEnvBase
 from .group import (
@@ -54,6 +53,7 @@ from .resources import resolve_pool
 from .rollout import Rollout, advance
 from .scoring import reward_event
 from .tasks import task_from_subgraph
+from .types import Task, Trajectory
 
 logger = logging.getLogger(__name__)
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..core.types import Task, Trajectory
 from ..errors import InvalidTypeError, SearchGymRuntimeError
 from .base import TextEnvBase
 from .info import KIND_SINGLE
 from .rollout import Rollout, advance
 from .tasks import TaskSource
+from .types import Task, Trajectory
 
 __all__ = ["SingleRolloutEnv"]
 

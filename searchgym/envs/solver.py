@@ -12,12 +12,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..core.types import Task
 from .base import resolve_tasks
 from .rollout import Rollout
 from .scoring import reward_event, score_solver
 from .single import SingleRolloutEnv
 from .spaces import text_space
+from .types import Task
 
 logger = logging.getLogger(__name__)
 

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional, Protocol, Sequence, runtime_checkable
 
 from ..construction.record import Subgraph
-from ..core.types import Task
 from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
 from .templates import path_question
+from .types import Task
 
 __all__ = [
     "TaskSource",

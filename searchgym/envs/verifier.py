@@ -23,8 +23,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional, Protocol, Sequence, Union, runtime_checkable
 
-from ..core.types import Trajectory
 from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymError
+from .types import Trajectory
 
 logger = logging.getLogger(__name__)
 

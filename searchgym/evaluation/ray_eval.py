@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from ..core.types import Task, Trajectory
+from ..envs.types import Task, Trajectory
 from ..ray_support import RayConfig, ordered_map
 
 __all__ = ["play_tasks_on_ray", "EvalActor", "DEFAULT_CHUNK"]

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from ..core.llm import GenerationError
-from ..core.types import Task, Trajectory
 from ..envs.rollout import DEFAULT_DOC_MAX_CHARS, DEFAULT_MAX_TURNS
+from ..envs.types import Task, Trajectory
 from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
 from ..retrieval.base import DEFAULT_TOP_K, check_layout
 from ..retrieval.client import RetrievalError

@@ -30,8 +30,8 @@ from typing import Any, Iterable, Optional
 
 import gymnasium as gym
 
-from ..core.types import Task, Trajectory
 from ..envs.info import has_slots
+from ..envs.types import Task, Trajectory
 from ..errors import InvalidArgumentError, SearchGymError
 
 logger = logging.getLogger(__name__)

@@ -27,8 +27,8 @@ from typing import Optional, Sequence
 
 import gymnasium as gym
 
-from ..core.types import Task, Trajectory
 from ..envs.judge import cover_exact_match, token_f1
+from ..envs.types import Task, Trajectory
 from ..errors import InvalidArgumentError
 from .base import Event, MissingTaskDataError, RewardShapingWrapper, event_trajectory
 

@@ -34,8 +34,8 @@ import gymnasium as gym
 
 from ..core.llm import GenerationConfig, TextGenerator
 from ..core.prompts import render_evidence_answer
-from ..core.types import Task, Trajectory
 from ..envs.judge import exact_match, normalize_answer, token_f1
+from ..envs.types import Task, Trajectory
 from ..errors import InvalidArgumentError, InvalidTypeError
 from .base import Event, MissingTaskDataError, RewardShapingWrapper, event_trajectory
 

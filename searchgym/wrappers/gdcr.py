@@ -27,8 +27,8 @@ from typing import Optional
 import gymnasium as gym
 
 from ..construction.record import Subgraph
-from ..core.types import Task, Trajectory
 from ..envs.info import has_slots
+from ..envs.types import Task, Trajectory
 from ..errors import InvalidArgumentError
 from .base import Event, MissingTaskDataError, RewardShapingWrapper, event_trajectory
 

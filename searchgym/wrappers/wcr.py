@@ -34,7 +34,7 @@ from typing import Mapping, Optional, Sequence
 
 import gymnasium as gym
 
-from ..core.types import THINK_SEPARATOR, Task, Trajectory
+from ..envs.types import THINK_SEPARATOR, Task, Trajectory
 from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymRuntimeError
 from .base import Event, MissingTaskDataError, RewardShapingWrapper, event_trajectory
 

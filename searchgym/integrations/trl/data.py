@@ -12,7 +12,7 @@ the text TRL puts in front of the model is the env's own prompt; the adapters ch
 
 Sources: ``pool=`` (a list of :class:`~searchgym.construction.record.Subgraph` or a pool JSONL path:
 template questions over the paths), ``flashrag=`` (a FlashRAG JSONL: ``question``,
-``golden_answers``; Solver rows only), ``tasks=`` (a list of :class:`~searchgym.core.types.Task`), or
+``golden_answers``; Solver rows only), ``tasks=`` (a list of :class:`~searchgym.envs.types.Task`), or
 none of them: the built-in tasks (template questions over the default world's heuristic pool, the
 tasks ``KGSolver-v0`` draws by default; the held-out evaluation benchmark is not among them).
 """
@@ -22,9 +22,9 @@ from __future__ import annotations
 import logging
 from typing import Any, Optional, Sequence
 
-from searchgym.core.types import Task
 from searchgym.envs.resources import resolve_pool
 from searchgym.envs.tasks import task_from_subgraph
+from searchgym.envs.types import Task
 from searchgym.evaluation.tasksets import load_flashrag_jsonl
 
 from ...errors import InvalidArgumentError, SearchGymRuntimeError

@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from searchgym.core.types import Task
+from searchgym.envs.types import Task
 
 from ...errors import InvalidArgumentError
 

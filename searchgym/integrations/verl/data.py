@@ -73,7 +73,7 @@ def write_dataset(path: str | Path, rows: list[dict]) -> Path:
 def task_options(extra: dict) -> tuple[Optional[int], dict]:
     """``(seed, reset options)`` from a row's ``extra_info["searchgym"]``: its ``task`` (JSON or a
     dict) wins over ``index``."""
-    from searchgym.core.types import Task
+    from searchgym.envs.types import Task
 
     options: dict = {}
     task = extra.get("task")

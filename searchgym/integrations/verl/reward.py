@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from searchgym.core.types import Task
+from searchgym.envs.types import Task
 
 from ...errors import InvalidArgumentError
 from .data import task_options
