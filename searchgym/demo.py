@@ -207,7 +207,7 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--pool-size", type=int, default=200)
     p.add_argument("--max-turns", type=int, default=4, help="turns per rollout for the LLM agent (paper: 10)")
-    p.add_argument("--max-new-tokens", type=int, default=48, help="tokens per LLM turn")
+    p.add_argument("--max-new-tokens", type=int, default=96, help="tokens per LLM turn (a planned 2-hop turn runs ~60)")
     p.add_argument("--group-size", type=int, default=3, help="Solvers per question for the LLM agent (paper: 5)")
     p.add_argument("--eval-1hop", type=int, default=16, help="held-out 1-hop questions in the learning check")
     p.add_argument("--eval-2hop", type=int, default=16, help="held-out 2-hop questions in the learning check")

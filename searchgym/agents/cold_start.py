@@ -2,8 +2,7 @@
 
 Training SmolLM2-135M on enough demonstrations to follow the search protocol takes longer on 2 CPU
 cores than a demo may, so the package ships the adapter that :data:`RECIPE` makes (under 2 MB, fp16).
-``benchmarks/bench_learning.py --size mini --check-shipped`` re-runs the recipe and compares held-out
-accuracy.
+``benchmarks/bench_learning.py --size shipped --check-shipped`` re-runs the recipe and compares held-out accuracy.
 """
 
 from __future__ import annotations
@@ -13,18 +12,66 @@ from typing import Optional
 
 from ..errors import MissingFileError
 
-__all__ = ["SHIPPED_ADAPTER", "RECIPE", "shipped_adapter", "load_cold_start"]
+__all__ = [
+    "SHIPPED_ADAPTER",
+    "RECIPE",
+    "RECIPE_DEMOS",
+    "RECIPE_SFT",
+    "shipped_adapter",
+    "load_cold_start",
+    "ship_adapter",
+]
 
 SHIPPED_ADAPTER = Path(__file__).resolve().parent.parent / "assets" / "smollm2_cold_start"
 
-#: the commands that made the shipped adapter (run from the repository root; the adapter's weights are
-#: then stored as float16). ``benchmarks/bench_learning.py --size mini --check-shipped`` runs the same
-#: recipe and scores the re-made and the shipped adapter side by side on held-out questions.
+#: the shipped adapter's demonstrations (``searchgym demos`` hop counts per role) and SFT settings
+#: (``SFTConfig`` fields): LoRA rank 8 on the attention projections without dropout, cheap on CPU and
+#: 1.8 MB once stored as float16. :data:`RECIPE` spells them as commands; ``benchmarks/bench_learning.py
+#: --size shipped --check-shipped`` trains from the same two dicts and scores the re-made and the shipped
+#: adapter side by side on held-out questions.
+RECIPE_DEMOS = {"solver": {1: 160}, "proposer": {}, "vanilla": {}}
+RECIPE_SFT = {
+    "lora": True,
+    "save_adapter": True,
+    "max_steps": 20,
+    "lr": 4e-4,
+    "batch_size": 8,
+    "micro_batch_size": 4,
+    "lora_r": 8,
+    "lora_dropout": 0.0,
+    "eval_every": 20,
+    "save_every": 20,
+    "max_tokens": 1024,
+    "val_fraction": 0.05,
+}
+_FLAGS = {"lora": "--lora", "save_adapter": "--save-adapter"}
+_OPTIONS = {"max_steps": "--max-steps", "lr": "--lr", "batch_size": "--batch-size"}
+
+
+def _hops(counts: dict) -> str:
+    return ",".join(f"{h}:{n}" for h, n in counts.items()) or "''"
+
+
+def _sft_args(settings: dict) -> str:
+    args = []
+    for key, value in settings.items():
+        if key in _FLAGS:
+            if value:
+                args.append(_FLAGS[key])
+        elif key in _OPTIONS:
+            args.append(f"{_OPTIONS[key]} {value:g}" if isinstance(value, float) else f"{_OPTIONS[key]} {value}")
+        else:
+            args.append(f"--set {key}={value:g}" if isinstance(value, float) else f"--set {key}={value}")
+    return " ".join(args)
+
+
+#: the commands that made the shipped adapter, run from the repository root
 RECIPE = (
-    "searchgym demos --out runs/cold_start/demos.jsonl --solver 1:150,2:60 --proposer 2:16 --vanilla ''",
-    "searchgym sft --model smollm2 --data runs/cold_start/demos.jsonl --lora --save-adapter "
-    "--output-dir runs/cold_start/sft --set lora_r=8 --set lr=4e-4 --set batch_size=8 --set micro_batch_size=4 "
-    "--set eval_every=100 --set max_tokens=1024",
+    "searchgym demos --out runs/cold_start/demos.jsonl "
+    + " ".join(f"--{role} {_hops(counts)}" for role, counts in RECIPE_DEMOS.items()),
+    "searchgym sft --model smollm2 --data runs/cold_start/demos.jsonl --output-dir runs/cold_start/sft "
+    + _sft_args(RECIPE_SFT),
+    "python -c \"from searchgym.agents.cold_start import ship_adapter; ship_adapter('runs/cold_start/sft/final')\"",
 )
 
 
@@ -41,3 +88,38 @@ def load_cold_start(adapter: str | Path | None = None, *, dtype: str = "float32"
     if folder is None:
         raise MissingFileError(f"no cold-start adapter at {SHIPPED_ADAPTER}; make one with: {' && '.join(RECIPE)}")
     return open_model(str(folder), dtype=dtype)
+
+
+_SHIPPED_FILES = ("adapter_config.json", "adapter_model.safetensors")
+
+
+def ship_adapter(adapter: str | Path, dest: str | Path = SHIPPED_ADAPTER, *, dtype: str = "float16") -> Path:
+    """Copy the LoRA adapter folder ``adapter`` (``searchgym sft --save-adapter``'s ``final/``) to ``dest``
+    with its weights stored as ``dtype`` (float16 halves the size: a rank-8 adapter on SmolLM2's attention
+    projections is 1.8 MB), its config and its ``searchgym_model.json`` (which records ``dtype_shipped``).
+    The tokenizer is not copied: the adapter names its base model, which brings its own. Returns ``dest``."""
+    import json
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from .pretrained import MODEL_META
+
+    src, dest = Path(adapter), Path(dest)
+    missing = [f for f in (*_SHIPPED_FILES, MODEL_META) if not (src / f).is_file()]
+    if missing:
+        raise MissingFileError(
+            f"{src} is not a saved adapter (missing {', '.join(missing)}); "
+            "train with searchgym sft --lora --save-adapter"
+        )
+    meta = json.loads((src / MODEL_META).read_text())
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src / "adapter_config.json", dest / "adapter_config.json")
+    weights = {
+        k: v.to(getattr(torch, dtype)).contiguous()
+        for k, v in load_file(str(src / "adapter_model.safetensors")).items()
+    }
+    save_file(weights, str(dest / "adapter_model.safetensors"))
+    (dest / MODEL_META).write_text(json.dumps({**meta, "dtype_shipped": dtype}, indent=1))
+    return dest
