@@ -7,6 +7,7 @@ cores than a demo may, so the package ships the adapter that :data:`RECIPE` make
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Optional
 
@@ -44,8 +45,6 @@ RECIPE_SFT = {
     "max_tokens": 1024,
     "val_fraction": 0.05,
 }
-_FLAGS = {"lora": "--lora", "save_adapter": "--save-adapter"}
-_OPTIONS = {"max_steps": "--max-steps", "lr": "--lr", "batch_size": "--batch-size"}
 
 
 def _hops(counts: dict) -> str:
@@ -53,16 +52,8 @@ def _hops(counts: dict) -> str:
 
 
 def _sft_args(settings: dict) -> str:
-    args = []
-    for key, value in settings.items():
-        if key in _FLAGS:
-            if value:
-                args.append(_FLAGS[key])
-        elif key in _OPTIONS:
-            args.append(f"{_OPTIONS[key]} {value:g}" if isinstance(value, float) else f"{_OPTIONS[key]} {value}")
-        else:
-            args.append(f"--set {key}={value:g}" if isinstance(value, float) else f"--set {key}={value}")
-    return " ".join(args)
+    """``--set key=value`` for every setting (the CLI reads each value as YAML, so JSON spelling is exact)."""
+    return " ".join(f"--set {key}={json.dumps(value)}" for key, value in settings.items())
 
 
 #: the commands that made the shipped adapter, run from the repository root
@@ -98,7 +89,6 @@ def ship_adapter(adapter: str | Path, dest: str | Path = SHIPPED_ADAPTER, *, dty
     with its weights stored as ``dtype`` (float16 halves the size: a rank-8 adapter on SmolLM2's attention
     projections is 1.8 MB), its config and its ``searchgym_model.json`` (which records ``dtype_shipped``).
     The tokenizer is not copied: the adapter names its base model, which brings its own. Returns ``dest``."""
-    import json
     import shutil
 
     import torch
