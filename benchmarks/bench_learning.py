@@ -64,7 +64,7 @@ def _shipped_size() -> dict:
         eval_hops={1: 32, 2: 32, 3: 16},
         eval_proposer=16,
         base_eval=dict(hops={1: 16, 2: 16, 3: 8}, proposer=8),
-        sft={k: v for k, v in RECIPE_SFT.items() if k not in ("save_every", "max_tokens")},
+        sft=RECIPE_SFT,
         rl=dict(steps=10, batch=4, group=4, lr=1e-4, lora=True, tasks={2: 200, 3: 100}, eval_hops={2: 32, 3: 16}),
         seeds=(0, 1, 2),
         max_new_tokens=128,
@@ -164,10 +164,8 @@ def stage_sft(size: dict, work: Path, device: str, demos: dict) -> dict:
         data=[demos["path"]],
         output_dir=str(work / "sft"),
         seed=0,
-        max_tokens=1024,
-        save_every=20,
         progress=True,
-        **size["sft"],
+        **{"max_tokens": 1024, "save_every": 20, **size["sft"]},  # a size's own settings win
     )
     t0 = time.perf_counter()
     result = run_sft(cfg)
