@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["head_split", "scores_at"]
+__all__ = ["head_split", "scores_at", "logits_scores"]
 
 _PROBE_TOKENS = 8
 _checked: "weakref.WeakKeyDictionary[Any, bool]" = weakref.WeakKeyDictionary()
@@ -84,13 +84,25 @@ def scores_at(head, hidden, targets, select, *, with_entropy: bool = False):
     import torch
 
     rows, cols = select.nonzero(as_tuple=True)
-    logits = head(hidden[rows, cols]).float()  # [N, vocab]
-    logz = torch.logsumexp(logits, dim=-1)
-    picked = logits.gather(-1, targets[rows, cols].unsqueeze(-1)).squeeze(-1) - logz
+    picked, ent = logits_scores(head(hidden[rows, cols]), targets[rows, cols], with_entropy=with_entropy)
     logp = torch.zeros(select.shape, dtype=picked.dtype, device=picked.device).index_put((rows, cols), picked)
+    entropy = None
+    if ent is not None:
+        entropy = torch.zeros(select.shape, dtype=ent.dtype, device=ent.device).index_put((rows, cols), ent)
+    return logp, entropy
+
+
+def logits_scores(logits, targets, *, with_entropy: bool = False):
+    """``(logp, entropy)`` of ``targets`` under ``logits`` (``[..., vocab]``, scored in float32; ``targets``
+    the leading shape): log-softmax at the target, and the predictive entropy (no gradient) or ``None``.
+    The one place every scoring path (full forward, shared prompt, selected positions) does this maths."""
+    import torch
+
+    logits = logits.float()
+    logz = torch.logsumexp(logits, dim=-1)
+    logp = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - logz
     entropy = None
     if with_entropy:
         with torch.no_grad():
-            ent = logz - (torch.softmax(logits, dim=-1) * logits).sum(-1)
-            entropy = torch.zeros(select.shape, dtype=ent.dtype, device=ent.device).index_put((rows, cols), ent)
+            entropy = logz - (torch.softmax(logits, dim=-1) * logits).sum(-1)
     return logp, entropy

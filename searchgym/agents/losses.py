@@ -34,7 +34,7 @@ def token_logprobs(model, input_ids, attention_mask, *, with_entropy: bool = Fal
     """
     import torch
 
-    from .lm_head import head_split, scores_at
+    from .lm_head import head_split, logits_scores, scores_at
 
     T = input_ids.shape[1]
     start = max(1, min(int(start), T - 1))
@@ -53,17 +53,10 @@ def token_logprobs(model, input_ids, attention_mask, *, with_entropy: bool = Fal
         use_cache=False,
         logits_to_keep=T - start + 1,
     )
-    logits = out.logits[:, -(T - start + 1) : -1, :].float()  # positions start-1 .. T-2
-    target = input_ids[:, start:]
-    logz = torch.logsumexp(logits, dim=-1)
-    logp = logits.gather(-1, target.unsqueeze(-1)).squeeze(-1) - logz
+    logits = out.logits[:, -(T - start + 1) : -1, :]  # positions start-1 .. T-2 score tokens start .. T-1
+    logp, entropy = logits_scores(logits, input_ids[:, start:], with_entropy=with_entropy)
     pad = logp.new_zeros((logp.shape[0], start - 1))
-    entropy = None
-    if with_entropy:
-        with torch.no_grad():
-            p = torch.softmax(logits, dim=-1)
-            entropy = torch.cat([pad, logz - (p * logits).sum(-1)], dim=1)
-    return torch.cat([pad, logp], dim=1), entropy
+    return torch.cat([pad, logp], dim=1), None if entropy is None else torch.cat([pad, entropy], dim=1)
 
 
 @dataclass

@@ -126,7 +126,7 @@ def shared_token_logprobs(model, batch: SharedPrefixBatch, *, with_entropy: bool
     import torch
     from transformers import DynamicCache
 
-    from .lm_head import head_split, scores_at
+    from .lm_head import head_split, logits_scores, scores_at
 
     split = head_split(model) if only is not None else None
     cache = DynamicCache()
@@ -154,14 +154,9 @@ def shared_token_logprobs(model, batch: SharedPrefixBatch, *, with_entropy: bool
         select = _to_suffix_layout(only > 0, batch, S - 1)
         logp, entropy = scores_at(split[1], hidden[:, :-1], batch.suffix_ids[:, 1:], select, with_entropy=with_entropy)
         return _to_full_layout(logp, batch), None if entropy is None else _to_full_layout(entropy, batch)
-    logits = model(**suffix).logits[:, :-1, :].float()  # suffix position j scores suffix token j + 1
-    logz = torch.logsumexp(logits, dim=-1)
-    logp = logits.gather(-1, batch.suffix_ids[:, 1:].unsqueeze(-1)).squeeze(-1) - logz
-    entropy = None
-    if with_entropy:
-        with torch.no_grad():
-            entropy = _to_full_layout(logz - (torch.softmax(logits, dim=-1) * logits).sum(-1), batch)
-    return _to_full_layout(logp, batch), entropy
+    # suffix position j scores suffix token j + 1
+    logp, entropy = logits_scores(model(**suffix).logits[:, :-1, :], batch.suffix_ids[:, 1:], with_entropy=with_entropy)
+    return _to_full_layout(logp, batch), None if entropy is None else _to_full_layout(entropy, batch)
 
 
 def _to_suffix_layout(values, batch: SharedPrefixBatch, n: int):
