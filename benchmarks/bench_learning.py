@@ -262,6 +262,22 @@ def stage_rl(name: str, reward: str, seed: int, init_dir: str, world, size: dict
     return str(final)
 
 
+def rl_curve(work: Path, stage: str, seed: int) -> dict:
+    """One RL run's training curve from its metrics.jsonl: Solver reward (WCR's includes coverage credit), its
+    exact-match share (comparable across rewards), the share of groups skipped for zero
+    advantage (all rollouts scored alike: no gradient) and the policy's entropy on updated tokens, per step."""
+    steps = [json.loads(line) for line in (work / f"rl_{stage}_s{seed}" / "metrics.jsonl").read_text().splitlines()]
+    steps = [m for m in steps if "solver/reward" in m]
+    return {
+        "step": [m["step"] for m in steps],
+        "reward": [m["solver/reward"] for m in steps],
+        "correct": [m.get("solver/correct") for m in steps],
+        "skipped_zero_advantage": [m.get("solver/skipped_zero_advantage", 0) / m["solver/n"] for m in steps],
+        "entropy": [m.get("solver/entropy") for m in steps],
+        "step_s": [m.get("perf/step_s") for m in steps],
+    }
+
+
 def rl_gain(stages: dict) -> dict:
     """Per RL stage and hop count: the seeds' mean held-out EM minus the cold start's, with the seeds' spread."""
     base = stages.get("cold start", [{}])[0].get("solver", {}).get("by_hops", {})
@@ -288,7 +304,9 @@ def plot(results: dict, path: Path) -> None:
     import numpy as np
 
     stages = list(results["stages"])
-    fig, ax = plt.subplots(figsize=(7, 4))
+    curves = [(st, r["train"]) for st in stages for r in results["stages"][st] if "train" in r]
+    fig, axes = plt.subplots(1, 2 if curves else 1, figsize=(12 if curves else 7, 4), squeeze=False)
+    ax = axes[0][0]
     width = 0.8 / max(1, len(stages))
     for i, st in enumerate(stages):
         runs = results["stages"][st]
@@ -300,11 +318,25 @@ def plot(results: dict, path: Path) -> None:
         else:
             lo, hi = vals.min(0), vals.max(0)
         err = np.vstack([mean - lo, hi - mean])
-        ax.bar(np.arange(len(HOPS)) + i * width, mean, width, yerr=err, label=st, capsize=3)
+        ax.bar(np.arange(len(HOPS)) + i * width, mean, width, yerr=err, label=st, capsize=3, color=f"C{i}")
     ax.set_xticks(np.arange(len(HOPS)) + width * (len(stages) - 1) / 2, [f"{h}-hop" for h in HOPS])
     ax.set_ylabel("held-out exact match")
     ax.set_title("SmolLM2-135M on held-out searchgym questions")
     ax.legend(fontsize=8)
+    if curves:  # RL training exact match per step, one line per seed, a colour per reward
+        cax = axes[0][1]
+        for st, c in curves:
+            cax.plot(
+                c["step"],
+                c["correct"],
+                color=f"C{stages.index(st)}",  # the stage's bar colour
+                alpha=0.7,
+                label=st if st not in cax.get_legend_handles_labels()[1] else None,
+            )
+        cax.set_xlabel("RL step")
+        cax.set_ylabel("Solver exact match, training rollouts")
+        cax.set_title("RL from the cold start (training tasks)")
+        cax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
@@ -316,6 +348,7 @@ def main() -> None:
     ap.add_argument("--workdir", default="runs/bench_learning")
     ap.add_argument("--stages", default="base,sft,grpo,grpo_wcr", help="comma-separated subset")
     ap.add_argument("--out", default=str(RESULTS / "learning.json"))
+    ap.add_argument("--seeds", default=None, help="comma-separated RL seeds (default: the size's, 0,1,2)")
     ap.add_argument(
         "--check-shipped",
         action="store_true",
@@ -333,11 +366,13 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     world = default_world()
     stages = args.stages.split(",")
+    seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else list(size["seeds"])
     base_dir = str(ensure_smollm2())
     results = {
         "size": args.size,
         "config": size,
         "device": args.device,
+        "rl_seeds": seeds,
         "machine": machine_info(),
         "torch_threads": torch.get_num_threads(),
         "stages": {},
@@ -378,9 +413,10 @@ def main() -> None:
             if stage not in stages:
                 continue
             runs = []
-            for seed in size["seeds"]:
+            for seed in seeds:
                 final = stage_rl(stage, reward, seed, sft["final_dir"], world, size, work, args.device)
-                runs.append(evaluate_stage(f"{stage}_s{seed}", final, world, size, work, args.device))
+                run = evaluate_stage(f"{stage}_s{seed}", final, world, size, work, args.device)
+                runs.append({**run, "seed": seed, "train": rl_curve(work, stage, seed)})
             results["stages"]["GRPO" if reward == "binary" else "GRPO + WCR"] = runs
     results["rl_gain"] = rl_gain(results["stages"])
     results["timing_s"]["total"] = round(time.perf_counter() - t0, 1)
@@ -390,7 +426,10 @@ def main() -> None:
     plot(results, out.with_suffix(".png"))
     for st, runs in results["stages"].items():
         for r in runs:
-            hops = " ".join(f"{h}-hop {r['solver']['by_hops'].get(str(h), {}).get('mean', 0):.3f}" for h in HOPS)
+            by_hop = r["solver"]["by_hops"]
+            hops = " ".join(
+                f"{h}-hop {by_hop[str(h)]['mean']:.3f}" if str(h) in by_hop else f"{h}-hop   -  " for h in HOPS
+            )
             print(
                 f"{st:12s} {hops}  searches {r['solver']['searches'] or 0:.2f}  "
                 f"proposer valid {r.get('proposer', {}).get('valid_rate', float('nan')):.3f}"
