@@ -278,6 +278,24 @@ def rl_curve(work: Path, stage: str, seed: int) -> dict:
     }
 
 
+def paired_flips(work: Path, before: str, after: str) -> dict:
+    """Held-out questions both stages answered, paired: how many ``after`` gets right that ``before`` got wrong
+    (gained) and the reverse (lost). With n in the tens, a gain of a few points is a question or two: the
+    pairs show whether it is a shift or noise."""
+
+    def em(name: str) -> dict:
+        lines = (work / f"eval_{name}" / "eval.jsonl").read_text().splitlines()
+        return {r["key"]: r["em"] for r in map(json.loads, lines)}
+
+    a, b = em(before), em(after)
+    both = [k for k in b if k in a]
+    return {
+        "n": len(both),
+        "gained": sum(b[k] > a[k] for k in both),
+        "lost": sum(b[k] < a[k] for k in both),
+    }
+
+
 def rl_gain(stages: dict) -> dict:
     """Per RL stage and hop count: the seeds' mean held-out EM minus the cold start's, with the seeds' spread."""
     base = stages.get("cold start", [{}])[0].get("solver", {}).get("by_hops", {})
@@ -416,7 +434,8 @@ def main() -> None:
             for seed in seeds:
                 final = stage_rl(stage, reward, seed, sft["final_dir"], world, size, work, args.device)
                 run = evaluate_stage(f"{stage}_s{seed}", final, world, size, work, args.device)
-                runs.append({**run, "seed": seed, "train": rl_curve(work, stage, seed)})
+                flips = paired_flips(work, "sft", f"{stage}_s{seed}")
+                runs.append({**run, "seed": seed, "train": rl_curve(work, stage, seed), "vs_cold_start": flips})
             results["stages"]["GRPO" if reward == "binary" else "GRPO + WCR"] = runs
     results["rl_gain"] = rl_gain(results["stages"])
     results["timing_s"]["total"] = round(time.perf_counter() - t0, 1)
