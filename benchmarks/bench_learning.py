@@ -174,6 +174,16 @@ def stage_sft(size: dict, work: Path, device: str, demos: dict) -> dict:
     return out
 
 
+def eval_dir(work: Path, name: str) -> Path:
+    """Where a stage's held-out records live (per-question JSONL, resumable)."""
+    return work / f"eval_{name}"
+
+
+def rl_dir(work: Path, stage: str, seed: int) -> Path:
+    """Where one RL run trains (checkpoints, metrics.jsonl, final/)."""
+    return work / f"rl_{stage}_s{seed}"
+
+
 def evaluate_stage(name: str, model_dir: str, world, size: dict, work: Path, device: str) -> dict:
     """Held-out Solver accuracy by hop and the Proposer's valid-question rate for one model (cached)."""
     from searchgym.agents.learning import heldout_report, llm_eval_agent
@@ -193,7 +203,7 @@ def evaluate_stage(name: str, model_dir: str, world, size: dict, work: Path, dev
     )
     t0 = time.perf_counter()
     report = heldout_report(
-        agent, world, per_hop=hops, proposer=n_proposer, out_dir=work / f"eval_{name}", progress=True
+        agent, world, per_hop=hops, proposer=n_proposer, out_dir=eval_dir(work, name), progress=True
     )
     out = {"stage": name, "model": model_dir, **report, "seconds": round(time.perf_counter() - t0, 1)}
     meta.write_text(json.dumps(out, indent=1))
@@ -211,7 +221,7 @@ def stage_rl(name: str, reward: str, seed: int, init_dir: str, world, size: dict
     from searchgym.envs.tasks import ListTaskSource
     from searchgym.wrappers import WaypointCoverageReward
 
-    out = work / f"rl_{name}_s{seed}"
+    out = rl_dir(work, name, seed)
     final = out / "final"
     if (final / "config.json").is_file():
         return str(final)
@@ -266,8 +276,9 @@ def rl_curve(work: Path, stage: str, seed: int) -> dict:
     """One RL run's training curve from its metrics.jsonl: Solver reward (WCR's includes coverage credit), its
     exact-match share (comparable across rewards), the share of groups skipped for zero
     advantage (all rollouts scored alike: no gradient) and the policy's entropy on updated tokens, per step."""
-    steps = [json.loads(line) for line in (work / f"rl_{stage}_s{seed}" / "metrics.jsonl").read_text().splitlines()]
-    steps = [m for m in steps if "solver/reward" in m]
+    from searchgym.agents.metrics import read_metrics
+
+    steps = [m for m in read_metrics(rl_dir(work, stage, seed) / "metrics.jsonl") if "solver/reward" in m]
     return {
         "step": [m["step"] for m in steps],
         "reward": [m["solver/reward"] for m in steps],
@@ -283,8 +294,10 @@ def paired_flips(work: Path, before: str, after: str) -> dict:
     (gained) and the reverse (lost). With n in the tens, a gain of a few points is a question or two: the
     pairs show whether it is a shift or noise."""
 
+    from searchgym.evaluation.runner import RECORDS_NAME
+
     def em(name: str) -> dict:
-        lines = (work / f"eval_{name}" / "eval.jsonl").read_text().splitlines()
+        lines = (eval_dir(work, name) / RECORDS_NAME).read_text().splitlines()
         return {r["key"]: r["em"] for r in map(json.loads, lines)}
 
     a, b = em(before), em(after)
