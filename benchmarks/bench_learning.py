@@ -30,6 +30,7 @@ import logging
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from machine import machine_info
 
@@ -392,7 +393,7 @@ def main() -> None:
     from searchgym.agents.smollm import ensure_smollm2
     from searchgym.world.synthetic import default_world
 
-    size = _shipped_size() if args.size == "shipped" else SIZES[args.size]
+    size: dict[str, Any] = _shipped_size() if args.size == "shipped" else SIZES[args.size]
     work = Path(args.workdir) / args.size
     work.mkdir(parents=True, exist_ok=True)
     world = default_world()
