@@ -119,6 +119,19 @@ def test_proposer_demonstrations_passed_filters_and_verification(demos):
         assert q and not any(a.lower() in q.lower() for a in d["task"]["answers"])
 
 
+def test_kg_proposer_searches_both_ends_of_a_hop_and_mostly_passes_verification(world, tmp_path):
+    tasks = hop_tasks(world, 2, 24, seed=8)
+    stats = generate_demonstrations(world, tmp_path / "kg.jsonl", proposer_tasks=tasks, seed=0)
+    # measured: 19 of 24 valid; 13 with the Solver's one-end queries (the facts of a hop often did not come back)
+    assert stats.written["proposer-kg"] >= 17, stats.as_dict()
+    both = []
+    for d in (json.loads(x) for x in (tmp_path / "kg.jsonl").read_text().splitlines()):
+        sg = d["task"]["subgraph"]
+        seed, bridge = (sg["nodes"][n]["title"] for n in sg["path"][:2])
+        both.append(d["turns"][0]["searches"][0]["query"] == f"{seed} {bridge}")
+    assert sum(both) > len(both) / 2  # the first formulation most often; others for variety
+
+
 def test_openings_keep_the_first_turn_of_rewarded_rollouts(world, tmp_path):
     path = tmp_path / "open.jsonl"
     tasks = hop_tasks(world, 2, 12, seed=6)

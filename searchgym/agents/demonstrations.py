@@ -182,7 +182,7 @@ class SolverExpert(ScriptedAgent):
         if state.failures >= self.max_failures or turns_left <= 1:
             return "<think>I could not find it in the documents.</think>\n<answer>unknown</answer>"
         title = state.found[-1] if state.found else sg.nodes[sg.path[0]].title
-        options = _queries(title, sg.relations[state.hop], sg.forward[state.hop])
+        options = self._hop_queries(sg, state.hop, title)
         used = {call.query for t in traj.turns for call in t.searches}
         fresh = [q for q in options if q not in used] or options
         if not traj.turns and u_question < self.p_question_query:
@@ -199,6 +199,10 @@ class SolverExpert(ScriptedAgent):
         else:
             thought = f"{self._step_thought(sg, state, u_wrong, final=False)} {step}."
         return f"<think>{thought}</think>\n<search>{query}</search>"
+
+    def _hop_queries(self, sg, hop: int, title: str) -> list[str]:
+        """Query formulations for hop ``hop`` from ``title`` (the entity reached so far), best first."""
+        return _queries(title, sg.relations[hop], sg.forward[hop])
 
     def _step_thought(self, sg, state: _Progress, u_wrong: float, *, final: bool) -> str:
         """What the last search established ("Step k: <phrase> is <name>."), sometimes after a wrong
@@ -223,11 +227,12 @@ class ProposerExpert(SolverExpert):
     """A Proposer that confirms the path by searching, then writes the template question.
 
     ``mode="kg"`` (the prompt shows the subgraph): it walks the path from the seed hop by hop like
-    :class:`SolverExpert` (retrying a hop whose fact did not come back), so the retrieved materials
-    hold every fact RAG verification needs. ``mode="vanilla"`` (the prompt shows only the answer):
-    it searches the answer first and then each earlier path entity, backwards; the rollout is a
-    demonstration only when each entity it searches was named in an earlier result (see
-    :func:`discovered_backwards`). The question names only the seed, never the answer or a bridge.
+    :class:`SolverExpert` (retrying a hop whose fact did not come back), searching each hop's two
+    ends together first, so the retrieved materials hold every fact RAG verification needs.
+    ``mode="vanilla"`` (the prompt shows only the answer): it searches the answer first and then each
+    earlier path entity, backwards; the rollout is a demonstration only when each entity it searches
+    was named in an earlier result (see :func:`discovered_backwards`). The question names only the
+    seed, never the answer or a bridge.
     """
 
     def __init__(self, seed: int = 0, *, mode: str = "kg") -> None:
@@ -241,6 +246,14 @@ class ProposerExpert(SolverExpert):
             f"<think>I nest the steps and name only {sg.nodes[sg.path[0]].title}.</think>\n"
             f"<question>{path_question(sg)}</question>"
         )
+
+    def _hop_queries(self, sg, hop: int, title: str) -> list[str]:
+        """The KG Proposer knows both ends of each hop (its prompt shows the subgraph), so it searches
+        them together first ("<from> <to>"), then the far end with the relation, then the Solver's
+        formulations: a passage naming both ends is what RAG verification needs to chain the hop."""
+        nxt = sg.nodes[sg.path[hop + 1]].title
+        both = [f"{title} {nxt}", f"{nxt} {sg.relations[hop]}"]
+        return list(dict.fromkeys(both + super()._hop_queries(sg, hop, title)))
 
     def turn(self, traj: Trajectory, slot: int) -> str:
         sg = traj.task.subgraph
