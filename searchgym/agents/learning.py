@@ -9,6 +9,7 @@ rollout that writes no question counts as invalid, so the rate fails closed).
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -45,9 +46,13 @@ def llm_eval_agent(model: Any, tokenizer: Any, name: str, *, max_new_tokens: int
     return LLMEvalAgent(gen, name, GenerationConfig(max_new_tokens=max_new_tokens, temperature=0.0))
 
 
-def proposer_valid_rate(agent, world, tasks: Sequence[Task], *, concurrency: int = 32) -> dict:
+def proposer_valid_rate(
+    agent, world, tasks: Sequence[Task], *, concurrency: int = 32, out_dir: str | Path | None = None
+) -> dict:
     """KG-grounded Proposer rollouts on ``tasks``: the share whose question passes the rule filters and
-    RAG verification, with the rejection reasons counted."""
+    RAG verification, with the rejection reasons counted. ``out_dir``: also write one line per rollout
+    (task, queries, question, verdict, the verifier's answer) to ``out_dir/proposer.jsonl``, so a low
+    rate can be read rollout by rollout."""
     import gymnasium as gym
 
     from .. import envs as _envs  # noqa: F401  (registers the env ids)
@@ -63,13 +68,29 @@ def proposer_valid_rate(agent, world, tasks: Sequence[Task], *, concurrency: int
         for _ in range(min(concurrency, len(tasks)))
     ]
     reasons: Counter = Counter()
+    rows: list[dict] = []
 
     def done(trajs) -> None:
         for traj in trajs:
             v = traj.metadata.get("validation") or {"valid": False, "reason": "no_question"}
             reasons["valid" if v.get("valid") else str(v.get("reason"))] += 1
+            rows.append(
+                {
+                    "task": traj.task.id,
+                    "answers": list(traj.task.answers),
+                    "queries": [c.query for t in traj.turns for c in t.searches],
+                    "question": traj.question,
+                    "valid": bool(v.get("valid")),
+                    "reason": v.get("reason"),
+                    "prediction": v.get("prediction"),
+                }
+            )
 
     play_tasks(agent, envs, list(tasks), done)
+    if out_dir is not None:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        lines = (json.dumps(r, ensure_ascii=False) for r in sorted(rows, key=lambda r: r["task"]))
+        (Path(out_dir) / "proposer.jsonl").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     n = sum(reasons.values())
     return {"valid_rate": reasons["valid"] / n, "n": n, "reasons": dict(reasons)}
 
@@ -122,5 +143,6 @@ def heldout_report(
         }
     }
     if proposer:
-        report["proposer"] = proposer_valid_rate(agent, world, heldout_proposer_tasks(world, proposer))
+        tasks = heldout_proposer_tasks(world, proposer)
+        report["proposer"] = proposer_valid_rate(agent, world, tasks, out_dir=out_dir)
     return report
