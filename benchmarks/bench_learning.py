@@ -105,7 +105,7 @@ SIZES = {
         demo_openings={2: 250, 3: 200},
         demo_proposer_openings={2: 80, 3: 60},
         eval_hops={1: 32, 2: 32, 3: 16},
-        eval_proposer=16,
+        eval_proposer=32,
         base_eval=dict(hops={1: 16, 2: 16, 3: 8}, proposer=8),
         sft=_CPU_SFT,
         rl=dict(steps=10, batch=4, group=4, lr=1e-4, lora=True, tasks={2: 200, 3: 100}, eval_hops={2: 32, 3: 16}),
@@ -209,6 +209,17 @@ def evaluate_stage(name: str, model_dir: str, world, size: dict, work: Path, dev
     out = {"stage": name, "model": model_dir, **report, "seconds": round(time.perf_counter() - t0, 1)}
     meta.write_text(json.dumps(out, indent=1))
     return out
+
+
+def expert_proposer(world, size: dict) -> dict:
+    """The scripted KG Proposer that wrote the demonstrations, on the same held-out Proposer targets: the
+    rate the cold start imitates (seconds; no model)."""
+    from searchgym.agents.demonstrations import ProposerExpert
+    from searchgym.agents.eval_agents import ScriptedEvalAgent
+    from searchgym.agents.learning import heldout_proposer_tasks, proposer_valid_rate
+
+    tasks = heldout_proposer_tasks(world, size["eval_proposer"])
+    return proposer_valid_rate(ScriptedEvalAgent(ProposerExpert(0), "expert"), world, tasks)
 
 
 def stage_rl(name: str, reward: str, seed: int, init_dir: str, world, size: dict, work: Path, device: str) -> str:
@@ -435,6 +446,7 @@ def main() -> None:
             )
         }
         results["stages"]["cold start"] = [evaluate_stage("sft", sft["final_dir"], world, size, work, args.device)]
+        results["expert_proposer"] = expert_proposer(world, size)
         if args.check_shipped:
             from searchgym.agents.cold_start import SHIPPED_ADAPTER
 
@@ -467,6 +479,8 @@ def main() -> None:
                 f"{st:12s} {hops}  searches {r['solver']['searches'] or 0:.2f}  "
                 f"proposer valid {r.get('proposer', {}).get('valid_rate', float('nan')):.3f}"
             )
+    if "expert_proposer" in results:
+        print(f"scripted Proposer (the demonstrations' expert): valid {results['expert_proposer']['valid_rate']:.3f}")
     print(f"wrote {out} and {out.with_suffix('.png')}")
 
 
