@@ -100,7 +100,7 @@ SIZES = {
     ),
     "cpu": dict(
         demo_solver={1: 80, 2: 160, 3: 60},
-        demo_kg={2: 80, 3: 40},
+        demo_kg={2: 100, 3: 120},
         demo_vanilla={},
         demo_openings={2: 250, 3: 200},
         demo_proposer_openings={2: 80, 3: 60},
