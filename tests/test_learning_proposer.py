@@ -23,7 +23,7 @@ def test_proposer_rate_counts_reasons_and_writes_one_record_per_rollout(tmp_path
     rows = [json.loads(x) for x in (tmp_path / "proposer.jsonl").read_text().splitlines()]
     assert rate["n"] == len(rows) == 8 and sum(rate["reasons"].values()) == 8
     assert sorted(r["task"] for r in rows) == sorted(t.id for t in tasks)
-    assert rate["valid_rate"] == sum(r["valid"] for r in rows) / 8 > 0.5  # the expert: 24 of 32 on these targets
+    assert rate["valid_rate"] == sum(r["valid"] for r in rows) / 8 > 0.5  # expert: 23/32 in bench_learning
     for r in rows:
         assert r["question"] and r["queries"] and (r["reason"] is None) == r["valid"]
 

@@ -67,13 +67,11 @@ def proposer_valid_rate(
         gym.make("KGProposer-v0", tasks=ListTaskSource(list(tasks)), mode="kg", **kw)
         for _ in range(min(concurrency, len(tasks)))
     ]
-    reasons: Counter = Counter()
     rows: list[dict] = []
 
     def done(trajs) -> None:
         for traj in trajs:
             v = traj.metadata.get("validation") or {"valid": False, "reason": "no_question"}
-            reasons["valid" if v.get("valid") else str(v.get("reason"))] += 1
             rows.append(
                 {
                     "task": traj.task.id,
@@ -91,7 +89,8 @@ def proposer_valid_rate(
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         lines = (json.dumps(r, ensure_ascii=False) for r in sorted(rows, key=lambda r: r["task"]))
         (Path(out_dir) / "proposer.jsonl").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    n = sum(reasons.values())
+    reasons = Counter("valid" if r["valid"] else str(r["reason"]) for r in rows)
+    n = len(rows)
     return {"valid_rate": reasons["valid"] / n, "n": n, "reasons": dict(reasons)}
 
 
