@@ -2,9 +2,29 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 
 from searchgym.world import Literal, WorldBuilder
+
+
+def pytest_configure(config):
+    """Under ``pytest -n N`` give each worker its share of the cores for torch's (OpenMP) threads.
+
+    Left alone, every worker runs as many threads as the machine has cores, so ``make test``'s 2 workers
+    run 4 spinning OpenMP threads on 2 cores and a torch test beside another one runs several times slower
+    than alone. Set before torch loads (subprocesses the tests start inherit it); an explicit
+    ``OMP_NUM_THREADS`` wins.
+    """
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if not workers or "OMP_NUM_THREADS" in os.environ:
+        return
+    threads = max(1, len(os.sched_getaffinity(0)) // int(workers))
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(threads)
+    if "torch" in sys.modules:  # a plugin imported it first: the variable no longer applies
+        sys.modules["torch"].set_num_threads(threads)
 
 
 def build_tiny_world():
