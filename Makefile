@@ -29,7 +29,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 --durations=30
+	$(BIN)/python -m pytest -q -n 2 --dist worksteal --durations=30
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"

@@ -27,6 +27,19 @@ def pytest_configure(config):
         sys.modules["torch"].set_num_threads(threads)
 
 
+def pytest_collection_modifyitems(config, items):
+    """Longest first: tests with a raised ``timeout`` marker (the learning test: minutes), then those marked
+    ``slow``, then the rest, each in collection order. The longest jobs start at once and, with ``make test``'s
+    ``--dist worksteal``, the quick ones fill the other worker around them, so the suite's wall time is near
+    its longest test instead of that test plus whatever ran before it."""
+
+    def time_limit(item) -> float:
+        marker = item.get_closest_marker("timeout")
+        return float(marker.args[0]) if marker and marker.args else 0.0
+
+    items.sort(key=lambda item: (-time_limit(item), item.get_closest_marker("slow") is None))
+
+
 def build_tiny_world():
     """A 4-hop chain with a distractor and a same-name pair:
 
