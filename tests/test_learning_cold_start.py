@@ -9,10 +9,11 @@ held-out one-hop questions, whose answers are never an answer of a training task
 assumed).
 
 Measured on 2 AMD EPYC cores (``make test``'s machine), plan-first demonstrations: held-out EM
-0.00 -> 0.41 (seed 0, n=32; 95 % CI about 0.25-0.59), 7 minutes alone (15 beside the rest of the suite)
-(earlier, with the pre-plan demonstration format: 0.50 and 0.47 for seeds 0 and 1). The threshold
-leaves room for the spread between seeds and machines while staying far above what an unchanged
-model scores (0 of 32: it never writes a valid answer).
+0.00 -> 0.41 (seed 0, n=32; 95 % CI about 0.25-0.59), 7 minutes alone with 2 torch threads, 11 in ``make test``
+(one thread per worker; 0.41 with one thread too) (earlier, with the pre-plan demonstration format: 0.50
+and 0.47 for seeds 0 and 1). The threshold leaves room for the spread between seeds and machines while
+staying far above what an unchanged model scores (0 of all 32, measured; the test scores it on the leading 8:
+it never writes a valid answer).
 """
 
 from __future__ import annotations
