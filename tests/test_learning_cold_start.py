@@ -37,7 +37,7 @@ from searchgym.world.synthetic import default_world  # noqa: E402
 
 N_EVAL, MAX_TURNS, MAX_NEW_TOKENS = 32, 3, 64
 #: the unchanged model is scored on the leading 8 of the same questions: it never answers, so it spends every
-#: turn's full token budget (a third of the test's evaluation time for a quarter of the questions)
+#: turn's whole token budget (8 questions took 55 s against 104 s for the trained model's 32; one thread)
 N_BASE = 8
 MIN_COLD_START_EM, MAX_BASE_EM = 0.25, 0.05
 
