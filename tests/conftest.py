@@ -21,7 +21,8 @@ def pytest_configure(config):
     workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
     if not workers or "OMP_NUM_THREADS" in os.environ:
         return
-    threads = max(1, len(os.sched_getaffinity(0)) // int(workers))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)  # Linux
+    threads = max(1, cores // int(workers))
     os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(threads)
     if "torch" in sys.modules:  # a plugin imported it first: the variable no longer applies
         sys.modules["torch"].set_num_threads(threads)
