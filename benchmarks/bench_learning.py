@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import random
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -246,7 +245,7 @@ def stage_rl(name: str, reward: str, seed: int, init_dir: str, world, size: dict
 
     import searchgym  # noqa: F401
     from searchgym.agents.config import TrainConfig
-    from searchgym.agents.demonstrations import cold_start_env_kwargs, demo_tasks
+    from searchgym.agents.demonstrations import cold_start_env_kwargs, rl_tasks
     from searchgym.agents.trainer import SelfPlayTrainer
     from searchgym.envs.tasks import ListTaskSource
     from searchgym.wrappers import WaypointCoverageReward
@@ -256,11 +255,7 @@ def stage_rl(name: str, reward: str, seed: int, init_dir: str, world, size: dict
     if (final / "config.json").is_file():
         return str(final)
     rl = size["rl"]
-    # other draws than the demonstrations, dealt in an order of the run's own seed: the trainer plays a list in
-    # order, so without the shuffle every seed would train on the same questions in the same order
-    drawn = demo_tasks(world, rl["tasks"], seed=1)
-    random.Random(seed).shuffle(drawn)
-    tasks = ListTaskSource(drawn)
+    tasks = ListTaskSource(rl_tasks(world, rl["tasks"], seed=seed))
     kw = cold_start_env_kwargs(world)
 
     def make():

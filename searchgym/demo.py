@@ -8,9 +8,10 @@ writing every game's trajectories to JSONL.
 The agent is the bundled SmolLM2-135M model by default (``--agent llm``) or the scripted agents
 (``--agent scripted``, seconds instead of minutes). With the LLM agent the demo first shows learning:
 held-out accuracy (built-in benchmark questions whose answers no training task has) of the base
-model and of the cold-started one (the LoRA adapter shipped in ``searchgym/assets``, made by the
-``searchgym demos`` + ``searchgym sft`` commands in :data:`searchgym.agents.cold_start.RECIPE`), drawn to
-``learning.png``; the self-play games are then played by the cold-started model.
+model, of the cold-started one (the LoRA adapter shipped in ``searchgym/assets``, made by the
+``searchgym demos`` + ``searchgym sft`` commands in :data:`searchgym.agents.cold_start.RECIPE`) and of the
+cold start after a few live GRPO steps (``--rl-steps``, on training-side questions), drawn to
+``learning.png``; the self-play games are then played by the last of these models.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import argparse
 import logging
 import time
 from pathlib import Path
+from typing import Any
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +122,8 @@ def run_demo(args: argparse.Namespace) -> int:
 
 
 def show_learning(args, world, outdir: Path, out):
-    """Held-out accuracy of the base model and of the cold-started one; returns the model to play with."""
+    """Held-out accuracy of the base model, the cold-started one and the cold start after ``--rl-steps`` live
+    GRPO steps; returns the last ``(model, tokenizer)`` to play with."""
     from .agents.cold_start import load_cold_start, shipped_adapter
     from .agents.learning import heldout_report, llm_eval_agent
     from .agents.pretrained import open_model
@@ -131,16 +134,20 @@ def show_learning(args, world, outdir: Path, out):
         f"2-hop) whose answers no training task has; greedy, cold-start env settings",
         file=out,
     )
-    rows, model = [], None
+    rows: list = []
+    loaded: tuple[Any, Any] = (None, None)
     adapter = shipped_adapter() if args.model == "smollm2" else None
-    stages = [("base " + args.model, lambda: open_model(args.model))]
+    stages = [("base " + args.model, lambda prev: open_model(args.model))]
     if adapter is not None:
-        stages.append(("cold start (shipped LoRA)", lambda: load_cold_start(adapter)))
+        stages.append(("cold start (shipped LoRA)", lambda prev: load_cold_start(adapter)))
+        if args.rl_steps > 0:  # the row's time includes the training
+            rl_name = f"+ {args.rl_steps} live GRPO steps"
+            stages.append((rl_name, lambda prev: (live_rl(args, world, prev[0], prev[1], outdir, out), prev[1])))
     for name, load in stages:
         t0 = time.perf_counter()
-        model, tok = load()
+        loaded = load(loaded)
         report = heldout_report(
-            llm_eval_agent(model, tok, name, max_new_tokens=args.max_new_tokens),
+            llm_eval_agent(*loaded, name, max_new_tokens=args.max_new_tokens),
             world,
             per_hop=per_hop,
             max_turns=args.max_turns,
@@ -157,7 +164,65 @@ def show_learning(args, world, outdir: Path, out):
     if args.picture:
         _plot_learning(rows, outdir / "learning.png")
         print(f"  drawn to {outdir / 'learning.png'}", file=out)
-    return model, tok
+    return loaded
+
+
+def live_rl(args, world, model, tok, outdir: Path, out):
+    """``args.rl_steps`` GRPO steps (binary reward, fresh rank-16 LoRA, no KL) from the cold-started model on
+    training-side 1- and 2-hop questions, printing each step's reward; returns the trained model, merged."""
+    import gymnasium as gym
+
+    from .agents.config import TrainConfig
+    from .agents.demonstrations import cold_start_env_kwargs, rl_tasks
+    from .agents.trainer import SelfPlayTrainer
+    from .envs.tasks import ListTaskSource
+
+    batch = 2
+    drawn = rl_tasks(world, {1: batch * args.rl_steps, 2: batch * args.rl_steps}, seed=args.seed)
+    kw = cold_start_env_kwargs(world, max_turns=args.max_turns)
+    envs = [
+        gym.make("KGSolverGroup-v0", tasks=ListTaskSource(drawn), group_size=args.rl_group, **kw) for _ in range(batch)
+    ]
+    cfg = TrainConfig(
+        model=args.model,
+        batch_size=batch,
+        group_size=args.rl_group,
+        lora=True,
+        lora_r=16,
+        lora_alpha=32,
+        lora_dropout=0.0,
+        kl_coef=0.0,
+        skip_zero_advantage=True,
+        max_turns=args.max_turns,
+        max_new_tokens=args.max_new_tokens,
+        lr=1e-4,
+        total_steps=args.rl_steps,
+        mini_batch_size=batch * args.rl_group,
+        micro_batch_size=4,
+        output_dir=str(outdir / "rl"),
+        save_every=0,
+        tensorboard=False,
+        progress=False,
+        seed=args.seed,
+        train_proposer=False,
+        temperature=1.0,
+    )
+    print(
+        f"  live GRPO: {args.rl_steps} steps x {batch} questions x {args.rl_group} rollouts, LoRA r16, lr 1e-4",
+        file=out,
+    )
+    trainer = SelfPlayTrainer(cfg, envs=envs, model=model, tokenizer=tok)
+    for step in range(args.rl_steps):
+        t0 = time.perf_counter()
+        m = trainer.train_step()
+        print(
+            f"    step {step + 1}: solver reward {m.get('solver/reward', 0.0):.2f}, groups without signal "
+            f"{m.get('solver/skipped_zero_advantage', 0) // args.rl_group}/{batch}, {time.perf_counter() - t0:.0f} s",
+            file=out,
+        )
+    for env in envs:
+        env.close()
+    return trainer.policy.merge_and_unload().eval()
 
 
 def _plot_learning(rows, path: Path) -> None:
@@ -167,10 +232,11 @@ def _plot_learning(rows, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5, 3.2))
+    width = 0.8 / len(rows)
     for i, (name, by) in enumerate(rows):
         hops = sorted(by, key=int)
-        ax.bar([int(h) + 0.35 * i for h in hops], [by[h]["mean"] for h in hops], 0.35, label=name)
-    ax.set_xticks([1.17, 2.17], ["1-hop", "2-hop"])
+        ax.bar([int(h) + width * i for h in hops], [by[h]["mean"] for h in hops], width, label=name)
+    ax.set_xticks([1 + width * (len(rows) - 1) / 2, 2 + width * (len(rows) - 1) / 2], ["1-hop", "2-hop"])
     ax.set_ylabel("held-out exact match")
     ax.set_ylim(0, 1)
     ax.legend(fontsize=7)
@@ -209,6 +275,10 @@ def register(sub) -> None:
     p.add_argument("--max-turns", type=int, default=4, help="turns per rollout for the LLM agent (paper: 10)")
     p.add_argument("--max-new-tokens", type=int, default=96, help="tokens per LLM turn (a planned 2-hop turn runs ~60)")
     p.add_argument("--group-size", type=int, default=3, help="Solvers per question for the LLM agent (paper: 5)")
+    p.add_argument(
+        "--rl-steps", type=int, default=2, help="live GRPO steps after the cold start (0: none; about a minute each)"
+    )
+    p.add_argument("--rl-group", type=int, default=4, help="rollouts per question in the live GRPO steps")
     p.add_argument("--eval-1hop", type=int, default=16, help="held-out 1-hop questions in the learning check")
     p.add_argument("--eval-2hop", type=int, default=16, help="held-out 2-hop questions in the learning check")
     p.add_argument("--out", default="out/demo", help="directory for trajectories.jsonl and subgraph.png")

@@ -1,12 +1,16 @@
-"""`searchgym demo` imports matplotlib only to draw its one picture."""
+"""`searchgym demo`: imports matplotlib only to draw its pictures, and its live GRPO steps train the cold start."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
+import pytest
+
 PROBE = """
 import sys
+
+import pytest
 from searchgym.cli import main
 code = main(sys.argv[1:])
 print("MPL", any(m == "matplotlib" or m.startswith("matplotlib.") for m in sys.modules), code)
@@ -47,3 +51,32 @@ def test_demo_without_picture_never_imports_matplotlib(tmp_path):
 def test_demo_draws_its_picture_by_default(tmp_path):
     stdout = _run(tmp_path / "b")
     assert "MPL True 0" in stdout and (tmp_path / "b" / "subgraph.png").stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_live_rl_updates_the_shipped_cold_start_only_when_a_group_has_signal(tmp_path):
+    """The demo's live GRPO step on the real shipped cold start: it prints the step, returns a plain (merged)
+    model, and that model's weights moved exactly when some group's rollouts scored differently."""
+    import argparse
+    import io
+    import re
+
+    import torch
+
+    from searchgym.agents.cold_start import load_cold_start
+    from searchgym.demo import live_rl
+    from searchgym.world.synthetic import default_world
+
+    model, tok = load_cold_start()
+    before = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    args = argparse.Namespace(model="smollm2", rl_steps=1, rl_group=2, max_turns=3, max_new_tokens=64, seed=0)
+    printed = io.StringIO()
+    trained = live_rl(args, default_world(), model, tok, tmp_path, printed)
+
+    assert not hasattr(trained, "peft_config")  # LoRA merged: the games and the eval get a whole model
+    line = re.search(r"step 1: solver reward ([\d.]+), groups without signal (\d)/2", printed.getvalue())
+    assert line, printed.getvalue()
+    after = trained.state_dict()
+    assert set(after) == set(before)
+    moved = any(not torch.equal(before[k], after[k]) for k in before)
+    assert moved == (int(line.group(2)) < 2), printed.getvalue()

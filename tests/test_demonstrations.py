@@ -8,11 +8,13 @@ from searchgym.agents.demonstrations import (
     ProposerExpert,
     SolverExpert,
     cold_start_env_kwargs,
+    demo_tasks,
     discovered_backwards,
     generate_demonstrations,
     hop_phrase,
     opening_record,
     plan_text,
+    rl_tasks,
 )
 from searchgym.commands.demos import parse_hop_counts
 from searchgym.envs.heldout import hop_tasks, is_heldout_name
@@ -157,6 +159,17 @@ def test_same_seed_same_file(world, tmp_path):
     generate_demonstrations(world, a, solver_tasks=tasks, seed=3)
     generate_demonstrations(world, b, solver_tasks=tasks, seed=3)
     assert a.read_bytes() == b.read_bytes()
+
+
+def test_rl_tasks_deal_one_training_side_draw_in_an_order_per_seed(world):
+    """RL seeds see the same questions (another draw than the demonstrations') in their own order."""
+    a, b = rl_tasks(world, {1: 10, 2: 10}, seed=0), rl_tasks(world, {1: 10, 2: 10}, seed=1)
+    assert [t.question for t in a] != [t.question for t in b]
+    assert sorted(t.question for t in a) == sorted(t.question for t in b)
+    assert [t.question for t in a] == [t.question for t in rl_tasks(world, {1: 10, 2: 10}, seed=0)]
+    assert {t.metadata["hops"] for t in a[:6]} == {1, 2}  # mixed, not 1-hop first
+    assert not any(is_heldout_name(ans) for t in a for ans in t.answers)
+    assert sorted(t.question for t in demo_tasks(world, {1: 10, 2: 10}, seed=0)) != sorted(t.question for t in a)
 
 
 def test_experts_need_kg_tasks_and_vanilla_walks_backwards(world):

@@ -48,6 +48,7 @@ __all__ = [
     "hop_phrase",
     "plan_text",
     "demo_tasks",
+    "rl_tasks",
     "demonstrations_by_hops",
     "cold_start_env_kwargs",
     "generate_demonstrations",
@@ -316,6 +317,17 @@ def demo_tasks(world, counts: dict[int, int], *, seed: int = 0, role: str = "sol
         for hops, n in sorted(counts.items())
         for t in hop_tasks(world, hops, n, seed=seed * 1000 + offset + 100 * hops)
     ]
+
+
+def rl_tasks(world, counts: dict[int, int], *, seed: int) -> list:
+    """Training-side Solver tasks for RL after the cold start: other draws than the demonstrations' (their
+    seed is 0, these 1), in an order drawn from the run's ``seed``. The trainer deals a task list in order,
+    so without the shuffle every RL seed would see the same questions in the same order."""
+    import random
+
+    tasks = demo_tasks(world, counts, seed=1)
+    random.Random(seed).shuffle(tasks)
+    return tasks
 
 
 def _play(env, agent, seed: int) -> tuple[Trajectory, float, dict]:
