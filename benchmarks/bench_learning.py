@@ -244,8 +244,8 @@ def stage_rl(name: str, reward: str, seed: int, init_dir: str, world, size: dict
     import gymnasium as gym
 
     import searchgym  # noqa: F401
-    from searchgym.agents.config import TrainConfig
     from searchgym.agents.demonstrations import cold_start_env_kwargs, rl_tasks
+    from searchgym.agents.learning import cold_start_rl_config
     from searchgym.agents.trainer import SelfPlayTrainer
     from searchgym.envs.tasks import ListTaskSource
     from searchgym.wrappers import WaypointCoverageReward
@@ -263,34 +263,22 @@ def stage_rl(name: str, reward: str, seed: int, init_dir: str, world, size: dict
         return WaypointCoverageReward(env) if reward == "wcr" else env
 
     envs = [make() for _ in range(rl["batch"])]
-    lora = dict(lora=True, lora_r=16, lora_alpha=32, lora_dropout=0.0) if rl.get("lora") else {}
-    # kl_coef 0 + skip_zero_advantage: DAPO's settings; no reference forward and no update for groups that all
-    # scored alike, which keeps a CPU step affordable
-    cfg = TrainConfig(
+    cfg = cold_start_rl_config(
+        batch_size=rl["batch"],
+        group_size=rl["group"],
+        lora=bool(rl.get("lora")),
         model="smollm2",
         init=init_dir,
         device=device,
-        batch_size=rl["batch"],
-        group_size=rl["group"],
-        kl_coef=0.0,
-        skip_zero_advantage=True,
-        **lora,
         max_turns=kw["max_turns"],
         max_new_tokens=size["max_new_tokens"],
         lr=rl["lr"],
-        warmup_steps=0,
         total_steps=rl["steps"],
-        mini_batch_size=rl["batch"] * rl["group"],
-        micro_batch_size=4,
         output_dir=str(out),
-        tensorboard=False,
         progress=True,
         save_every=max(1, rl["steps"] // 2),
-        val_every=0,
         seed=seed,
-        train_proposer=False,
         reward=reward,
-        temperature=1.0,
     )
     trainer = SelfPlayTrainer(cfg, envs=envs)
     trainer.train(resume=True)

@@ -174,8 +174,8 @@ def live_rl(args, world, model, tok, outdir: Path, out):
     always score all 0 and carry no gradient.)"""
     import gymnasium as gym
 
-    from .agents.config import TrainConfig
     from .agents.demonstrations import cold_start_env_kwargs, rl_tasks
+    from .agents.learning import cold_start_rl_config
     from .agents.trainer import SelfPlayTrainer
     from .envs.tasks import ListTaskSource
 
@@ -185,30 +185,18 @@ def live_rl(args, world, model, tok, outdir: Path, out):
     envs = [
         gym.make("KGSolverGroup-v0", tasks=ListTaskSource(drawn), group_size=args.rl_group, **kw) for _ in range(batch)
     ]
-    cfg = TrainConfig(
-        model=args.model,
+    cfg = cold_start_rl_config(
         batch_size=batch,
         group_size=args.rl_group,
-        lora=True,
-        lora_r=16,
-        lora_alpha=32,
-        lora_dropout=0.0,
-        kl_coef=0.0,
-        skip_zero_advantage=True,
+        model=args.model,
         max_turns=args.max_turns,
         max_new_tokens=args.max_new_tokens,
         lr=1e-4,
-        warmup_steps=0,
         total_steps=args.rl_steps,
-        mini_batch_size=batch * args.rl_group,
-        micro_batch_size=4,
         output_dir=str(outdir / "rl"),
         save_every=0,
-        tensorboard=False,
         progress=False,
         seed=args.seed,
-        train_proposer=False,
-        temperature=1.0,
     )
     print(
         f"  live GRPO: {args.rl_steps} steps x {batch} questions x {args.rl_group} rollouts, LoRA r16, lr 1e-4",

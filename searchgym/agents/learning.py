@@ -5,6 +5,7 @@
 built-in benchmark questions (answers held out from every training source), searches per rollout,
 and the KG Proposer's valid-question rate on held-out answers (rule filters + RAG verification; a
 rollout that writes no question counts as invalid, so the rate fails closed).
+:func:`cold_start_rl_config` holds the GRPO settings the benchmark and the demo use for RL after a cold start.
 """
 
 from __future__ import annotations
@@ -16,7 +17,40 @@ from typing import Any, Optional, Sequence
 
 from ..envs.types import Task
 
-__all__ = ["heldout_solver_tasks", "heldout_proposer_tasks", "heldout_report", "proposer_valid_rate", "llm_eval_agent"]
+__all__ = [
+    "heldout_solver_tasks",
+    "heldout_proposer_tasks",
+    "heldout_report",
+    "proposer_valid_rate",
+    "llm_eval_agent",
+    "cold_start_rl_config",
+]
+
+
+def cold_start_rl_config(*, batch_size: int, group_size: int, lora: bool = True, **fields: Any):
+    """A :class:`~searchgym.agents.config.TrainConfig` for Solver GRPO from a cold start: one update per step
+    over the whole batch, DAPO's no KL term and skipped zero-advantage groups (no reference forward, no update
+    for groups that all scored alike: what keeps a CPU step affordable), no warmup (runs are a few steps),
+    temperature 1, and with ``lora`` a fresh rank-16 adapter on the attention projections. ``fields`` set the
+    rest (model, init, lr, total_steps, output_dir, ...) and may override any of these."""
+    from .config import TrainConfig
+
+    adapter = dict(lora=True, lora_r=16, lora_alpha=32, lora_dropout=0.0) if lora else {}
+    settings: dict[str, Any] = dict(
+        batch_size=batch_size,
+        group_size=group_size,
+        mini_batch_size=batch_size * group_size,
+        micro_batch_size=4,
+        kl_coef=0.0,
+        skip_zero_advantage=True,
+        warmup_steps=0,
+        temperature=1.0,
+        train_proposer=False,
+        val_every=0,
+        tensorboard=False,
+        **adapter,
+    )
+    return TrainConfig(**{**settings, **fields})
 
 
 def heldout_solver_tasks(world, per_hop: dict[int, int]) -> list[Task]:
