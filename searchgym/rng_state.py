@@ -1,4 +1,4 @@
-"""RNG states as plain JSON data (issue 17: checkpoints without pickle).
+"""RNG states as plain JSON data (issue 17: checkpoints without pickle), and seeds stable across processes.
 
 ``random.Random.getstate()`` is a tuple ``(version, (625 ints), gauss_next)``; JSON turns tuples
 into lists, and ``setstate`` needs the tuples back. NumPy ``Generator`` states are dicts of ints
@@ -8,13 +8,20 @@ and strings already (``bit_generator.state``). Lowest floor: imports nothing fro
 from __future__ import annotations
 
 import random
+import zlib
 from typing import Any
 
 import numpy as np
 
 from .errors import InvalidArgumentError
 
-__all__ = ["random_state_from_data", "numpy_generator_from_state"]
+__all__ = ["random_state_from_data", "numpy_generator_from_state", "stable_seed"]
+
+
+def stable_seed(*parts: object) -> int:
+    """A 32-bit seed from parts, the same in every process (unlike ``hash`` of a string): for seeding one
+    item of a set (a task, a subgraph) by what it is rather than by when it comes up."""
+    return zlib.crc32(":".join(map(str, parts)).encode())
 
 
 def random_state_from_data(data: Any) -> tuple:

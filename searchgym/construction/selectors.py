@@ -23,12 +23,12 @@ import logging
 import math
 import re
 import threading
-import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, Sequence, runtime_checkable
 
 from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymError
+from ..rng_state import stable_seed
 
 logger = logging.getLogger(__name__)
 
@@ -141,11 +141,6 @@ class Selector(Protocol):
         ...
 
 
-def _stable_seed(*parts: object) -> int:
-    """A 32-bit seed from parts, stable across processes (unlike ``hash``)."""
-    return zlib.crc32(":".join(map(str, parts)).encode())
-
-
 _MASK64 = (1 << 64) - 1
 
 
@@ -202,7 +197,7 @@ class HeuristicSelector:
 
     def target_length(self, context: SelectionContext) -> int:
         """The path length this selector aims at for ``context.seed_id``."""
-        h = _splitmix64(_stable_seed(self.seed, context.seed_id))
+        h = _splitmix64(stable_seed(self.seed, context.seed_id))
         span = max(0, context.max_hops - context.min_hops) + 1
         return context.min_hops + h % span
 
@@ -231,7 +226,7 @@ class HeuristicSelector:
             total += w
             weights.append(total)
         salt = (context.attempt,) if context.trial == 0 else (context.attempt, context.trial)
-        z = _splitmix64(_stable_seed(self.seed, context.seed_id, depth, *salt))
+        z = _splitmix64(stable_seed(self.seed, context.seed_id, depth, *salt))
         x = (z >> 11) / float(1 << 53) * total
         for i, cum in enumerate(weights, 1):
             if x < cum:
@@ -380,7 +375,7 @@ class LLMSelector:
             max_new_tokens=self.config.max_new_tokens,
             temperature=self.config.temperature,
             top_p=self.config.top_p,
-            seed=_stable_seed(self.config.seed, context.seed_id, context.depth, context.attempt) & 0x7FFFFFFF,
+            seed=stable_seed(self.config.seed, context.seed_id, context.depth, context.attempt) & 0x7FFFFFFF,
         )
         try:
             replies = self.generator.generate([self.build_messages(context)], cfg)

@@ -26,6 +26,7 @@ from ..envs.types import Task, Trajectory
 from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
 from ..retrieval.base import DEFAULT_TOP_K, check_layout
 from ..retrieval.client import RetrievalError
+from ..rng_state import stable_seed
 from .metrics import DEFAULT_METRICS, N_BOOT, answer_scores, check_metrics, group_records, summarize
 from .tasksets import TaskSet, task_key, with_search_r1_prompts
 
@@ -150,11 +151,18 @@ def record_of(traj: Trajectory, *, count_tokens: Callable[[str], int], trajector
 
 
 def play_tasks(
-    agent: Any, envs: Sequence[Any], tasks: Iterable[Task], on_done: Callable[[list[Trajectory]], None]
+    agent: Any,
+    envs: Sequence[Any],
+    tasks: Iterable[Task],
+    on_done: Callable[[list[Trajectory]], None],
+    *,
+    seed: int = 0,
 ) -> None:
     """Play every task to the end on ``envs`` (one rollout in flight per env), calling ``on_done``
     with the rollouts that finished after each batched agent turn. ``agent.act_batch`` gets all
-    pending turns at once; a backend error propagates with nothing half-reported."""
+    pending turns at once; a backend error propagates with nothing half-reported. Each episode is reset
+    with a seed made from ``seed`` and the task's key, so the env's random choices (e.g. RAG
+    verification's noise documents) are the same whichever env plays the task, in any order, resumed or not."""
     queue = iter(tasks)
     live: list[Optional[tuple[Any, dict]]] = [None] * len(envs)  # per env: (observation, info) of its turn
     exhausted = False
@@ -165,7 +173,7 @@ def play_tasks(
                 if task is None:
                     exhausted = True
                     continue
-                live[j] = env.reset(options={"task": task})
+                live[j] = env.reset(seed=stable_seed(seed, task_key(task)), options={"task": task})
         pend = [(j, turn) for j, turn in enumerate(live) if turn is not None]
         if not pend:
             return
