@@ -161,8 +161,9 @@ def play_tasks(
     """Play every task to the end on ``envs`` (one rollout in flight per env), calling ``on_done``
     with the rollouts that finished after each batched agent turn. ``agent.act_batch`` gets all
     pending turns at once; a backend error propagates with nothing half-reported. Each episode is reset
-    with a seed made from ``seed`` and the task's key, so the env's random choices (e.g. RAG
-    verification's noise documents) are the same whichever env plays the task, in any order, resumed or not."""
+    with a seed made from ``seed`` and the task's key, so the env's random generator starts from the same
+    state for a task whichever env plays it, in any order, resumed or not. (What an env draws from may still
+    carry its own history: a KGProposer env verifies with noise documents from its recent rollouts.)"""
     queue = iter(tasks)
     live: list[Optional[tuple[Any, dict]]] = [None] * len(envs)  # per env: (observation, info) of its turn
     exhausted = False
