@@ -240,7 +240,7 @@ def expert_proposer(world, size: dict) -> dict:
 
 
 def stage_rl(name: str, reward: str, seed: int, init_dir: str, world, size: dict, work: Path, device: str) -> str:
-    """GRPO from the cold start on multi-hop training tasks; returns the final policy folder."""
+    """GRPO from the cold start on the size's training tasks, in the run's own order; returns the final policy."""
     import gymnasium as gym
 
     import searchgym  # noqa: F401
