@@ -323,8 +323,6 @@ def rl_tasks(world, counts: dict[int, int], *, seed: int) -> list:
     """Training-side Solver tasks for RL after the cold start: other draws than the demonstrations' (their
     seed is 0, these 1), in an order drawn from the run's ``seed``. The trainer deals a task list in order,
     so without the shuffle every RL seed would see the same questions in the same order."""
-    import random
-
     tasks = demo_tasks(world, counts, seed=1)
     random.Random(seed).shuffle(tasks)
     return tasks
