@@ -5,8 +5,8 @@ Stages, all with the bundled SmolLM2-135M-Instruct on the default world:
 0. **base**: the model as shipped.
 1. **cold start**: SFT (``searchgym.agents.sft.run_sft``) on demonstrations that scripted experts made by
    playing the real envs (``searchgym.agents.demonstrations``), with held-out-loss early stopping.
-2. **GRPO (binary)** and 2'. **GRPO + WCR**, each from the cold-start checkpoint with equal budgets, one
-   run per seed, on multi-hop training tasks.
+2. **GRPO (binary)**, 2'. **GRPO + WCR** and 2''. **GRPO + DynaSearcher**, each from the cold-start checkpoint
+   with equal budgets, one run per seed, on the size's training tasks (``RL_STAGES``).
 
 Every stage is scored on the same held-out tasks: the built-in benchmark's questions
 (``searchgym.envs.heldout.builtin_benchmark``), whose answer titles are never an answer of any
@@ -36,6 +36,12 @@ from machine import machine_info
 
 RESULTS = Path(__file__).parent / "results"
 HOPS = (1, 2, 3)
+#: the RL stages: ``--stages`` name -> (the trainer's ``reward``, the label in results and plots)
+RL_STAGES = {
+    "grpo": ("binary", "GRPO"),
+    "grpo_wcr": ("wcr", "GRPO + WCR"),
+    "grpo_dyna": ("dynasearcher", "GRPO + DynaSearcher"),
+}
 
 #: the cold start at the ``cpu`` size: full fine-tuning (LoRA's rank-8 attention adapter, which the shipped
 #: recipe uses, cannot hold the multi-hop plans; see the README), cosine schedule, held-out-loss early stop
@@ -248,7 +254,7 @@ def stage_rl(name: str, reward: str, seed: int, init_dir: str, world, size: dict
     from searchgym.agents.learning import cold_start_rl_config
     from searchgym.agents.trainer import SelfPlayTrainer
     from searchgym.envs.tasks import ListTaskSource
-    from searchgym.wrappers import WaypointCoverageReward
+    from searchgym.wrappers.registry import reward_plan
 
     out = rl_dir(work, name, seed)
     final = out / "final"
@@ -257,12 +263,10 @@ def stage_rl(name: str, reward: str, seed: int, init_dir: str, world, size: dict
     rl = size["rl"]
     tasks = ListTaskSource(rl_tasks(world, rl["tasks"], seed=seed))
     kw = cold_start_env_kwargs(world)
-
-    def make():
-        env = gym.make("KGSolverGroup-v0", tasks=tasks, group_size=rl["group"], **kw)
-        return WaypointCoverageReward(env) if reward == "wcr" else env
-
-    envs = [make() for _ in range(rl["batch"])]
+    plan = reward_plan(reward)
+    envs = [
+        plan.wrap(gym.make("KGSolverGroup-v0", tasks=tasks, group_size=rl["group"], **kw)) for _ in range(rl["batch"])
+    ]
     cfg = cold_start_rl_config(
         batch_size=rl["batch"],
         group_size=rl["group"],
@@ -330,7 +334,7 @@ def rl_gain(stages: dict) -> dict:
     """Per RL stage and hop count: the seeds' mean held-out EM minus the cold start's, with the seeds' spread."""
     base = stages.get("cold start", [{}])[0].get("solver", {}).get("by_hops", {})
     out = {}
-    for st in ("GRPO", "GRPO + WCR"):
+    for _, st in RL_STAGES.values():
         for h, cold in base.items():
             vals = [r["solver"]["by_hops"][h]["mean"] for r in stages.get(st, []) if h in r["solver"]["by_hops"]]
             if vals:
@@ -394,7 +398,7 @@ def main() -> None:
     ap.add_argument("--size", choices=sorted([*SIZES, "shipped"]), default="cpu")
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
     ap.add_argument("--workdir", default="runs/bench_learning")
-    ap.add_argument("--stages", default="base,sft,grpo,grpo_wcr", help="comma-separated subset")
+    ap.add_argument("--stages", default=",".join(["base", "sft", *RL_STAGES]), help="comma-separated subset")
     ap.add_argument("--out", default=str(RESULTS / "learning.json"))
     ap.add_argument("--seeds", default=None, help="comma-separated RL seeds (default: the size's, 0,1,2)")
     ap.add_argument(
@@ -429,7 +433,7 @@ def main() -> None:
     t0 = time.perf_counter()
     if "base" in stages:
         results["stages"]["base"] = [evaluate_stage("base", base_dir, world, size, work, args.device)]
-    if any(s in stages for s in ("sft", "grpo", "grpo_wcr")):
+    if "sft" in stages or any(s in stages for s in RL_STAGES):
         demos = stage_demos(world, size, work)
         results["demos"] = demos
         sft = stage_sft(size, work, args.device, demos)
@@ -458,7 +462,7 @@ def main() -> None:
             results["stages"]["shipped cold start"] = [
                 evaluate_stage("shipped", str(SHIPPED_ADAPTER), world, size, work, args.device)
             ]
-        for stage, reward in (("grpo", "binary"), ("grpo_wcr", "wcr")):
+        for stage, (reward, label) in RL_STAGES.items():
             if stage not in stages:
                 continue
             runs = []
@@ -467,7 +471,7 @@ def main() -> None:
                 run = evaluate_stage(f"{stage}_s{seed}", final, world, size, work, args.device)
                 flips = paired_flips(work, "sft", f"{stage}_s{seed}")
                 runs.append({**run, "seed": seed, "train": rl_curve(work, stage, seed), "vs_cold_start": flips})
-            results["stages"]["GRPO" if reward == "binary" else "GRPO + WCR"] = runs
+            results["stages"][label] = runs
     results["rl_gain"] = rl_gain(results["stages"])
     results["timing_s"]["total"] = round(time.perf_counter() - t0, 1)
     out = Path(args.out)
