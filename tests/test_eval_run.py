@@ -119,6 +119,32 @@ def test_search_r1_layout_is_byte_exact(tiny_world, retrieval_server):
     assert '\nDoc 2(Title: "' in text and "Doc 1 (Title" not in text
 
 
+def test_eval_seed_seeds_every_episode(tiny_world, monkeypatch):
+    """``EvalConfig.seed`` (``searchgym eval --seed``) reaches the envs: each question's episode is reset with
+    a seed made from it and the question, so another seed draws anew and the same seed repeats."""
+    import gymnasium as gym
+
+    from searchgym.evaluation import runner
+    from searchgym.evaluation.tasksets import task_key
+    from searchgym.rng_state import stable_seed
+
+    seen: dict[str, int] = {}
+
+    class Recording(gym.Wrapper):
+        def reset(self, *, seed=None, options=None):
+            seen[task_key(options["task"])] = seed
+            return super().reset(seed=seed, options=options)
+
+    made = runner.envs_for
+    monkeypatch.setattr(runner, "envs_for", lambda *a, **k: [Recording(e) for e in made(*a, **k)])
+    tasks = _tasks()
+    for seed in (0, 7):
+        seen.clear()
+        agent = make_agent(AgentSpec("scripted"), world=tiny_world)
+        evaluate(agent, tasks, world=tiny_world, config=EvalConfig(seed=seed, progress=False, concurrency=2))
+        assert seen and seen == {task_key(t): stable_seed(seed, task_key(t)) for ts in tasks for t in ts.tasks}
+
+
 def test_trajectories_on_request_and_tokens(tiny_world):
     tasks = _tasks()
     res = evaluate(

@@ -28,6 +28,7 @@ class EvalActor:
         from .runner import envs_for
 
         self.agent = agent
+        self.seed = config.seed
         self.envs = envs_for(world, retriever, config, first, config.concurrency)
 
     def run(self, tasks: list[Task]) -> list[Trajectory]:
@@ -35,7 +36,7 @@ class EvalActor:
         from .runner import play_tasks
 
         done: list[Trajectory] = []
-        play_tasks(self.agent, self.envs[: len(tasks)], tasks, done.extend)
+        play_tasks(self.agent, self.envs[: len(tasks)], tasks, done.extend, seed=self.seed)
         from .tasksets import task_key
 
         order = {task_key(t): i for i, t in enumerate(tasks)}

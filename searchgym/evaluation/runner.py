@@ -347,7 +347,7 @@ def _play_taskset(
         play_tasks_on_ray(ray, agent, ts_world, retriever, config, todo, on_done)
     else:
         envs = envs_for(ts_world, retriever, config, todo[0], min(config.concurrency, len(todo)))
-        play_tasks(agent, envs, todo, on_done)
+        play_tasks(agent, envs, todo, on_done, seed=config.seed)
 
 
 def _interrupted(
