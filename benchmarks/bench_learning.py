@@ -402,6 +402,12 @@ def main() -> None:
     ap.add_argument("--out", default=str(RESULTS / "learning.json"))
     ap.add_argument("--seeds", default=None, help="comma-separated RL seeds (default: the size's, 0,1,2)")
     ap.add_argument(
+        "--rl-tasks",
+        default=None,
+        help="the RL stages' training tasks by hop count, e.g. 2:300 (default: the size's); RL runs are cached "
+        "by stage and seed, so give another --workdir (its cold start may be a copy of the first's)",
+    )
+    ap.add_argument(
         "--check-shipped",
         action="store_true",
         help="also score the cold-start adapter shipped in searchgym/assets (re-made by --size shipped)",
@@ -414,6 +420,10 @@ def main() -> None:
     from searchgym.world.synthetic import default_world
 
     size: dict[str, Any] = _shipped_size() if args.size == "shipped" else SIZES[args.size]
+    if args.rl_tasks:
+        from searchgym.commands.demos import parse_hop_counts
+
+        size = {**size, "rl": {**size["rl"], "tasks": parse_hop_counts(args.rl_tasks)}}
     work = Path(args.workdir) / args.size
     work.mkdir(parents=True, exist_ok=True)
     world = default_world()
