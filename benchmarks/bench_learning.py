@@ -409,6 +409,12 @@ def main() -> None:
         "by stage and seed, so give another --workdir (its cold start may be a copy of the first's)",
     )
     ap.add_argument(
+        "--rl-steps",
+        type=int,
+        default=None,
+        help="GRPO steps of each RL run (default: the size's); cached like --rl-tasks, so give another --workdir",
+    )
+    ap.add_argument(
         "--check-shipped",
         action="store_true",
         help="also score the cold-start adapter shipped in searchgym/assets (re-made by --size shipped)",
@@ -425,6 +431,10 @@ def main() -> None:
         from searchgym.commands.demos import parse_hop_counts
 
         size = {**size, "rl": {**size["rl"], "tasks": parse_hop_counts(args.rl_tasks)}}
+    if args.rl_steps is not None:
+        if args.rl_steps < 1:
+            ap.error(f"--rl-steps must be at least 1; got {args.rl_steps}")
+        size = {**size, "rl": {**size["rl"], "steps": args.rl_steps}}
     work = Path(args.workdir) / args.size
     work.mkdir(parents=True, exist_ok=True)
     world = default_world()
