@@ -65,7 +65,8 @@ _CPU_SFT = dict(
 #: held-out questions, every hop count. Measured (README): held-out 1-hop rises in every seed, 2-hop falls, as
 #: the policy learns to answer after one search; with 2-hop training questions alone nothing moved
 #: (``results/learning_cpu_2hop.json``); GRPO + DynaSearcher on 2-hop questions alone (``--stages grpo_dyna --rl-tasks
-#: 2:300``) lowered 2-hop too (``results/learning_cpu_dyna.json``).
+#: 2:300``) lowered 2-hop too (``results/learning_cpu_dyna.json``), and 30 binary steps on 2-hop questions
+#: (``--rl-tasks 2:300 --rl-steps 30``) left 2-hop flat to lower (``results/learning_cpu_2hop_30.json``).
 _CPU_RL = dict(steps=10, batch=4, group=4, lr=1e-4, lora=True, tasks={1: 150, 2: 150}, eval_hops={1: 32, 2: 32, 3: 16})
 
 
