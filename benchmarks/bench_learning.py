@@ -12,8 +12,10 @@ Every stage is scored on the same held-out tasks: the built-in benchmark's quest
 (``searchgym.envs.heldout.builtin_benchmark``), whose answer titles are never an answer of any
 training task (demonstrations and RL tasks come from ``hop_tasks(..., split="train")``). Reported per
 stage: Solver exact match by hop count (1, 2, 3) with 95 % bootstrap intervals, searches per rollout,
-the KG Proposer's valid-question rate on held-out targets (rule filters + RAG verification; a rollout
-that writes no question counts as invalid) and, for SFT, the policy's token entropy before and after.
+the same exact match on the same questions reworded in held-out wordings (``solver_reworded``: phrasings and
+sentence shapes no demonstration or training task uses, ``searchgym.envs.rewording``), the KG Proposer's
+valid-question rate on held-out targets (rule filters + RAG verification; a rollout that writes no question
+counts as invalid) and, for SFT, the policy's token entropy before and after.
 
 Every stage writes into ``--workdir`` and is skipped when its output exists, so a killed run resumes.
 Results: ``benchmarks/results/learning.json`` and ``learning.png``. Sizes: ``--size cpu`` (2 CPU cores, full
@@ -30,7 +32,7 @@ import logging
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from machine import machine_info
 
@@ -211,27 +213,64 @@ def rl_dir(work: Path, stage: str, seed: int) -> Path:
 
 def evaluate_stage(name: str, model_dir: str, world, size: dict, work: Path, device: str) -> dict:
     """Held-out Solver accuracy by hop and the Proposer's valid-question rate for one model (cached)."""
-    from searchgym.agents.learning import heldout_report, llm_eval_agent
     from searchgym.agents.pretrained import open_model
 
-    meta = work / f"eval_{name}.json"
-    if meta.is_file():
-        return json.loads(meta.read_text())
     hops, n_proposer = size["eval_hops"], size["eval_proposer"]
     if name.startswith("grpo") and "eval_hops" in size["rl"]:  # RL trains the Solver only: no Proposer check
         hops, n_proposer = size["rl"]["eval_hops"], 0
     if name == "base" and "base_eval" in size:  # the leading subset of the same questions (the base model uses
         hops, n_proposer = size["base_eval"]["hops"], size["base_eval"]["proposer"]  # every turn: costly on CPU)
-    model, tok = open_model(model_dir)
-    agent = llm_eval_agent(
-        model, tok, name, max_new_tokens=size["max_new_tokens"], device=None if device == "cpu" else device
+    return evaluate_model(
+        name,
+        lambda: open_model(model_dir),
+        world,
+        work,
+        device,
+        hops=hops,
+        proposer=n_proposer,
+        max_new_tokens=size["max_new_tokens"],
+        model_label=model_dir,
     )
+
+
+def evaluate_model(
+    name: str,
+    load: Callable[[], tuple[Any, Any]],
+    world,
+    work: Path,
+    device: str,
+    *,
+    hops: dict,
+    proposer: int,
+    max_new_tokens: int,
+    model_label: str,
+    proposer_modes: Sequence[str] = ("kg",),
+    reworded: bool = True,
+) -> dict:
+    """:func:`~searchgym.agents.learning.heldout_report` of the model ``load()`` returns (greedy), cached in
+    ``work/eval_<name>.json`` with its per-question records in :func:`eval_dir`: the model is only loaded
+    when the stage has no result yet, so a rerun skips it. ``reworded``: also score the same questions in
+    held-out wordings (``solver_reworded``)."""
+    from searchgym.agents.learning import heldout_report, llm_eval_agent
+
+    meta = work / f"eval_{name}.json"
+    if meta.is_file():
+        return json.loads(meta.read_text())
+    model, tok = load()
+    agent = llm_eval_agent(model, tok, name, max_new_tokens=max_new_tokens, device=None if device == "cpu" else device)
     t0 = time.perf_counter()
     report = heldout_report(
-        agent, world, per_hop=hops, proposer=n_proposer, out_dir=eval_dir(work, name), progress=True
+        agent,
+        world,
+        per_hop=hops,
+        proposer=proposer,
+        out_dir=eval_dir(work, name),
+        progress=True,
+        proposer_modes=proposer_modes,
+        reworded=reworded,
     )
     seconds = round(time.perf_counter() - t0, 1)
-    out = {"stage": name, "model": model_dir, **report, "seconds": seconds, "torch_threads": _threads()}
+    out = {"stage": name, "model": model_label, **report, "seconds": seconds, "torch_threads": _threads()}
     meta.write_text(json.dumps(out, indent=1))
     return out
 
@@ -313,30 +352,44 @@ def rl_curve(work: Path, stage: str, seed: int) -> dict:
 
 
 def paired_flips(work: Path, before: str, after: str) -> dict:
-    """Held-out questions both stages answered, paired: how many ``after`` gets right that ``before`` got wrong
-    (gained) and the reverse (lost). With n in the tens, a gain of a few points is a question or two: the
-    pairs show whether it is a shift or noise."""
-
+    """Held-out questions both stages answered, paired (:func:`paired_counts` of their exact match), overall and
+    by hop count. With n in the tens, a gain of a few points is a question or two: the pairs show whether it is
+    a shift or noise."""
     from searchgym.evaluation.runner import RECORDS_NAME
 
-    def em(name: str) -> dict:
+    def records(name: str) -> dict:  # the benchmark's wording (reworded records pair with each other, not these)
         lines = (eval_dir(work, name) / RECORDS_NAME).read_text().splitlines()
-        return {r["key"]: r["em"] for r in map(json.loads, lines)}
+        return {r["key"]: r for r in map(json.loads, lines) if not str(r.get("dataset", "")).endswith("-reworded")}
 
-    a, b = em(before), em(after)
-    both = [k for k in b if k in a]
+    a, b = records(before), records(after)
+
+    def em(recs: dict, hop: Any = None) -> dict:
+        return {k: r["em"] for k, r in recs.items() if hop is None or r.get("hops") == hop}
+
+    hops = sorted({r["hops"] for r in b.values() if r.get("hops") is not None})
+    return {**paired_counts(em(a), em(b)), "by_hops": {str(h): paired_counts(em(a, h), em(b, h)) for h in hops}}
+
+
+def paired_counts(before: dict, after: dict) -> dict:
+    """Items scored in both ``before`` and ``after`` (key -> score in [0, 1]): how many ``after`` gets right that
+    ``before`` got wrong (gained), the reverse (lost), and the paired difference with its 95 % bootstrap interval."""
+    from searchgym.evaluation.metrics import paired_diff_ci
+
+    keys = [k for k in after if k in before]
     return {
-        "n": len(both),
-        "gained": sum(b[k] > a[k] for k in both),
-        "lost": sum(b[k] < a[k] for k in both),
+        "n": len(keys),
+        "gained": sum(after[k] > before[k] for k in keys),
+        "lost": sum(after[k] < before[k] for k in keys),
+        "diff": paired_diff_ci([before[k] for k in keys], [after[k] for k in keys]),
     }
 
 
-def rl_gain(stages: dict) -> dict:
-    """Per RL stage and hop count: the seeds' mean held-out EM minus the cold start's, with the seeds' spread."""
+def rl_gain(stages: dict, labels: Sequence[str] | None = None) -> dict:
+    """Per RL stage (``labels``: default the :data:`RL_STAGES`' labels) and hop count: the seeds' mean held-out
+    EM minus the ``"cold start"`` stage's, with the seeds' spread."""
     base = stages.get("cold start", [{}])[0].get("solver", {}).get("by_hops", {})
-    out = {}
-    for _, st in RL_STAGES.values():
+    out: dict = {}
+    for st in labels if labels is not None else [label for _, label in RL_STAGES.values()]:
         for h, cold in base.items():
             vals = [r["solver"]["by_hops"][h]["mean"] for r in stages.get(st, []) if h in r["solver"]["by_hops"]]
             if vals:
@@ -349,22 +402,22 @@ def rl_gain(stages: dict) -> dict:
     return out
 
 
-def plot(results: dict, path: Path) -> None:
-    """Held-out accuracy by hop count per stage (bars: one run's 95 % interval, or the seeds' min-max)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def hop_bars(
+    ax,
+    stages: dict,
+    hops: Sequence = HOPS,
+    ylabel: str = "held-out exact match",
+    names: Sequence[str] | None = None,
+) -> None:
+    """Grouped bars on ``ax``: per stage (a colour each, in order) and hop count, the mean over the stage's runs
+    of ``{hop: {"mean", "lo", "hi"}}`` cells; the error bar is one run's 95 % bootstrap interval, or the seeds'
+    min-max when there are several. A hop a stage did not score gets no bar. ``names``: the x labels (default
+    ``<h>-hop``), for cells keyed by something else than hop counts."""
     import numpy as np
 
-    stages = list(results["stages"])
-    curves = [(st, r["train"]) for st in stages for r in results["stages"][st] if "train" in r]
-    fig, axes = plt.subplots(1, 2 if curves else 1, figsize=(12 if curves else 7, 4), squeeze=False)
-    ax = axes[0][0]
     width = 0.8 / max(1, len(stages))
-    for i, st in enumerate(stages):
-        runs = results["stages"][st]
-        cells = [[r["solver"]["by_hops"].get(str(h), {}) for h in HOPS] for r in runs]
+    for i, (st, runs) in enumerate(stages.items()):
+        cells = [[run.get(str(h), {}) for h in hops] for run in runs]
         vals = np.array([[c.get("mean", np.nan) for c in row] for row in cells])  # nan: hop not scored, no bar
         mean = vals.mean(0)
         if len(runs) == 1:  # one run: its 95 % bootstrap interval; several seeds: their spread
@@ -372,11 +425,26 @@ def plot(results: dict, path: Path) -> None:
         else:
             lo, hi = vals.min(0), vals.max(0)
         err = np.vstack([mean - lo, hi - mean])
-        ax.bar(np.arange(len(HOPS)) + i * width, mean, width, yerr=err, label=st, capsize=3, color=f"C{i}")
-    ax.set_xticks(np.arange(len(HOPS)) + width * (len(stages) - 1) / 2, [f"{h}-hop" for h in HOPS])
-    ax.set_ylabel("held-out exact match")
-    ax.set_title("SmolLM2-135M on held-out searchgym questions")
+        ax.bar(np.arange(len(hops)) + i * width, mean, width, yerr=err, label=st, capsize=3, color=f"C{i}")
+    ticks = list(names) if names is not None else [f"{h}-hop" for h in hops]
+    ax.set_xticks(np.arange(len(hops)) + width * (len(stages) - 1) / 2, ticks)
+    ax.set_ylabel(ylabel)
     ax.legend(fontsize=8)
+
+
+def plot(results: dict, path: Path) -> None:
+    """Held-out accuracy by hop count per stage (bars: one run's 95 % interval, or the seeds' min-max)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    stages = list(results["stages"])
+    curves = [(st, r["train"]) for st in stages for r in results["stages"][st] if "train" in r]
+    fig, axes = plt.subplots(1, 2 if curves else 1, figsize=(12 if curves else 7, 4), squeeze=False)
+    ax = axes[0][0]
+    hop_bars(ax, {st: [r["solver"]["by_hops"] for r in runs] for st, runs in results["stages"].items()})
+    ax.set_title("SmolLM2-135M on held-out searchgym questions")
     if curves:  # RL training exact match per step, one line per seed, a colour per reward
         cax = axes[0][1]
         for st, c in curves:
@@ -510,6 +578,10 @@ def main() -> None:
                 f"{st:12s} {hops}  searches {r['solver']['searches'] or 0:.2f}  "
                 f"proposer valid {r.get('proposer', {}).get('valid_rate', float('nan')):.3f}"
             )
+            if "solver_reworded" in r:  # the same questions in held-out wordings
+                by_hop = r["solver_reworded"]["by_hops"]
+                hops = " ".join(f"{h}-hop {by_hop[str(h)]['mean']:.3f}" for h in HOPS if str(h) in by_hop)
+                print(f"{'  reworded':12s} {hops}")
     if "expert_proposer" in results:
         print(f"scripted Proposer (the demonstrations' expert): valid {results['expert_proposer']['valid_rate']:.3f}")
     print(f"wrote {out} and {out.with_suffix('.png')}")

@@ -7,11 +7,18 @@ sub-commands and sets ``func`` (a callable taking the parsed args and returning 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import io
 import logging
+import os
+import re
 import sys
 import traceback
+import warnings
+from typing import Optional
 
+from .core.progress import interrupted_message, reset_phases
 from .errors import SearchGymError
 
 COMMAND_MODULES = [
@@ -31,7 +38,9 @@ COMMAND_MODULES = [
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser with every sub-command registered."""
     parser = argparse.ArgumentParser(prog="searchgym", description=__doc__.splitlines()[0])
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log at INFO level and show dependencies' warnings and bars"
+    )
     parser.add_argument(
         "--debug",
         action="store_true",
@@ -50,11 +59,12 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
+    if not args.verbose:
+        quiet_dependencies()
+    reset_phases()
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:  # output piped into `head` and closed early: not an error
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except SearchGymError as exc:  # bad input or an unusable setup: one line naming the fix (anything else is a bug
@@ -62,6 +72,111 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"searchgym {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: say how far the run got, not where Python was
+        if args.debug:
+            traceback.print_exc()
+        print(f"searchgym {args.command}: {interrupted_message()}", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a full disk is not a bug; anything else is and keeps its traceback
+        target = disk_full_target(exc)
+        if target is None:
+            raise
+        if args.debug:
+            traceback.print_exc()
+        print(
+            f"searchgym {args.command}: error: disk full writing {target}; free space and rerun the same command "
+            "to resume",
+            file=sys.stderr,
+        )
+        return 2
+
+
+#: errno values of a write that found no room: no space left on the device, or the file-size limit reached.
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+# how writers outside Python (safetensors' Rust, C++ streams) word the same OS errors
+_OS_ERROR_TEXT = re.compile(
+    rf"os error ({'|'.join(str(e) for e in DISK_FULL_ERRNOS)})\b|No space left on device|File too large|quota exceeded"
+)
+
+
+def disk_full_target(exc: BaseException) -> Optional[str]:
+    """The file a disk-full (or file-size-limit) error was writing, or None if ``exc`` is no such error.
+
+    Looks through the exception's chain for an ``OSError`` with errno ENOSPC/EFBIG/EDQUOT (or a writer
+    outside Python quoting one). Its file name is the error's own ``filename`` when it has one, else the
+    file object (or ``filename`` argument) being written in the innermost frame of the traceback that holds
+    one, else ``"a file"``.
+    """
+    chain: list[BaseException] = []
+    e: Optional[BaseException] = exc
+    while e is not None and e not in chain and len(chain) < 8:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    hit = next(
+        (e for e in chain if (isinstance(e, OSError) and e.errno in DISK_FULL_ERRNOS) or _OS_ERROR_TEXT.search(str(e))),
+        None,
+    )
+    if hit is None:
+        return None
+    if isinstance(hit, OSError) and hit.filename:
+        return str(hit.filename)
+    for e in chain:
+        name = _file_in_traceback(e)
+        if name:
+            return name
+    return "a file"
+
+
+def _file_in_traceback(exc: BaseException) -> Optional[str]:
+    """Name of the file being written where ``exc`` was raised: the innermost frame's open file objects
+    (locals, or attributes and list items of ``self``), or its ``filename`` / ``path`` argument."""
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    for frame in reversed(frames):
+        values = list(frame.f_locals.values())
+        owner = frame.f_locals.get("self")
+        if owner is not None and hasattr(owner, "__dict__"):
+            for v in vars(owner).values():
+                values.extend(v if isinstance(v, (list, tuple)) else [v])
+        for v in values:
+            name = getattr(v, "name", None)
+            if isinstance(v, io.IOBase) and isinstance(name, str) and not name.startswith("<") and _writable(v):
+                return name
+        for key in ("filename", "path", "file"):
+            v = frame.f_locals.get(key)
+            if isinstance(v, (str, os.PathLike)) and str(v):
+                return str(v)
+    return None
+
+
+def _writable(f: io.IOBase) -> bool:
+    mode = str(getattr(f, "mode", ""))
+    return any(c in mode for c in "wax+")
+
+
+def quiet_dependencies() -> None:
+    """Keep dependencies' chatter out of the command's own output: their FutureWarning, DeprecationWarning and
+    UserWarning notes, transformers' log lines, and the ``\\r`` progress bars of
+    transformers / huggingface_hub / datasets (searchgym's own progress lines stay). ``-v`` shows it all;
+    an explicit ``-W`` / ``PYTHONWARNINGS`` choice of the user is left alone."""
+    for var, value in (
+        ("TRANSFORMERS_VERBOSITY", "error"),
+        ("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1"),
+        ("HF_HUB_DISABLE_PROGRESS_BARS", "1"),
+        ("HF_DATASETS_DISABLE_PROGRESS_BARS", "1"),
+    ):
+        os.environ.setdefault(var, value)
+    if "transformers" in sys.modules:  # imported already: the variables above came too late for it
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+    if not sys.warnoptions:  # searchgym itself never warns through `warnings` (it logs): these all come from below
+        for category in (FutureWarning, DeprecationWarning, PendingDeprecationWarning, UserWarning):
+            warnings.filterwarnings("ignore", category=category)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 Builds the default world, indexes it with BM25, prints world statistics and a few searches,
 builds a subgraph pool and draws one subgraph, then plays ``KGSelfPlay-v0`` games with the
-Waypoint Coverage Reward wrapper and prints per-game proposer / solver / WCR rewards while
+Waypoint Coverage Reward wrapper and prints each game -- its question, whether it was verified (and
+why not, in words) and every reward with its components (:mod:`searchgym.wrappers.explain`) -- while
 writing every game's trajectories to JSONL.
 
 The agent is the bundled SmolLM2-135M model by default (``--agent llm``) or the scripted agents
@@ -58,9 +59,11 @@ def run_demo(args: argparse.Namespace) -> int:
 
     import gymnasium as gym
 
+    from .core.progress import Progress
     from .envs.heldout import training_subgraphs
     from .world.synthetic import default_world
     from .wrappers import WaypointCoverageReward
+    from .wrappers.explain import game_lines
 
     out = sys.stdout
     outdir = Path(args.out)
@@ -91,31 +94,19 @@ def run_demo(args: argparse.Namespace) -> int:
     agent = _make_agent(args, model)
 
     print(f"\nPlaying {args.games} KGSelfPlay-v0 games with the {args.agent} agent ...", file=out)
-    for game in range(args.games):
-        t0 = time.perf_counter()
-        obs, info = env.reset(seed=args.seed + game)
-        done = False
-        proposer, solvers, wcr, validation = None, [], [], None
-        while not done:
-            obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
-            done = terminated or truncated
-            validation = info.get("validation") or validation
-            for ev in info["rewards"]:
-                if ev["role"] == "proposer":
-                    proposer = ev["reward"]
-                else:
-                    solvers.append(ev["reward"])
-                    wcr.append(ev["components"].get("wcr_coverage", 0.0))
-        q = (info.get("task").question if info.get("task") is not None else "")[:120]
-        source = {True: "replay buffer", "dummy": "fallback template task"}.get(info.get("replay"), "verified question")
-        valid = validation.get("valid") if validation else None
-        reason = "" if valid else f" ({validation.get('reason')})" if validation else ""
-        print(
-            f"game {game}: question valid={valid}{reason}; proposer reward {proposer:.2f}; "
-            f"solver rewards {[round(r, 2) for r in solvers]}; WCR coverage {[round(c, 2) for c in wcr]}; "
-            f"{time.perf_counter() - t0:.1f} s\n  solver task ({source}): {q}",
-            file=out,
-        )
+    with Progress(args.games, "games", unit="game", enabled=args.agent == "llm") as bar:  # ~a minute each
+        for game in range(args.games):
+            t0 = time.perf_counter()
+            obs, info = env.reset(seed=args.seed + game)
+            done, events = False, []
+            while not done:
+                obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
+                done = terminated or truncated
+                events.extend(info["rewards"])
+            lines = game_lines(game, events, info)
+            lines[0] += f" ({time.perf_counter() - t0:.1f} s)"
+            bar.update(1)
+            bar.write("\n".join(lines), file=out)
     env.close()
     print(f"\nTrajectories written to {outdir / 'trajectories.jsonl'}", file=out)
     return 0
@@ -151,6 +142,7 @@ def show_learning(args, world, outdir: Path, out):
             world,
             per_hop=per_hop,
             max_turns=args.max_turns,
+            progress=True,  # minutes per model on 2 cores: never silent
         )
         by = report["solver"]["by_hops"]
         rows.append((name, by))
@@ -177,6 +169,7 @@ def live_rl(args, world, model, tok, outdir: Path, out):
     from .agents.demonstrations import cold_start_env_kwargs, rl_tasks
     from .agents.learning import cold_start_rl_config
     from .agents.trainer import SelfPlayTrainer
+    from .core.progress import Progress
     from .envs.tasks import ListTaskSource
 
     batch = 2
@@ -203,14 +196,17 @@ def live_rl(args, world, model, tok, outdir: Path, out):
         file=out,
     )
     trainer = SelfPlayTrainer(cfg, envs=envs, model=model, tokenizer=tok)
-    for step in range(args.rl_steps):
-        t0 = time.perf_counter()
-        m = trainer.train_step()
-        print(
-            f"    step {step + 1}: solver reward {m.get('solver/reward', 0.0):.2f}, groups without signal "
-            f"{m.get('solver/skipped_zero_advantage', 0) // args.rl_group}/{batch}, {time.perf_counter() - t0:.0f} s",
-            file=out,
-        )
+    with Progress(args.rl_steps, "live GRPO", unit="step") as bar:
+        for step in range(args.rl_steps):
+            t0 = time.perf_counter()
+            m = trainer.train_step()
+            bar.update(1)
+            bar.write(
+                f"    step {step + 1}: solver reward {m.get('solver/reward', 0.0):.2f}, groups without signal "
+                f"{m.get('solver/skipped_zero_advantage', 0) // args.rl_group}/{batch}, "
+                f"{time.perf_counter() - t0:.0f} s",
+                file=out,
+            )
     for env in envs:
         env.close()
     return trainer.policy.merge_and_unload().eval()

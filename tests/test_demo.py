@@ -45,6 +45,7 @@ def _run(tmp_path, *extra):
 def test_demo_without_picture_never_imports_matplotlib(tmp_path):
     stdout = _run(tmp_path / "a", "--no-picture")
     assert "MPL False 0" in stdout and "not drawn" in stdout
+    assert "game 0: question " in stdout and "proposer reward " in stdout  # each game: verdict, rewards' terms
     assert (tmp_path / "a" / "trajectories.jsonl").is_file() and not (tmp_path / "a" / "subgraph.png").exists()
 
 

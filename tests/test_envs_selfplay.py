@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 
 import gymnasium as gym
 import pytest
@@ -190,7 +191,8 @@ def test_play_cli_prints_rewards_and_exports(tmp_path, capsys):
     out = tmp_path / "play.jsonl"
     assert cli_main(["play", "--env", "KGSelfPlay-v0", "--games", "2", "--export", str(out)]) == 0
     text = capsys.readouterr().out
-    assert text.count("game ") == 2 and "proposer=" in text and "solver=[" in text and "games/s" in text
+    assert len(re.findall(r"^game \d: question (verified|rejected)", text, re.M)) == 2 and "games/s" in text
+    assert "proposer reward " in text and " reward 1.00 = outcome 1.00" in text  # each reward with its terms
     assert len(read_trajectories(out)) == 2
     assert cli_main(["play", "--env", "KGSolver-v0", "--agent", "leaky"]) == 2
     assert "leaky" in capsys.readouterr().err

@@ -255,3 +255,56 @@ def test_plan_retries_zero_keeps_the_first_path():
     assert all(sg.metadata["hops_planned"] is not None for sg in first)
     with pytest.raises(ValueError, match="plan_retries"):
         ExtractionConfig(plan_retries=-1)
+
+
+# ---------------------------------------------------------------- issue 31
+def test_eve_answer_that_ends_an_information_block_is_found():
+    task = make_task("p", answers=["Ostrel"], hops=1)
+    info = '\n<information>Doc 1 (Title: "Merovia") The capital of Merovia is Ostrel</information>\n'
+    t = make_traj(task, ["plan"], [info], role="proposer", question="What is the capital of Merovia?", answer="Ostrel")
+    # F_ans = 1: the answer is the last word before </information> (it fused with the tag before)
+    assert format_score(t, hops=1) == 1.0
+
+
+def test_the_first_question_of_a_turn_is_read_as_ssp_does():
+    from searchgym.envs.protocol import parse_action
+
+    act = parse_action("<question> Which city is the capital? </question> <question> Another one? </question>")
+    assert act.question == "Which city is the capital?"
+
+
+def test_more_than_ten_answers_is_invalid_by_default_and_a_quarter_under_ssp():
+    from searchgym.envs.judge import ExactMatchJudge
+    from searchgym.envs.scoring import score_solver
+
+    spray = " ".join(f"<answer> {a} </answer>" for a in ["x"] * 10 + ["Merovia"])
+    task = Task(id="q", question="In which country was Alice Varn born?", answers=["Merovia"])
+    outcomes = {}
+    for mode in ("invalid", "ssp"):
+        rollout = Rollout("solver", task, "Answer.\n", too_many_answers=mode)
+        advance([rollout], [spray], _engine())
+        outcomes[mode] = score_solver(rollout.trajectory, ExactMatchJudge())
+    assert outcomes == {"invalid": 0.0, "ssp": 0.25}
+    with pytest.raises(ValueError, match="too_many_answers"):
+        Rollout("solver", task, "p", too_many_answers="half")
+
+
+def test_every_env_clone_of_a_trainer_batch_exports_its_games(tmp_path, tiny_world):
+
+    import gymnasium as gym
+
+    import searchgym  # noqa: F401
+    from searchgym.agents.scripted import PathFollowingSolver
+
+    path = tmp_path / "games.jsonl"
+    first = gym.make("KGSolverGroup-v0", world=tiny_world, group_size=2, max_turns=2, export_path=str(path))
+    clone = first.unwrapped.clone()
+    agent = PathFollowingSolver(tiny_world)
+    for env in (first, clone):
+        obs, info = env.reset(seed=0)
+        done = False
+        while not done:
+            obs, _, term, trunc, info = env.step(agent.act(obs, info))
+            done = term or trunc
+    first.close()
+    assert len(path.read_text().splitlines()) == 2  # one game from the env, one from its clone

@@ -313,7 +313,7 @@ def _wait_for(predicate, timeout=10.0):
 
 
 def test_client_disconnecting_mid_body_logs_one_debug_line_and_no_traceback(bm25, caplog, capfd):
-    with caplog.at_level("DEBUG", logger="searchgym.retrieval.server"), RetrievalServer(bm25, port=0) as srv:
+    with caplog.at_level("DEBUG", logger="searchgym.retrieval"), RetrievalServer(bm25, port=0) as srv:
         s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
         s.sendall(
             b"POST /retrieve HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"

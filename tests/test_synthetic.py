@@ -8,6 +8,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
+from searchgym.core.checksums import CACHE_NAME
 from searchgym.world import World, load_world
 from searchgym.world.synthetic import (
     RELATIONS,
@@ -20,7 +21,8 @@ from searchgym.world.synthetic import (
 
 
 def _files(path):
-    return {p.name: p.read_bytes() for p in sorted(path.iterdir())}
+    """The world's files (not the checksum cache, which records their inodes and times)."""
+    return {p.name: p.read_bytes() for p in sorted(path.iterdir()) if p.name != CACHE_NAME}
 
 
 def _rel_rows(world: World) -> dict[str, int]:

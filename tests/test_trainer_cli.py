@@ -13,6 +13,8 @@ from searchgym.cli import main  # noqa: E402
 from tests.support.tiny_lm import save_tiny  # noqa: E402
 
 SMALL = [
+    "--size",
+    "paper",  # the recipe's own settings, scaled down by the --set lines below
     "--set",
     "device=cpu",
     "--set",
@@ -38,8 +40,8 @@ SMALL = [
 def test_train_cli_runs_resumes_and_refuses_a_changed_config(tmp_path, capsys):
     model = save_tiny(tmp_path / "tiny")
     cfg = tmp_path / "cfg.yaml"
-    assert main(["train", "--dump-config", str(cfg)]) == 0
-    assert "lr: 1.0e-06" in cfg.read_text()
+    assert main(["train", "--size", "paper", "--dump-config", str(cfg)]) == 0
+    assert "lr: 1.0e-06" in cfg.read_text() and "recipe: kg-wcr" in cfg.read_text()
     out = tmp_path / "run"
     args = ["train", "--config", str(cfg), "--model", str(model), "--output-dir", str(out), "--steps", "1"] + SMALL
     assert main(args) == 0

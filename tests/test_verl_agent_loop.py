@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import time
 
 import pytest
 
@@ -16,7 +18,9 @@ from verl.experimental.agent_loop.agent_loop import DictConfigWrap, _agent_loop_
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
 from searchgym.integrations.verl import agent_loop as al  # noqa: E402
+from searchgym.integrations.verl.data import VerlRowError  # noqa: E402
 from searchgym.integrations.verl.environments import EnvSpec, cached_env  # noqa: E402
+from searchgym.retrieval.base import Retriever  # noqa: E402
 from tests.support.tiny_lm import build_model, build_tokenizer  # noqa: E402
 
 RESPONSE_LENGTH = 4096
@@ -297,3 +301,102 @@ def test_example_yaml_instantiates_through_hydra_as_verl_does(tok):
     assert loops["searchgym_solver"].spec == EnvSpec("KGSolver-v0", ("wcr",), {"max_turns": 6})
     assert loops["searchgym_selfplay"].spec.env_kwargs == {"group_size": 5, "max_turns": 6}
     assert isinstance(loops["searchgym_proposer"], al.SearchGymProposerLoop)
+
+
+# ----------------------------------------------------------------------------- rows from elsewhere
+def search_r1_row(task, prompt=None, **extra):
+    """A row of Search-R1's verl parquet as verl hands it to a loop (golds as a numpy object array)."""
+    import numpy as np
+
+    from searchgym.evaluation.tasksets import search_r1_prompt
+
+    content = prompt or search_r1_prompt(task.question)
+    return {
+        "data_source": "nq",
+        "prompt": [{"role": "user", "content": content}],
+        "raw_prompt": [{"role": "user", "content": content}],
+        "reward_model": {"style": "rule", "ground_truth": {"target": np.array(list(task.answers), dtype=object)}},
+        "extra_info": {"split": "train", "index": 7},
+        **extra,
+    }
+
+
+def test_search_r1_and_flashrag_rows_are_played_as_their_question(tok):
+    task = first_task()
+    custom = f"Think, then <search>query</search>; end with <answer>name</answer>. Question: {task.question}"
+    server = ScriptedServer(tok, task.answers[0])
+    out = asyncio.run(make_loop(al.SearchGymSolverLoop, tok, server).run({}, **search_r1_row(task, custom)))
+    assert out.reward_score == 1.0 and server.calls == 2
+    assert custom in tok.decode(out.prompt_ids)  # a prompt that teaches the tags is the Solver's prompt
+    flashrag = {"question": task.question, "golden_answers": list(task.answers), "prompt": task.question}
+    out = asyncio.run(make_loop(al.SearchGymSolverLoop, tok, ScriptedServer(tok, task.answers[0])).run({}, **flashrag))
+    assert out.reward_score == 1.0
+    assert "Answer the given question" in tok.decode(out.prompt_ids)  # a bare question: the env's Solver prompt
+    wrong = asyncio.run(
+        make_loop(al.SearchGymSolverLoop, tok, ScriptedServer(tok, "certainly not")).run({}, **search_r1_row(task))
+    )
+    assert wrong.reward_score == 0.0  # the golds came from reward_model.ground_truth.target
+
+
+def test_rows_without_a_task_are_refused_never_a_default_pool_task(tok):
+    loop = make_loop(al.SearchGymSolverLoop, tok, ScriptedServer(tok, "x"))
+    with pytest.raises(VerlRowError, match=r"verl row without a searchgym task \(columns: .*make_data.py"):
+        asyncio.run(loop.run({}, prompt=[{"role": "user", "content": "hi"}], extra_info={"index": 0}))
+    with pytest.raises(VerlRowError, match="neither a task nor an index"):
+        asyncio.run(loop.run({}, extra_info={"searchgym": {"seed": 3}}))
+    task = first_task()
+    selfplay = make_loop(al.SearchGymSelfPlayLoop, tok, TinyModelServer(tok), n=2, env_kwargs={"group_size": 2})
+    no_subgraph = search_r1_row(task)
+    with pytest.raises(VerlRowError, match="has none.*searchgym_qa"):
+        asyncio.run(selfplay.run({}, uid="qa-row", **no_subgraph))
+    assert "qa-row" not in al.SearchGymSelfPlayLoop._games  # the refused row left no half-started game
+
+
+SLOW_SEARCH_S = 1.0  # each search of SlowRetriever sleeps this long
+
+
+class SlowRetriever(Retriever):
+    """The default world's real BM25, behind a deliberate ``SLOW_SEARCH_S`` sleep per call (a remote retriever
+    under load); counts calls in flight (class-level, so the env copies verl plays share the count)."""
+
+    lock = threading.Lock()
+    in_flight = peak = calls = 0
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def batch_search(self, queries, k=3):
+        cls = type(self)
+        with cls.lock:
+            cls.in_flight += 1
+            cls.calls += 1
+            cls.peak = max(cls.peak, cls.in_flight)
+        try:
+            time.sleep(SLOW_SEARCH_S)
+            return self.inner.batch_search(queries, k)
+        finally:
+            with cls.lock:
+                cls.in_flight -= 1
+
+
+def test_env_steps_run_off_the_event_loop_so_slow_searches_overlap(tok):
+    from searchgym.envs.resources import default_retriever
+    from searchgym.world.synthetic import default_world
+
+    n, task = 4, first_task()
+    slow = SlowRetriever(default_retriever(default_world()))
+    loops = [
+        make_loop(al.SearchGymSolverLoop, tok, ScriptedServer(tok, task.answers[0]), env_kwargs={"retriever": slow})
+        for _ in range(n)
+    ]
+    cached_env(loops[0].spec, clone=False)  # build the env once, outside the measured part
+
+    async def play_all():
+        return await asyncio.gather(*[lp.run({}, extra_info={"searchgym": {"task": task.to_dict()}}) for lp in loops])
+
+    start = time.perf_counter()
+    outs = asyncio.run(play_all())
+    elapsed = time.perf_counter() - start
+    assert [o.reward_score for o in outs] == [1.0] * n and SlowRetriever.calls == n  # one search per rollout
+    assert SlowRetriever.peak == n  # all n searches were waiting at once
+    assert elapsed < n * SLOW_SEARCH_S * 0.6, f"{n} rollouts took {elapsed:.2f}s: their searches ran one by one"

@@ -266,10 +266,17 @@ def test_resave_over_an_existing_world(tiny_world, tmp_path):
 
 @pytest.fixture()
 def saved(tiny_world, tmp_path):
-    """A version-1 (JSON Lines) world: still read; its failure paths are tested here, version 2's in
-    tests/test_world_storage.py."""
+    """A version-1 (JSON Lines) world as an older searchgym wrote it, without checksums (so damage
+    reaches the parse: its failure paths are tested here, version 2's in tests/test_world_storage.py,
+    checksums in tests/hostile/test_server_and_checksums.py)."""
+    from searchgym.core.checksums import CACHE_NAME
+
     d = tmp_path / "w"
     save_world(tiny_world, d, version=1)
+    m = json.loads((d / "manifest.json").read_text())
+    del m["files_sha256"]
+    (d / "manifest.json").write_text(json.dumps(m))
+    (d / CACHE_NAME).unlink()
     return d
 
 

@@ -68,10 +68,13 @@ def saved(tiny_world, tmp_path):
 
 
 def _rewrite(d, name: str, data: bytes) -> None:
-    """Replace a file and fix its size in the manifest, so only the column checks can catch it."""
+    """Replace a file and fix its size and checksum in the manifest, so only the column checks can catch it."""
+    import hashlib
+
     (d / name).write_bytes(data)
     m = json.loads((d / "manifest.json").read_text())
     m["files"][name] = len(data)
+    m["files_sha256"][name] = hashlib.sha256(data).hexdigest()
     (d / "manifest.json").write_text(json.dumps(m))
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from ..errors import MissingFileError, SearchGymError
 from .config_io import ConfigIO
+from .weights_check import DamagedWeightsError, check_weights_folder
 
 logger = logging.getLogger(__name__)
 
@@ -109,16 +110,51 @@ class CheckpointManager:
             shutil.rmtree(p, ignore_errors=True)
 
     def latest(self) -> Path | None:
-        """The newest complete checkpoint, or None."""
+        """The newest complete and readable checkpoint, or None if there is none yet.
+
+        A newer checkpoint whose ``meta.json``, ``trainer_state.json`` or weight-file headers are damaged is
+        skipped with a warning naming the file, and the one before it is used (as an incomplete one is);
+        when every checkpoint is damaged a :class:`CheckpointFormatError` lists them (resuming from nothing
+        would silently start over).
+        """
         if not self.root.is_dir():
             return None
-        ptr = self.root / "latest"
-        if ptr.is_file():
-            cand = self.root / ptr.read_text().strip()
-            if (cand / _COMPLETE).is_file():
-                return cand
         done = self._complete()
-        return done[-1] if done else None
+        ptr = self.root / "latest"
+        name = ptr.read_text(encoding="utf-8", errors="replace").strip() if ptr.is_file() else ""
+        pointed = [p for p in done if p.name == name]  # the pointer names a directory here, nothing else
+        damaged: list[str] = []
+        for cand in pointed + [p for p in reversed(done) if p not in pointed]:
+            problem = self.damage(cand)
+            if problem is None:
+                if damaged:
+                    logger.warning("resuming from %s instead", cand)
+                return cand
+            logger.warning("skipping damaged checkpoint %s: %s", cand, problem)
+            damaged.append(f"{cand.name}: {problem}")
+        if damaged:
+            raise CheckpointFormatError(
+                f"no readable checkpoint in {self.root} ({'; '.join(damaged)}); use a new output_dir, or delete "
+                f"{self.root}, to start a fresh run"
+            )
+        return None
+
+    @staticmethod
+    def damage(path: str | Path) -> str | None:
+        """What is damaged in checkpoint ``path`` (its meta.json, trainer_state.json or a weight file's
+        header: cheap checks, no tensor is read), or None if those are sound."""
+        path = Path(path)
+        try:
+            read_meta(path)
+            json.loads((path / "trainer_state.json").read_text(encoding="utf-8"))
+            check_weights_folder(path / "policy")
+        except (CheckpointFormatError, DamagedWeightsError) as exc:
+            return str(exc)
+        except FileNotFoundError:
+            return None  # an old-format checkpoint: load_state refuses it with its own message
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            return f"trainer_state.json is damaged ({exc})"
+        return None
 
     @staticmethod
     def check_config(path: str | Path, config: ConfigIO) -> dict:
@@ -126,7 +162,7 @@ class CheckpointManager:
         path = Path(path)
         if not (path / _COMPLETE).is_file():
             raise MissingFileError(f"{path} is not a complete searchgym checkpoint (no {_COMPLETE} marker)")
-        meta = json.loads((path / "meta.json").read_text())
+        meta = read_meta(path)
         if meta.get("digest") == config.digest():
             return meta
         saved = type(config).load(path / "config.yaml").fingerprint()
@@ -152,7 +188,7 @@ class CheckpointManager:
         import torch
 
         path = Path(path)
-        meta = json.loads((path / "meta.json").read_text())
+        meta = read_meta(path)
         if meta.get("format") != FORMAT or not (path / "trainer_state.json").is_file():
             raise CheckpointFormatError(
                 f"checkpoint {path} uses the old pickled format (format {meta.get('format', 1)}, this searchgym "
@@ -171,3 +207,18 @@ class CheckpointManager:
         if not isinstance(state, dict) or not isinstance(plain, dict):
             raise CheckpointFormatError(f"checkpoint {path}: trainer state is not a mapping")
         return {**plain, **state}
+
+
+def read_meta(path: str | Path) -> dict:
+    """The ``meta.json`` of checkpoint ``path``; :class:`CheckpointFormatError` naming the file when it is
+    missing, not JSON or not an object (the checkpoint is then damaged, not a config mismatch)."""
+    f = Path(path) / "meta.json"
+    try:
+        meta = json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        meta, why = None, f"{type(exc).__name__}: {exc}"
+    else:
+        why = "not a JSON object"
+    if not isinstance(meta, dict):
+        raise CheckpointFormatError(f"{f} is damaged ({why}); resume from an earlier checkpoint or start a fresh run")
+    return meta

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from ..errors import InvalidArgumentError
 from .config_io import ConfigIO
 from .decoding import CACHES
-from .losses import PROPOSER_BASELINES, STD_DDOFS
+from .losses import LOSS_AGGREGATIONS, PROPOSER_BASELINES, SOLVER_ADVANTAGES, STD_DDOFS
 
 DTYPES = ("float32", "bfloat16", "float16")
 
@@ -39,6 +39,8 @@ RESUME_MUTABLE = frozenset(
         "share_prompt",
         "rollout_cache",
         "vllm_server_url",
+        "recipe",  # a name only: the recipe's values are the other fields, checked one by one
+        "recipe_size",
     }
 )
 ROLLOUT_BACKENDS = ("transformers", "vllm", "vllm-server")
@@ -110,7 +112,20 @@ class TrainConfig(ModelOptions, ConfigIO):
     clip_high: float = 0.28
     adv_eps: float = 1e-6
     adv_std_ddof: int = 0  # GRPO group std: 0 population (default), 1 sample (verl / TRL); the papers do not say
-    proposer_baseline: str = "verified"  # "verified": SSP Alg. 1 / kg-paths-wcr §3.1; "all": every question
+    # Solver group advantage: "grpo" (R - mean) / (std + eps) (kg-paths-wcr Eq. 3/10); "grpo_centred" R - mean,
+    # no division by the std (SSP Eq. 4)
+    solver_advantage: str = "grpo"
+    # Proposer REINFORCE baseline: "none" (SSP Eq. 5: the advantage is the reward), "verified" (mean over the
+    # verified questions, invalid ones get 0: kg-paths-wcr Eq. 9's b), "all" (batch mean), "hop_group" (EVE's
+    # HRPO: standardised within each hop count)
+    proposer_baseline: str = "verified"
+    # how a sequence's token losses combine: "token_mean" (GRPO's 1/|tau| sum, SSP Eq. 4) or "token_sum"
+    # (REINFORCE's sum of log-probs, SSP Eq. 5 / kg-paths-wcr Eq. 9)
+    solver_loss_aggregation: str = "token_mean"
+    proposer_loss_aggregation: str = "token_mean"
+    # the named recipe these settings started from (searchgym.agents.recipes; null: none), and its size
+    recipe: str | None = None
+    recipe_size: str | None = None
     train_solver: bool = True
     train_proposer: bool = True
     # bookkeeping
@@ -133,7 +148,10 @@ class TrainConfig(ModelOptions, ConfigIO):
 
     def validate(self) -> None:
         """Raise ValueError naming the bad field and what it accepts."""
+        from ..envs.registration import check_env_id
         from ..wrappers.registry import reward_plan
+
+        check_env_id(self.env_id)  # before anything loads: a typo must not cost a model load
 
         try:  # a registered name, a stack "dynasearcher,wcr" or "package.module:Wrapper"
             reward_plan(self.reward)
@@ -193,8 +211,16 @@ class TrainConfig(ModelOptions, ConfigIO):
         if self.proposer_baseline not in PROPOSER_BASELINES:
             raise InvalidArgumentError(
                 f"proposer_baseline={self.proposer_baseline!r}: use one of {', '.join(PROPOSER_BASELINES)} "
-                "(verified = mean over verified questions, invalid ones get advantage 0)"
+                "(none = SSP Eq. 5; verified = mean over verified questions, invalid ones get advantage 0)"
             )
+        if self.solver_advantage not in SOLVER_ADVANTAGES:
+            raise InvalidArgumentError(
+                f"solver_advantage={self.solver_advantage!r}: use one of {', '.join(SOLVER_ADVANTAGES)} "
+                "(grpo divides by the group std; grpo_centred is SSP Eq. 4, r - mean)"
+            )
+        for name in ("solver_loss_aggregation", "proposer_loss_aggregation"):
+            if getattr(self, name) not in LOSS_AGGREGATIONS:
+                raise InvalidArgumentError(f"{name}={getattr(self, name)!r}: use one of {', '.join(LOSS_AGGREGATIONS)}")
         if not 0 < self.top_p <= 1:
             raise InvalidArgumentError(f"top_p={self.top_p} must be in (0, 1]")
         if self.replay_reset_steps < 0:

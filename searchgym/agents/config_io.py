@@ -43,15 +43,28 @@ class ConfigIO:
     @classmethod
     def load(cls: type[_Config], path: str | Path) -> _Config:
         """Read a YAML (or JSON) config file."""
+        return cls.from_dict(cls.read_mapping(path))
+
+    @classmethod
+    def read_mapping(cls, path: str | Path) -> dict:
+        """The ``key: value`` mapping of a YAML (or JSON) config file, unchecked against the fields
+        (what a recipe-aware loader layers over a recipe's values)."""
         import yaml
 
         p = Path(path)
         if not p.is_file():
             raise MissingFileError(f"config file {p} does not exist; write one with `{cls.DUMP_HINT} {p}`")
-        data = yaml.safe_load(p.read_text()) or {}
+        try:
+            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise InvalidArgumentError(
+                f"{p}: {_yaml_problem(exc)}; fix that line (`{cls.DUMP_HINT} FILE` writes a valid config to start from)"
+            ) from None
+        except UnicodeDecodeError as exc:
+            raise InvalidArgumentError(f"{p} is not a UTF-8 text file ({exc}); give a YAML config file") from None
         if not isinstance(data, dict):
             raise InvalidArgumentError(f"{p}: a config file must be a mapping of key: value")
-        return cls.from_dict(data)
+        return data
 
     def save(self, path: str | Path) -> None:
         """Write as YAML."""
@@ -72,7 +85,13 @@ class ConfigIO:
             key = key.strip()
             if key not in d:
                 raise InvalidArgumentError(f"unknown config key {key!r}; valid keys: {', '.join(sorted(d))}")
-            value = yaml.safe_load(raw) if raw.strip() else ""
+            try:
+                value = yaml.safe_load(raw) if raw.strip() else ""
+            except yaml.YAMLError as exc:
+                raise InvalidArgumentError(
+                    f"override {item!r}: {_yaml_problem(exc, line=False)} in the value; fix it, or quote it to pass "
+                    "a plain string"
+                ) from None
             d[key] = _coerce(key, value, hints[key])
         return type(self).from_dict(d)
 
@@ -83,6 +102,14 @@ class ConfigIO:
     def digest(self) -> str:
         """Short hash of :meth:`fingerprint`."""
         return hashlib.sha256(json.dumps(self.fingerprint(), sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _yaml_problem(exc: Exception, *, line: bool = True) -> str:
+    """``YAML syntax error at line 3, column 7: mapping values are not allowed here`` from a PyYAML error."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None and line else ""
+    return f"YAML syntax error{where}: {problem}"
 
 
 def _coerce(key: str, value: Any, hint: Any) -> Any:

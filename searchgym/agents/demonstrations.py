@@ -12,6 +12,11 @@ fine-tuning on demonstrations, and these are made by driving the *real* envs —
 * :class:`ProposerExpert` (KG-grounded or answer-only Proposer) searches along the path with varied
   queries and writes the template question, which the env's rule filters and RAG verification judge.
 
+Solver questions come in varied wordings by default (``wording="varied"``: the template or one of the
+"train" rewordings of :mod:`searchgym.envs.rewording`, per task), so the model learns to take any phrasing
+apart into its hops rather than to parse the template; the plan in the first thought names the hops in the
+template's phrases whatever the question's wording.
+
 Only rollouts the env rewards (Solver reward 1, Proposer question valid) are kept, so no
 demonstration claims an answer the retriever did not deliver. Each line of the output JSONL is a
 :meth:`~searchgym.envs.types.Trajectory.to_dict` with ``"reward"`` and ``"demo"`` keys: agent and env
@@ -32,6 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
+from ..core.artefacts import check_output
+from ..core.output_lock import OutputLock
+from ..envs.rewording import DEFAULT_TRAINING_WORDING, TRAINING_WORDINGS, reword_tasks
 from ..envs.scoring import information_materials
 from ..envs.templates import path_question, relation_phrase
 from ..envs.types import Trajectory
@@ -55,9 +63,16 @@ __all__ = [
     "opening_record",
     "COLD_START_TOP_K",
     "COLD_START_MAX_TURNS",
+    "TASK_WORDINGS",
+    "DEFAULT_WORDING",
 ]
 
 COLD_START_TOP_K = 3
+#: what ``wording`` :func:`demo_tasks`, :func:`rl_tasks` and :func:`demonstrations_by_hops` accept; the held-out
+#: wordings (:mod:`searchgym.envs.rewording`) are for scoring only
+TASK_WORDINGS = TRAINING_WORDINGS
+#: Solver questions in a train wording or the template, per task: teaches searching, not template parsing
+DEFAULT_WORDING = DEFAULT_TRAINING_WORDING
 COLD_START_MAX_TURNS = 5
 COLD_START_PASSAGE_SENTENCES = 2
 
@@ -305,25 +320,41 @@ class DemoStats:
         return {"written": dict(self.written), "dropped": dict(self.dropped), "searches": dict(self.searches)}
 
 
-def demo_tasks(world, counts: dict[int, int], *, seed: int = 0, role: str = "solver") -> list:
+def _check_wording(wording: str) -> None:
+    if wording not in TASK_WORDINGS:
+        raise InvalidArgumentError(
+            f"wording must be one of {', '.join(TASK_WORDINGS)} (held-out wordings are for scoring only); "
+            f"got {wording!r}"
+        )
+
+
+def demo_tasks(
+    world, counts: dict[int, int], *, seed: int = 0, role: str = "solver", wording: str = DEFAULT_WORDING
+) -> list:
     """Training-side tasks for one demonstration role: ``counts[h]`` tasks of ``h`` hops each. The task
     draws of the three roles use disjoint seeds, so ``searchgym demos`` and the learning benchmark make
-    the same lists from the same seed."""
+    the same lists from the same seed. ``wording`` (Solver roles; a Proposer's prompt shows no question):
+    ``"varied"`` rewords each question in a train wording or keeps the template, drawn from ``seed`` and the
+    task (:func:`~searchgym.envs.rewording.reword_task`), so the model learns to search whatever the phrasing;
+    ``"template"`` keeps every template question (the behaviour before wordings); ``"train"`` rewords all."""
     from ..envs.heldout import hop_tasks
 
+    _check_wording(wording)
     offset = {"solver": 1, "proposer-kg": 2, "proposer-vanilla": 3, "solver-opening": 4, "proposer-kg-opening": 5}[role]
-    return [
+    tasks = [
         t
         for hops, n in sorted(counts.items())
         for t in hop_tasks(world, hops, n, seed=seed * 1000 + offset + 100 * hops)
     ]
+    return reword_tasks(tasks, wording, seed=seed) if role.startswith("solver") else tasks
 
 
-def rl_tasks(world, counts: dict[int, int], *, seed: int) -> list:
+def rl_tasks(world, counts: dict[int, int], *, seed: int, wording: str = DEFAULT_WORDING) -> list:
     """Training-side Solver tasks for RL after the cold start: other draws than the demonstrations' (their
     seed is 0, these 1), in an order drawn from the run's ``seed``. The trainer deals a task list in order,
-    so without the shuffle every RL seed would see the same questions in the same order."""
-    tasks = demo_tasks(world, counts, seed=1)
+    so without the shuffle every RL seed would see the same questions in the same order. ``wording`` as in
+    :func:`demo_tasks` (the same questions in every RL seed)."""
+    tasks = demo_tasks(world, counts, seed=1, wording=wording)
     random.Random(seed).shuffle(tasks)
     return tasks
 
@@ -408,15 +439,17 @@ def generate_demonstrations(
     ``proposer_openings`` are played the same way (Solver, KG Proposer) but only the first turn of each
     rewarded rollout is written (:func:`opening_record`, kinds ``solver-opening`` and
     ``proposer-kg-opening``). ``env_kwargs`` default to :func:`cold_start_env_kwargs`. Writes ``out``
-    (JSONL, truncated first) and returns the counts.
+    (JSONL, truncated first; it must be new or demonstrations, and is locked while written) and returns
+    the counts.
     """
     import gymnasium as gym
 
     from ..envs.tasks import ListTaskSource
 
+    out = Path(out)
+    check_output(out, "demonstrations")
     kwargs = dict(env_kwargs) if env_kwargs is not None else cold_start_env_kwargs(world)
     stats = DemoStats()
-    out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     kg, vanilla = {"mode": "kg"}, {"mode": "vanilla"}
     plans = [
@@ -429,7 +462,7 @@ def generate_demonstrations(
         _DemoPlan("proposer-kg", "KGProposer-v0", kg, list(proposer_openings), ProposerExpert(seed), opening=True),
     ]
     bar = _bar(sum(len(p.tasks) for p in plans), progress)
-    with out.open("w", encoding="utf-8") as f:
+    with OutputLock(out, what="--out"), out.open("w", encoding="utf-8") as f:
         for plan in plans:
             name = plan.kind + ("-opening" if plan.opening else "")
             for i, task in enumerate(plan.tasks):
@@ -462,13 +495,15 @@ def demonstrations_by_hops(
     proposer_openings: Optional[dict[int, int]] = None,
     seed: int = 0,
     progress: bool = False,
+    wording: str = DEFAULT_WORDING,
 ) -> DemoStats:
     """:func:`generate_demonstrations` over :func:`demo_tasks` lists given as ``{hops: count}`` per role
     (Solver, KG Proposer, answer-only Proposer, Solver openings, KG Proposer openings): what
-    ``searchgym demos`` and the learning benchmark run."""
+    ``searchgym demos`` and the learning benchmark run. ``wording``: the Solver questions' (see
+    :func:`demo_tasks`)."""
 
     def tasks(counts, role):
-        return demo_tasks(world, counts or {}, seed=seed, role=role)
+        return demo_tasks(world, counts or {}, seed=seed, role=role, wording=wording)
 
     return generate_demonstrations(
         world,
@@ -484,6 +519,6 @@ def demonstrations_by_hops(
 
 
 def _bar(total: int, enabled: bool):
-    from tqdm.auto import tqdm
+    from ..core.progress import Progress
 
-    return tqdm(total=total, desc="demonstrations", unit="task", disable=not enabled)
+    return Progress(total, "demonstrations", unit="task", enabled=enabled)

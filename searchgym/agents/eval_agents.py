@@ -3,9 +3,10 @@
 * ``scripted`` -- :class:`~searchgym.agents.scripted.PathFollowingSolver` (a baseline that searches
   the KG path hop by hop and reads its answer from the retrieved text; one search for plain QA);
 * ``random`` -- :class:`~searchgym.agents.scripted.RandomAgent` (the floor);
-* ``transformers`` -- a local Hugging Face model folder, a trainer checkpoint
-  (``runs/x/checkpoints/step_00000010``) or the bundled ``smollm2``, run in-process;
-* ``vllm`` -- the same with vLLM (when installed, on a GPU);
+* ``transformers`` -- a local Hugging Face model folder, a trainer or SFT checkpoint
+  (``runs/x/checkpoints/step_00000010``, a LoRA one too), a LoRA adapter folder (merged into its base on
+  load, as ``train --init`` does) or the bundled ``smollm2``, run in-process;
+* ``vllm`` -- the same with vLLM (when installed, on a GPU), LoRA adapters excepted;
 * ``openai`` -- any OpenAI-compatible endpoint (``vllm serve``, SGLang, llama.cpp...), with
   concurrent requests, a per-request timeout and bounded retries.
 
@@ -61,11 +62,38 @@ class AgentSpec:
         if self.concurrency < 1 or self.timeout <= 0 or self.retries < 0 or self.max_new_tokens < 1:
             raise InvalidArgumentError("need concurrency >= 1, timeout > 0, retries >= 0 and max_new_tokens >= 1")
 
+    def record_settings(self) -> dict:
+        """The settings that can change what this agent answers -- model identity, sampling, seed -- for
+        ``searchgym eval``'s resume fingerprint (not concurrency, timeout or retries, which never do)."""
+        if self.kind == "scripted":
+            return {}
+        if self.kind == "random":
+            return {"seed": self.seed}
+        model = self.model or "default"
+        local = Path(model).expanduser()
+        if self.kind != "openai" and local.exists():
+            model = str(local.resolve())
+        settings: dict = {
+            "model": model,
+            "temperature": self.temperature,
+            "max_new_tokens": self.max_new_tokens,
+            "seed": self.seed,
+        }
+        if self.kind == "openai":
+            settings["endpoint"] = self.endpoint
+        else:
+            settings["dtype"] = self.dtype
+        return settings
+
 
 class EvalAgent:
-    """``act_batch([(obs, info), ...]) -> [action, ...]`` for single-role Solver envs, plus token counting."""
+    """``act_batch([(obs, info), ...]) -> [action, ...]`` for single-role Solver envs, plus token counting.
+
+    ``settings``: what can change its answers besides its name (see :meth:`AgentSpec.record_settings`);
+    :func:`~searchgym.evaluation.runner.evaluate` puts them in a run's resume fingerprint."""
 
     name = "agent"
+    settings: dict
 
     def act_batch(self, items: Sequence[tuple[Any, dict]]) -> list[str]:
         """One action per (observation, info) pair."""
@@ -124,8 +152,8 @@ def resolve_checkpoint(model: str) -> str:
         return str(p / "policy")
     if p.is_dir() and (p / "policy" / "adapter_config.json").is_file():
         raise InvalidArgumentError(
-            f"{p} holds a LoRA adapter; merge it into its base model (peft merge_and_unload) and "
-            f"save_pretrained the result, then evaluate that folder"
+            f"{p} holds a LoRA adapter, which the vllm agent cannot load; evaluate it with --agent transformers "
+            f"(which merges it on load), or merge it into its base model (peft merge_and_unload) yourself"
         )
     return model
 
@@ -138,7 +166,14 @@ def _given(value: Optional[str], problem: str) -> str:
 
 
 def make_agent(spec: AgentSpec, *, world: Any = None) -> EvalAgent:
-    """Build the agent ``spec`` names (``world`` lets the scripted agent read with the world's names)."""
+    """Build the agent ``spec`` names (``world`` lets the scripted agent read with the world's names), its
+    ``settings`` set from :meth:`AgentSpec.record_settings`."""
+    agent = _build_agent(spec, world)
+    agent.settings = spec.record_settings()
+    return agent
+
+
+def _build_agent(spec: AgentSpec, world: Any) -> EvalAgent:
     from . import scripted
 
     if spec.kind == "scripted":
@@ -160,16 +195,21 @@ def make_agent(spec: AgentSpec, *, world: Any = None) -> EvalAgent:
             max_concurrency=spec.concurrency,
         )
         return LLMEvalAgent(gen, f"openai:{spec.model or 'default'}@{spec.endpoint}", gen_cfg)
-    model = resolve_checkpoint(_given(spec.model, f"agent {spec.kind!r} needs --model"))
+    model = _given(spec.model, f"agent {spec.kind!r} needs --model")
     if spec.kind == "vllm":
         from .smollm import resolve_model_path
         from .vllm_backend import VLLMGenerator
 
         gen = VLLMGenerator(
-            resolve_model_path(model), dtype="bfloat16" if spec.dtype == "float32" else spec.dtype, seed=spec.seed
+            resolve_model_path(resolve_checkpoint(model)),
+            dtype="bfloat16" if spec.dtype == "float32" else spec.dtype,
+            seed=spec.seed,
         )
         return LLMEvalAgent(gen, f"vllm:{spec.model}", gen_cfg)
-    from .smollm import load_generator
+    from .pretrained import open_model
+    from .transformers_backend import TransformersGenerator
 
-    gen = load_generator(model, dtype=spec.dtype, device=spec.device, seed=spec.seed, max_batch_size=spec.concurrency)
+    # a model name or folder, a trainer/SFT checkpoint or a LoRA adapter (merged), as `train --init` opens them
+    policy, tokenizer = open_model(model, dtype=spec.dtype)
+    gen = TransformersGenerator(policy, tokenizer, device=spec.device, seed=spec.seed, max_batch_size=spec.concurrency)
     return LLMEvalAgent(gen, f"transformers:{spec.model}", gen_cfg)

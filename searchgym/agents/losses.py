@@ -6,7 +6,9 @@ Kept free of any trainer state so each piece is unit-testable:
 * :func:`token_logprobs` — log p(token_t | prefix) for every position, plus the entropy.
 * :func:`policy_loss` — PPO-clip with asymmetric ε (0.2 / 0.28), k3 KL to a frozen reference
   (``exp(ref − logp) − (ref − logp) − 1``, unbiased and always ≥ 0), token-mean per sequence over
-  the loss mask (env-inserted tokens excluded from both sum and normaliser), then mean over sequences.
+  the loss mask (env-inserted tokens excluded from both sum and normaliser), then mean over sequences;
+  ``aggregation="token_sum"`` sums over each sequence's tokens instead (the REINFORCE objective of SSP
+  Eq. 5 and kg-paths-wcr Eq. 9, ``R · Σ_t log π``).
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ from dataclasses import dataclass
 
 from ..core.advantages import (  # noqa: F401
     PROPOSER_BASELINES,
+    SOLVER_ADVANTAGES,
     STD_DDOFS,
     baseline_advantages,
     check_ddof,
     group_advantages,
     proposer_advantages,
 )
+from ..errors import InvalidArgumentError
 
 
 def token_logprobs(model, input_ids, attention_mask, *, with_entropy: bool = False, start: int = 1, only=None):
@@ -59,6 +63,11 @@ def token_logprobs(model, input_ids, attention_mask, *, with_entropy: bool = Fal
     return torch.cat([pad, logp], dim=1), None if entropy is None else torch.cat([pad, entropy], dim=1)
 
 
+#: how a sequence's per-token losses are combined: ``token_mean`` (GRPO's 1/|τ| Σ_t, SSP Eq. 4) or
+#: ``token_sum`` (REINFORCE's Σ_t, SSP Eq. 5 / kg-paths-wcr Eq. 9)
+LOSS_AGGREGATIONS = ("token_mean", "token_sum")
+
+
 @dataclass
 class LossStats:
     """Scalars logged per update (means over the sequences of the mini-batch)."""
@@ -71,15 +80,29 @@ class LossStats:
 
 
 def policy_loss(
-    logp, old_logp, ref_logp, advantages, mask, *, clip_low: float = 0.2, clip_high: float = 0.28, kl_coef: float = 0.01
+    logp,
+    old_logp,
+    ref_logp,
+    advantages,
+    mask,
+    *,
+    clip_low: float = 0.2,
+    clip_high: float = 0.28,
+    kl_coef: float = 0.01,
+    aggregation: str = "token_mean",
 ):
-    """PPO-clip + k3 KL, token-mean per sequence over ``mask``, mean over sequences.
+    """PPO-clip + k3 KL over ``mask``, aggregated per sequence (``token_mean`` or ``token_sum``, see
+    :data:`LOSS_AGGREGATIONS`), then the mean over sequences.
 
     All tensors are ``[B, T]``; ``advantages`` is per token (a per-sequence scalar broadcast, or
     step-level SAPO advantages). ``ref_logp`` may be ``None`` when ``kl_coef`` is 0. Returns
-    ``(loss, LossStats)``. Sequences with no loss token contribute 0 (and are not counted).
+    ``(loss, LossStats)``; the statistics are token means whatever the aggregation. Sequences with
+    no loss token contribute 0 (and are not counted).
     """
     import torch
+
+    if aggregation not in LOSS_AGGREGATIONS:
+        raise InvalidArgumentError(f"aggregation={aggregation!r}: use one of {', '.join(LOSS_AGGREGATIONS)}")
 
     mask = mask.to(logp.dtype)
     ratio = torch.exp(logp - old_logp)
@@ -95,7 +118,9 @@ def policy_loss(
     n_tok = mask.sum(-1)
     has = n_tok > 0
     denom = n_tok.clamp(min=1.0)
-    seq_loss = (per_token * mask).sum(-1) / denom
+    seq_loss = (per_token * mask).sum(-1)
+    if aggregation == "token_mean":
+        seq_loss = seq_loss / denom
     n_seq = has.sum().clamp(min=1)
     loss = (seq_loss * has).sum() / n_seq
     with torch.no_grad():

@@ -2,7 +2,9 @@
 
 The JSONL file is the source of truth (``searchgym plot metrics.jsonl --out curves.png`` reads it);
 TensorBoard is written only when ``torch.utils.tensorboard`` is importable and asked for. On resume
-the log is truncated to the checkpoint's step so a killed run never leaves duplicate steps.
+the log is truncated to the checkpoint's step so a killed run never leaves duplicate steps (a line torn
+by the kill is cut first). The file is locked while a logger writes it: a second run into the same
+output folder fails at once naming the first.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ import os
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from ..core.artefacts import check_output
+from ..core.jsonl import open_append, repair_torn_tail
+from ..core.output_lock import OutputLock
 from ..errors import InvalidArgumentError, MissingFileError
 
 logger = logging.getLogger(__name__)
@@ -37,15 +42,24 @@ DEFAULT_CURVES = (
 
 
 class MetricsLogger:
-    """Append ``{"step": n, key: value, ...}`` records to ``path`` (and TensorBoard under ``tb_dir``)."""
+    """Append ``{"step": n, key: value, ...}`` records to ``path`` (and TensorBoard under ``tb_dir``).
+
+    Holds ``path``'s :class:`~searchgym.core.output_lock.OutputLock` until :meth:`close`."""
 
     def __init__(self, path: str | Path, *, tb_dir: str | Path | None = None, resume_step: int | None = None) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        if resume_step is not None and self.path.exists():
-            self._truncate(resume_step)
-        elif resume_step is None and self.path.exists():
-            self.path.unlink()  # a fresh run starts a fresh log
+        check_output(self.path, "training metrics")
+        self._lock = OutputLock(self.path, what="--output-dir").acquire()
+        try:
+            if resume_step is not None and self.path.exists():
+                repair_torn_tail(self.path)
+                self._truncate(resume_step)
+            elif resume_step is None and self.path.exists():
+                self.path.unlink()  # a fresh run starts a fresh log
+            self._f = open_append(self.path)
+        except BaseException:
+            self._lock.release()
+            raise
         self._tb = None
         if tb_dir is not None:
             try:
@@ -68,8 +82,8 @@ class MetricsLogger:
             if isinstance(v, float) and not math.isfinite(v):
                 v = None
             rec[k] = v
-        with open(self.path, "a") as fh:
-            fh.write(json.dumps(rec) + "\n")
+        self._f.write(json.dumps(rec) + "\n")
+        self._f.flush()
         if self._tb is not None:
             for k, v in rec.items():
                 if k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -77,7 +91,10 @@ class MetricsLogger:
             self._tb.flush()
 
     def close(self) -> None:
-        """Flush and close TensorBoard."""
+        """Close the log (releasing its lock) and TensorBoard; idempotent."""
+        if not self._f.closed:
+            self._f.close()
+        self._lock.release()
         if self._tb is not None:
             self._tb.close()
             self._tb = None

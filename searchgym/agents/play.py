@@ -3,8 +3,8 @@
 ``play_games(env, agent, n)`` runs the user loop of the env contract; the agent is anything with
 ``act(obs, info)`` (:class:`~searchgym.agents.llm_agent.LLMAgent`, the scripted agent, ...). The
 summary per game holds the proposer reward, the solver rewards, their WCR terms when a WCR wrapper
-is in place, the question and the gold answer. ``export_path`` writes every finished trajectory as
-one JSON line (``Trajectory.to_dict`` plus ``game``).
+is in place, the question and the gold answer, why a question was rejected, and the game in words.
+``export_path`` writes every finished trajectory as one JSON line (``Trajectory.to_dict`` plus ``game``).
 """
 
 from __future__ import annotations
@@ -62,7 +62,11 @@ def play_games(
 
 
 def summarise_game(game: int, events: list[dict], info: dict) -> dict:
-    """Per-game summary from the game's reward events."""
+    """Per-game summary from the game's reward events; ``rejection`` says why a proposed question was
+    rejected (``""`` if verified) and ``lines`` is the game in words, each reward with its terms
+    (:func:`~searchgym.wrappers.explain.game_lines`)."""
+    from ..wrappers.explain import game_lines, rejection_text
+
     solver = sorted((e for e in events if e["role"] == "solver"), key=lambda e: e.get("slot", 0))
     prop = [e for e in events if e["role"] == "proposer"]
     task = info.get("task")
@@ -83,4 +87,6 @@ def summarise_game(game: int, events: list[dict], info: dict) -> dict:
         summary["proposer_reward"] = float(p["reward"])
         summary["valid_question"] = bool(p["components"].get("valid", 1.0))
         summary["proposed_question"] = p["trajectory"].question
+        summary["rejection"] = rejection_text(info.get("validation"), list(p["trajectory"].task.answers))
+    summary["lines"] = game_lines(game, events, info)
     return summary

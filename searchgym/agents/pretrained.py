@@ -21,6 +21,7 @@ import logging
 from pathlib import Path
 
 from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
+from .weights_check import check_weights_folder
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +74,7 @@ def open_model(name_or_path: str, *, dtype: str = "float32", cache_dir=None, gra
         )
     from peft import PeftModel
 
+    check_weights_folder(folder)  # before the base model takes its time to load
     base = adapter_base(folder)
     model, tok = load_policy(base, dtype=dtype, cache_dir=cache_dir)
     expected = read_model_meta(folder).get("fingerprint")
@@ -147,6 +149,8 @@ def load_init(init: str, *, base: str, dtype: str = "float32", cache_dir=None, g
             f"init={init!r} does not exist; give the `searchgym sft` output folder "
             f"(<output_dir>/final) or a checkpoint folder"
         )
+    if p.is_dir():
+        check_weights_folder(_policy_folder(p))
     expected = base_fingerprint(base, dtype=dtype, cache_dir=cache_dir)
     model, tok = open_model(init, dtype=dtype, cache_dir=cache_dir, gradient_checkpointing=gradient_checkpointing)
     check_same_family(expected, model_fingerprint(model.config, tok), what=f"init {init}", against=f"model={base!r}")

@@ -27,6 +27,8 @@ from ..envs.scoring import information_materials
 from ..envs.templates import path_question
 from ..envs.types import Trajectory
 from ..errors import InvalidArgumentError
+from ..evaluation.tasksets import task_key
+from ..rng_state import stable_seed
 
 __all__ = [
     "ScriptedAgent",
@@ -242,7 +244,9 @@ class ScriptedProposer(ScriptedAgent):
         n = len(traj.turns)
         if n < sg.hops:
             title, label = sg.nodes[sg.path[n]].title, sg.relations[n]
-            return f"<think>Let me confirm the {label} of {title}.</think>\n<search>{title}</search>"
+            earlier = {sg.nodes[sg.path[i]].title for i in range(n)}
+            query = f"{title} {label}" if title in earlier else title  # namesakes on one path: distinct queries
+            return f"<think>Let me confirm the {label} of {title}.</think>\n<search>{query}</search>"
         question = self._question(traj, sg)
         return f"<think>I can now chain the facts into one question.</think>\n<question>{question}</question>"
 
@@ -274,16 +278,24 @@ _WORDS = ("the", "capital", "born", "river", "Alice", "1204", "who", "what", "{"
 
 
 class RandomAgent(ScriptedAgent):
-    """Random words and random tags (every choice from ``random.Random(seed)``)."""
+    """Random words and random tags.
+
+    Each turn draws from its own ``random.Random`` seeded by ``seed``, the rollout's question (its task key
+    and text), its slot and the turn number -- one stream per question, not one generator consumed in the
+    order turns come up -- so a seed gives the same text for a question at any concurrency and in any
+    order (``searchgym eval --agent random --concurrency 1`` and ``16`` write the same records).
+    """
 
     def __init__(self, seed: int = 0, max_pieces: int = 30) -> None:
-        self.rng = random.Random(seed)
+        self.seed = seed
         self.max_pieces = max_pieces
 
     def turn(self, traj: Trajectory, slot: int) -> str:
+        task = traj.task
+        rng = random.Random(stable_seed(self.seed, task_key(task), task.question, slot, len(traj.turns)))
         pieces = [
-            self.rng.choice(_TAGS) if self.rng.random() < 0.3 else self.rng.choice(_WORDS)
-            for _ in range(self.rng.randint(0, self.max_pieces))
+            rng.choice(_TAGS) if rng.random() < 0.3 else rng.choice(_WORDS)
+            for _ in range(rng.randint(0, self.max_pieces))
         ]
         return " ".join(pieces)
 

@@ -20,7 +20,7 @@ our outputs: see :mod:`searchgym.agents.pretrained`), fully or with LoRA, on CPU
   is pickled: the state is read back with ``torch.load(weights_only=True)``.
 * **Output** -- ``<output_dir>/final/`` is an ordinary model folder (LoRA merged by default, or only the
   adapter with ``save_adapter``, its base model recorded in ``searchgym_model.json``), ``metrics.jsonl``
-  for ``searchgym plot``, a tqdm bar with tokens/s.
+  for ``searchgym plot``, a progress line with s/step, ETA and tokens/s.
 """
 
 from __future__ import annotations
@@ -428,11 +428,16 @@ class SFTRun:
         self.out.mkdir(parents=True, exist_ok=True)
         c.save(self.out / "config.yaml")
         metrics = MetricsLogger(self.out / "metrics.jsonl", resume_step=self.step if latest is not None else None)
-        bar = None
-        if c.progress:
-            from tqdm.auto import tqdm
+        from ..core.progress import Progress
 
-            bar = tqdm(total=self.total_steps, initial=self.step, desc="sft", unit="step")
+        bar = Progress(
+            self.total_steps,
+            "sft",
+            unit="step",
+            initial=self.step,
+            enabled=c.progress,
+            resume_hint="rerun the same command to resume from the last checkpoint",
+        )
         last: dict = {}
         try:
             if self.step == 0 and latest is None:

@@ -86,6 +86,9 @@ class SFTConfig(ModelOptions, ConfigIO):
 
     def validate(self) -> None:
         """Raise ValueError naming the bad field and what it accepts."""
+        from ..envs.registration import check_env_id
+
+        check_env_id(self.env_id)  # before anything loads: a typo must not cost a model load
         choices = (
             ("dtype", DTYPES),
             ("lr_schedule", LR_SCHEDULES),

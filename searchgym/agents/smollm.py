@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..errors import InvalidArgumentError, MissingFileError
 from .config import DTYPES
+from .weights_check import check_weights_folder
 
 logger = logging.getLogger(__name__)
 
@@ -134,13 +135,16 @@ def load_policy(
     """Load ``(model, tokenizer)`` offline: 'smollm2' (bundled), a local HF folder, or a cached hub id.
 
     The tokenizer is set up for batched generation (left padding, a pad token). Raises
-    :class:`FileNotFoundError` naming the fix when the model cannot be found locally.
+    :class:`FileNotFoundError` naming the fix when the model cannot be found locally, and
+    :class:`~searchgym.agents.weights_check.DamagedWeightsError` naming a cut-short weight file.
     """
     _check_dtype(dtype)
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = resolve_model_path(name_or_path, cache_dir=cache_dir, dtype=dtype)
+    if Path(path).is_dir():  # a damaged weight file is named now, not after the load
+        check_weights_folder(path)
     try:
         tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
         model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=getattr(torch, dtype))

@@ -9,10 +9,18 @@ One training step (search-self-play §3, docs/game.md, optimisation):
    trajectories (:func:`share_batch_state`). Rewards are read from the ``info["rewards"]`` events of whatever
    wrapped env the trainer is given, so binary, WCR, GDCR or any user wrapper plug in unchanged.
 2. **Solver update** -- GRPO: ``A_i = (R_i − mean_g R) / (std_g R + ε)`` within each question's G
-   rollouts (or SAPO step advantages when the events carry GDCR step rewards), PPO-clip with
-   asymmetric ε, token-mean per sequence, k3 KL to the frozen reference.
-3. **Proposer update** -- REINFORCE with a batch-mean baseline over the verified questions (invalid
-   ones get advantage 0; ``proposer_baseline="all"`` averages over every question), same loss and KL.
+   rollouts (``solver_advantage="grpo_centred"``: ``R_i − mean_g R``, SSP Eq. 4; SAPO step advantages
+   when the events carry GDCR step rewards), PPO-clip with asymmetric ε, token-mean per sequence
+   (``solver_loss_aggregation``), k3 KL to the frozen reference.
+3. **Proposer update** -- REINFORCE with the ``proposer_baseline`` of the config: ``none`` (SSP Eq. 5),
+   ``verified`` (the verified questions' mean; invalid ones get advantage 0), ``all`` or ``hop_group``
+   (EVE's HRPO); same loss and KL, log-probs summed or averaged per sequence
+   (``proposer_loss_aggregation``; the papers' REINFORCE sums them).
+
+The named recipes of :mod:`searchgym.agents.recipes` set these switches as each paper does. The
+learning-rate schedule advances once per training step (the papers' warm-up counts steps), and a role
+whose advantages are all 0 is not updated while nothing else could move the policy (no KL term, or the
+policy still equal to its reference).
 
 The update trains on the token ids the policy sampled, never a re-tokenisation of its text, and
 env-inserted tokens never carry gradient (:mod:`searchgym.agents.sequences`). Completions of one
@@ -28,7 +36,9 @@ import copy
 import logging
 import math
 import random
+import re
 import time
+import warnings
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,8 +114,10 @@ def resolve_device(name: str):
     return dev
 
 
-def make_envs(config: TrainConfig, n: int) -> list:
-    """``n`` envs of ``config.env_id`` sharing one world/retriever (via ``clone()`` where the env has it)."""
+def make_envs(config: TrainConfig, n: int, **context: Any) -> list:
+    """``n`` envs of ``config.env_id`` sharing one world/retriever (via ``clone()`` where the env has it),
+    each wrapped in ``config.reward``; ``context`` supplies what a reward needs besides the env (the
+    trainer passes ``answerer=`` its generator for ``eve``)."""
     import gymnasium as gym
 
     import searchgym.envs  # noqa: F401  (registration)
@@ -119,7 +131,24 @@ def make_envs(config: TrainConfig, n: int) -> list:
         clone = getattr(first.unwrapped, "clone", None)
         raw.append(clone() if callable(clone) else gym.make(config.env_id, **kwargs))
     plan = reward_plan(config.reward)
-    return [plan.wrap(e) for e in raw]
+    return [plan.wrap(e, **context) for e in raw]
+
+
+def check_rewards_applied(envs: Sequence, reward: str) -> None:
+    """Refuse envs that do not apply the config's ``reward`` stack: a trainer given unwrapped envs with
+    ``reward=dynasearcher`` would otherwise train on the binary reward while logging ``dynasearcher``.
+    Objects that are not Gymnasium envs (a unit test's stand-in that is never stepped) are not checked."""
+    import gymnasium as gym
+
+    plan = reward_plan(reward)
+    for j, env in enumerate(envs):
+        missing = plan.missing_in(env) if isinstance(env, gym.Env) else []
+        if missing:
+            raise InvalidArgumentError(
+                f"env {j} passed to the trainer does not apply reward {', '.join(missing)} of reward={reward!r}; "
+                f"wrap it with searchgym.wrappers.registry.wrap_rewards(env, {reward!r}), or let the trainer "
+                "build the envs (envs=None)"
+            )
 
 
 def share_batch_state(envs: Sequence) -> tuple[Optional[ReplayBuffer], Optional[BatchNoise]]:
@@ -207,9 +236,15 @@ class SelfPlayTrainer:
             ),
         )
         self.rng = random.Random(config.seed)
-        self.envs = list(envs) if envs is not None else make_envs(config, max(1, min(config.batch_size, num_envs)))
+        self.envs = (
+            list(envs)
+            if envs is not None
+            else make_envs(config, max(1, min(config.batch_size, num_envs)), answerer=self.generator)
+        )
         if not self.envs:
             raise InvalidArgumentError("the trainer needs at least one env")
+        if envs is not None:
+            check_rewards_applied(self.envs, config.reward)
         self.replay, self.batch_noise = share_batch_state(self.envs)
         self._replay_cleared_at = 0
         self.games_played = 0
@@ -374,33 +409,63 @@ class SelfPlayTrainer:
                     out[i] = list(t) or [0.0]
             else:
                 plain.extend(idx)
-        grpo = group_advantages([samples[i].reward for i in plain], [samples[i].group for i in plain], eps, ddof)
+        grpo = group_advantages(
+            [samples[i].reward for i in plain],
+            [samples[i].group for i in plain],
+            eps,
+            ddof,
+            normalise=self.config.solver_advantage == "grpo",
+        )
         for i, a in zip(plain, grpo):
             out[i] = [a]
         prop = [i for i, s in enumerate(samples) if s.role == "proposer"]
         verified = [bool(samples[i].components.get("valid", 1)) and samples[i].trajectory.valid for i in prop]
+        hops = [samples[i].trajectory.task.hops or 0 for i in prop]
         for i, a in zip(
-            prop, proposer_advantages([samples[i].reward for i in prop], verified, self.config.proposer_baseline)
+            prop,
+            proposer_advantages(
+                [samples[i].reward for i in prop],
+                verified,
+                self.config.proposer_baseline,
+                hops=hops,
+                eps=eps,
+                ddof=ddof,
+            ),
         ):
             out[i] = [a]
         return out
 
     def update(self, samples: Sequence[Sample]) -> dict:
-        """Solver GRPO update then Proposer REINFORCE update; returns loss statistics."""
+        """Solver GRPO update then Proposer REINFORCE update; returns loss statistics.
+
+        A role whose advantages are all 0 is skipped (``<role>/skipped_no_signal``) when its update could
+        not move the policy: no KL term, or the policy still equal to its reference (no optimizer step
+        yet). With a KL term and a policy that has moved, the KL pull is a real gradient and still runs."""
         tables = self.advantages(samples)
+        aggregation = {
+            "solver": self.config.solver_loss_aggregation,
+            "proposer": self.config.proposer_loss_aggregation,
+        }
         stats: dict = {}
         for role, enabled in (("solver", self.config.train_solver), ("proposer", self.config.train_proposer)):
             idx = [i for i, s in enumerate(samples) if s.role == role]
-            if enabled and idx:
-                stats.update(
-                    {
-                        f"{role}/{k}": v
-                        for k, v in self.optimise(
-                            [samples[i].trajectory for i in idx], [tables[i] for i in idx]
-                        ).items()
-                    }
-                )
+            if not (enabled and idx):
+                continue
+            if self._no_signal([tables[i] for i in idx]):
+                stats[f"{role}/skipped_no_signal"] = 1
+                continue
+            result = self.optimise(
+                [samples[i].trajectory for i in idx], [tables[i] for i in idx], aggregation=aggregation[role]
+            )
+            stats.update({f"{role}/{k}": v for k, v in result.items()})
         return stats
+
+    def _no_signal(self, tables: Sequence[Sequence[float]]) -> bool:
+        """True when every advantage is 0 and the KL term has no gradient either (no KL, or no optimizer
+        step taken since the reference was made, so policy and reference are still the same model)."""
+        if any(a != 0.0 for t in tables for a in t):
+            return False
+        return self.config.kl_coef <= 0 or not self.optimizer.state
 
     def _ref_context(self):
         if self.config.lora and self.config.kl_coef > 0:
@@ -451,10 +516,17 @@ class SelfPlayTrainer:
             )
         return enc, adv
 
-    def optimise(self, trajectories: Sequence[Trajectory], step_advantages: Sequence[Sequence[float]]) -> dict:
+    def optimise(
+        self,
+        trajectories: Sequence[Trajectory],
+        step_advantages: Sequence[Sequence[float]],
+        *,
+        aggregation: str = "token_mean",
+    ) -> dict:
         """PPO-clip + KL optimisation of the policy on ``trajectories`` with the given advantages.
 
-        ``step_advantages[i]`` is a list of advantages per agent step (one value = sequence-level).
+        ``step_advantages[i]`` is a list of advantages per agent step (one value = sequence-level);
+        ``aggregation``: how each sequence's token losses combine (``token_mean`` or ``token_sum``).
         Runs ``epochs`` passes of mini-batches of ``mini_batch_size`` sequences (one optimizer step
         each), accumulating gradients over micro-batches of ``micro_batch_size``; within a mini-batch
         sequences of the same prompt are placed together so their micro-batch shares the prompt.
@@ -503,7 +575,15 @@ class SelfPlayTrainer:
                             old_lp[k, : old[i].shape[0]] = old[i]
                     ref = self._ref_logp(score)
                     loss, st = policy_loss(
-                        logp, old_lp, ref, a, mask, clip_low=c.clip_low, clip_high=c.clip_high, kl_coef=c.kl_coef
+                        logp,
+                        old_lp,
+                        ref,
+                        a,
+                        mask,
+                        clip_low=c.clip_low,
+                        clip_high=c.clip_high,
+                        kl_coef=c.kl_coef,
+                        aggregation=aggregation,
                     )
                     (loss * (len(micro) / len(mb))).backward()
                     w = len(micro)
@@ -519,7 +599,6 @@ class SelfPlayTrainer:
                 )
                 agg.add("grad_norm", float(grad_norm), 1)
                 self.optimizer.step()
-                self.scheduler.step()
         out = agg.means()
         out["sequences"] = n
         if c.skip_zero_advantage:
@@ -539,13 +618,18 @@ class SelfPlayTrainer:
         while len(self._val_envs) < n_par:  # built once, reused by every validation
             self._val_envs.append(self._val_env())
         envs = self._val_envs[:n_par]
+        from ..core.progress import Progress
         from ..evaluation.runner import play_tasks, record_of
 
         agent = self._eval_agent()
         recs: list = []
-        play_tasks(
-            agent, envs, tasks, lambda trajs: recs.extend(record_of(t, count_tokens=agent.count_tokens) for t in trajs)
-        )
+        with Progress(len(tasks), "validation", unit="question", enabled=self.config.progress) as bar:
+
+            def done(trajs) -> None:
+                recs.extend(record_of(t, count_tokens=agent.count_tokens) for t in trajs)
+                bar.update(len(trajs))
+
+            play_tasks(agent, envs, tasks, done)
         return {
             "val/accuracy": _mean(r["em"] for r in recs),
             "val/f1": _mean(r["f1"] for r in recs),
@@ -580,7 +664,9 @@ class SelfPlayTrainer:
             tasksets,
             out_dir=self.out / "eval" / f"step_{self.step:08d}",
             restart=True,
-            config=EvalConfig(max_turns=c.max_turns, concurrency=c.max_batch_generate, seed=c.seed, progress=False),
+            config=EvalConfig(
+                max_turns=c.max_turns, concurrency=c.max_batch_generate, seed=c.seed, progress=c.progress
+            ),
         )
         return {f"eval/{ds}/{m}": d[m]["mean"] for ds, d in res.summary["datasets"].items() for m in ("em", "f1")}
 
@@ -661,6 +747,9 @@ class SelfPlayTrainer:
         batch = self.collect()
         t1 = time.perf_counter()
         stats = self.update(batch.samples)
+        with warnings.catch_warnings():  # a step whose update was skipped (no signal) still counts
+            warnings.filterwarnings("ignore", message=re.escape("Detected call of `lr_scheduler.step()` before"))
+            self.scheduler.step()  # the warm-up counts training steps (SSP Table 4: 5 steps), not optimizer steps
         self._sync_generator()
         t2 = time.perf_counter()
         self.step += 1
@@ -685,7 +774,15 @@ class SelfPlayTrainer:
         return m
 
     def train(self, *, resume: bool = True, progress: Optional[bool] = None) -> list[dict]:
-        """Run until ``total_steps``; logs metrics, validates and checkpoints on schedule."""
+        """Run until ``total_steps``; logs metrics, validates and checkpoints on schedule. The run folder is
+        locked for the whole run: a second run into the same ``output_dir`` fails at once, before it reads a
+        checkpoint or writes ``config.yaml``."""
+        from ..core.output_lock import OutputLock
+
+        with OutputLock(self.out, what="--output-dir").acquire():
+            return self._train(resume=resume, progress=progress)
+
+    def _train(self, *, resume: bool, progress: Optional[bool]) -> list[dict]:
         c = self.config
         resumed = self.resume() if resume else False
         self.out.mkdir(parents=True, exist_ok=True)
@@ -700,7 +797,7 @@ class SelfPlayTrainer:
             self.metrics.log(0, self.validate())  # the starting point of the validation curve
         if not resumed and self.step == 0 and c.eval_every:
             self.metrics.log(0, self.run_eval())
-        bar = _progress(c.total_steps, self.step, c.progress if progress is None else progress)
+        bar = _progress(c.total_steps, self.step, c.progress if progress is None else progress, bool(c.save_every))
         try:
             while self.step < c.total_steps:
                 m = self.train_step()
@@ -732,7 +829,9 @@ class SelfPlayTrainer:
 
 # ==================================================================== helpers
 def rollout_metrics(samples: Sequence[Sample]) -> dict:
-    """Per-role reward means, valid-question rate, WCR coverage, search turns, response length."""
+    """Per-role reward means, valid-question rate and rejection reasons, the step's questions (text, hops,
+    verdict, reward), Solver groups with signal, the Solvers' reward on model-written questions (``solver/proposed_*``;
+    task source ``proposer``, fresh or replayed, as opposed to the fallback task), WCR coverage, search turns."""
     m: dict = {}
     solver = [s for s in samples if s.role == "solver"]
     prop = [s for s in samples if s.role == "proposer"]
@@ -746,13 +845,50 @@ def rollout_metrics(samples: Sequence[Sample]) -> dict:
         cov = [float(x) for x in cov if isinstance(x, (int, float))]
         if cov:
             m["solver/wcr_coverage"] = _mean(cov)
+        groups: dict[Any, list[float]] = {}
+        for s in solver:
+            groups.setdefault(s.group, []).append(s.reward)
+        m["solver/groups_with_signal"] = _mean(float(len(set(r)) > 1) for r in groups.values())
+        # the Solvers' share and score on questions the model wrote (this step's or replayed), not fallback tasks
+        proposed = [s for s in solver if s.trajectory.task.source == "proposer"]
+        m["solver/on_proposed"] = len(proposed) / len(solver)
+        if proposed:
+            m["solver/proposed_reward"] = _mean(s.reward for s in proposed)
+            m["solver/proposed_correct"] = _mean(float(bool(s.trajectory.correct)) for s in proposed)
     if prop:
         m["proposer/reward"] = _mean(s.reward for s in prop)
         valid = [s.components.get("valid", 1.0 if s.trajectory.valid else 0.0) for s in prop]
         m["proposer/valid_rate"] = _mean(float(v) for v in valid)
         m["proposer/searches"] = _mean(s.trajectory.num_searches for s in prop)
         m["proposer/n"] = len(prop)
+        questions = [question_record(s) for s in prop]
+        for reason in sorted({q["reason"] for q in questions if not q["valid"]}):
+            m[f"proposer/rejected/{reason}"] = _mean(float(not q["valid"] and q["reason"] == reason) for q in questions)
+        words = [len(q["question"].split()) for q in questions if q["question"]]
+        if words:
+            m["proposer/question_words"] = _mean(words)
+        m["proposer/hops"] = _mean(float(q["hops"] or 0) for q in questions)
+        m["proposer/questions"] = questions
     return m
+
+
+def question_record(sample: Sample) -> dict:
+    """One Proposer rollout as the metrics log keeps it: the question, its target, hops, verdict and reward
+    (``reason`` is the rule filter or verification stage that rejected it; ``no_question`` when none was
+    written)."""
+    traj = sample.trajectory
+    verdict = traj.metadata.get("validation") or {}
+    valid = bool(sample.components.get("valid", 1.0 if traj.valid else 0.0)) and bool(verdict.get("valid", True))
+    reason = None if valid else (verdict.get("reason") or ("no_question" if not traj.question else "invalid"))
+    return {
+        "question": traj.question or "",
+        "answer": traj.task.answer,
+        "hops": traj.task.hops,
+        "valid": valid,
+        "reason": reason,
+        "reward": sample.reward,
+        "searches": traj.num_searches,
+    }
 
 
 def _mean(xs) -> float:
@@ -779,12 +915,12 @@ def _chunks(xs: list, size: int):
         yield xs[i : i + size]
 
 
-def _progress(total: int, start: int, enabled: bool):
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
+def _progress(total: int, start: int, enabled: bool, checkpoints: bool):
+    """The steps' progress line (rate in s/step and ETA; counted even when not shown, for the Ctrl-C message)."""
+    from ..core.progress import Progress
 
-    return tqdm(total=total, initial=start, desc="train", unit="step")
+    hint = "rerun the same command to resume from the last checkpoint" if checkpoints else "no checkpoint is saved"
+    return Progress(total, "train", unit="step", initial=start, enabled=enabled, resume_hint=hint)
 
 
 def _load_start_policy(config: TrainConfig):
@@ -796,8 +932,25 @@ def _load_start_policy(config: TrainConfig):
         dtype=config.dtype, cache_dir=config.model_cache_dir, gradient_checkpointing=config.gradient_checkpointing
     )
     if config.init:
-        return load_init(config.init, base=config.model, **kw)
+        return load_init(resolve_init(config.init), base=config.model, **kw)
     return open_model(config.model, **kw)
+
+
+def resolve_init(init: str) -> str:
+    """``init`` as a folder: the recipes' ``shipped-cold-start`` names the adapter shipped in
+    ``searchgym/assets/`` (refused with the commands that make one when this install has none)."""
+    from .recipes import SHIPPED_INIT
+
+    if init != SHIPPED_INIT:
+        return init
+    from .cold_start import RECIPE, shipped_adapter
+
+    folder = shipped_adapter()
+    if folder is None:
+        raise MissingFileError(
+            f"init={SHIPPED_INIT!r} but this install ships no cold-start adapter; make one with: {' && '.join(RECIPE)}"
+        )
+    return str(folder)
 
 
 def apply_lora(model, config: ModelOptions):

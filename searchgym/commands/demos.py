@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from ..envs.rewording import DEFAULT_TRAINING_WORDING, TRAINING_WORDINGS
 from ..errors import InvalidArgumentError
 
 
@@ -47,6 +48,13 @@ def register(subparsers) -> None:
         help="Solver tasks per hop count of which only the first turn (plan + first search) is written",
     )
     p.add_argument("--proposer-openings", default="", help="KG Proposer tasks per hop count, first turn only")
+    p.add_argument(
+        "--wording",
+        choices=TRAINING_WORDINGS,
+        default=DEFAULT_TRAINING_WORDING,
+        help="Solver questions: varied (the template or a train rewording per task: teaches searching, not "
+        "template parsing), template (every question as the templates write it), train (every one reworded)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=run)
 
@@ -67,6 +75,7 @@ def run(args) -> int:
         proposer_openings=parse_hop_counts(args.proposer_openings),
         seed=args.seed,
         progress=True,
+        wording=args.wording,
     )
     print(json.dumps(stats.as_dict(), indent=1))
     print(f"wrote {sum(stats.written.values())} demonstrations to {args.out}")

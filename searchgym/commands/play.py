@@ -1,4 +1,5 @@
-"""``searchgym play``: play games of a registered text env with a scripted agent and print rewards."""
+"""``searchgym play``: play games of a registered text env with a scripted agent and print each game: its
+question, whether it was verified (why not, in words) and every reward with its components."""
 
 from __future__ import annotations
 
@@ -31,10 +32,11 @@ def _agent(name: str, env_id: str, seed: int):
 
 
 def run_play(args: argparse.Namespace) -> int:
-    """Play ``args.games`` games; one line per game with role-tagged rewards. Returns 0."""
+    """Play ``args.games`` games; print each one (:func:`~searchgym.wrappers.explain.game_lines`). Returns 0."""
     import gymnasium as gym
 
     from .. import envs  # noqa: F401  (registers the ids)
+    from ..wrappers.explain import game_lines
 
     if args.games < 1:
         raise InvalidArgumentError("--games must be >= 1")
@@ -70,11 +72,7 @@ def run_play(args: argparse.Namespace) -> int:
                 for name, value in (ev.get("components") or {}).items():
                     if isinstance(value, (int, float)):
                         components.setdefault(name, []).append(float(value))
-        val = info.get("validation")
-        vtxt = "" if val is None else f" valid={val['valid']}" + ("" if val["valid"] else f" ({val['reason']})")
-        replay = f" replay={info['replay']}" if info.get("replay") else ""
-        ptxt = f" proposer={prop[0]:.2f}" if prop else ""
-        print(f"game {game}:{vtxt}{replay}{ptxt} solver={[round(r, 2) for r in solv]}")
+        print("\n".join(game_lines(game, events, info)))
     env.close()
     dt = time.perf_counter() - t0
     means = "; ".join(f"mean {role} reward {sum(xs) / len(xs):.3f}" for role, xs in totals.items() if xs)

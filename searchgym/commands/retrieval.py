@@ -75,8 +75,10 @@ def _retriever(args):
 
 
 def _cmd_build(args) -> int:
+    from ..core.artefacts import check_output
     from ..retrieval.factory import build_retriever
 
+    check_output(args.out, "index", force=args.force)
     world = _load_world(args)
     kwargs = _backend_kwargs(args)
     if args.backend in ("bm25", "rank-bm25"):
@@ -136,6 +138,9 @@ def register(subparsers) -> None:
     b = sub.add_parser("build", help="index a world's corpus and save it")
     _add_world_args(b, required=True)
     b.add_argument("--out", required=True, metavar="DIR", help="directory to write the index to")
+    b.add_argument(
+        "--force", action="store_true", help="write into --out even if it holds another artefact (e.g. a world)"
+    )
     _add_backend_args(b, ("bm25", "rank-bm25", "dense"))
     b.set_defaults(func=_cmd_build)
 

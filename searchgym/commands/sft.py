@@ -106,6 +106,9 @@ def _sft(args: argparse.Namespace) -> int:
     if dump_config(cfg, args.dump_config):
         return 0
     from ..agents.sft import run_sft
+    from ..core.artefacts import check_output
+
+    check_output(cfg.output_dir, "training run")
 
     res = run_sft(cfg, resume=not args.no_resume)
     keys = (

@@ -2,10 +2,16 @@
 
 Examples::
 
-    searchgym train --dump-config cfg.yaml                      # the paper's defaults, to edit
-    searchgym train --config cfg.yaml --model smollm2 --set batch_size=4 --set max_new_tokens=128
-    searchgym train --model smollm2 --init runs/sft/final ...   # RL from a cold start
+    searchgym train --list-recipes                              # the papers' recipes side by side
+    searchgym train --steps 10                                  # kg-wcr at the size of this machine
+    searchgym train --recipe ssp --size cpu --set batch_size=4  # vanilla SSP, CPU scale, one change
+    searchgym train --recipe kg-wcr --size paper --dump-config cfg.yaml   # the paper's settings, to edit
+    searchgym train --config cfg.yaml --model smollm2 --set max_new_tokens=128
     searchgym plot runs/ssp/metrics.jsonl --out curves.png
+
+Settings are layered, lowest first: the recipe (``--recipe``, default kg-wcr), its size (``--size``,
+default ``auto``: ``cpu`` without CUDA, ``paper`` with it), the ``--config`` file's keys, the dedicated
+flags, then ``--set``.
 """
 
 from __future__ import annotations
@@ -23,9 +29,21 @@ def register(subparsers) -> None:
         "train",
         help="train the policy by search self-play (GRPO solver + REINFORCE proposer)",
         description="Train one shared policy on KGSelfPlay-v0 (or another searchgym env). "
-        "Config: --config YAML, then --model/--output-dir/--steps, then --set key=value.",
+        "Settings, lowest first: --recipe at --size, the --config file, --model/--output-dir/--steps, "
+        "then --set key=value.",
     )
-    p.add_argument("--config", help="YAML config file (defaults: the paper's settings)")
+    p.add_argument(
+        "--recipe",
+        help="a paper's recipe: ssp, kg-ssp, kg-wcr (default), gdcr-sapo, eve, dynasearcher, or 'none' for the "
+        "plain config defaults (--list-recipes shows them side by side)",
+    )
+    p.add_argument(
+        "--size",
+        help="the recipe's scale: auto (default: cpu without CUDA, paper with it), cpu (minutes a step on 2 cores, "
+        "from the shipped cold start), gpu (a small model on one GPU) or paper (the paper's own)",
+    )
+    p.add_argument("--list-recipes", action="store_true", help="print the recipes and sizes, then exit")
+    p.add_argument("--config", help="YAML config file; its keys override the recipe's (its own `recipe:` names one)")
     p.add_argument("--model", help="'smollm2' (bundled), a local HF model folder, or a cached hub id")
     p.add_argument(
         "--init", help="start RL from this `searchgym sft` output (or adapter/checkpoint) of --model's family"
@@ -47,10 +65,22 @@ def register(subparsers) -> None:
 
 
 def resolve_config(args: argparse.Namespace):
-    """Config from --config, then the dedicated flags, then --set overrides."""
+    """The recipe at its size, then the --config file's keys, then the dedicated flags, then --set."""
     from ..agents.config import TrainConfig
+    from ..agents.recipes import DEFAULT_RECIPE, recipe_values
 
-    cfg = TrainConfig.load(args.config) if args.config else TrainConfig()
+    file_values = TrainConfig.read_mapping(args.config) if args.config else {}
+    recipe = getattr(args, "recipe", None) or file_values.get("recipe", DEFAULT_RECIPE)
+    size = getattr(args, "size", None) or file_values.get("recipe_size") or "auto"
+    values: dict = {}
+    if recipe not in (None, "none"):
+        values = recipe_values(recipe, size)
+        file_env = file_values.get("env_kwargs")
+        if isinstance(file_env, dict):  # a file's env settings add to the recipe's
+            file_values = {**file_values, "env_kwargs": {**values["env_kwargs"], **file_env}}
+    else:
+        file_values = {**file_values, "recipe": None, "recipe_size": None}
+    cfg = TrainConfig.from_dict({**values, **file_values})
     items = []
     if args.model:
         items.append(f"model={args.model}")
@@ -60,7 +90,19 @@ def resolve_config(args: argparse.Namespace):
         items.append(f"init={args.init}")
     if args.steps is not None:
         items.append(f"total_steps={args.steps}")
-    return cfg.with_overrides(items + list(args.set))
+    cfg = cfg.with_overrides(items + list(args.set))
+    return _drop_foreign_shipped_init(cfg, explicit=bool(getattr(args, "init", None)) or "init" in file_values)
+
+
+def _drop_foreign_shipped_init(cfg, *, explicit: bool):
+    """A size starts the bundled model from its shipped cold start; another ``--model`` starts from its own
+    weights instead (unless ``init`` was asked for by name, which the trainer then checks for family)."""
+    from ..agents.recipes import SHIPPED_INIT
+
+    if cfg.init == SHIPPED_INIT and cfg.model != "smollm2" and not explicit:
+        logger.info("model=%s is not the bundled smollm2: it starts from its own weights", cfg.model)
+        return cfg.with_overrides(["init=null"])
+    return cfg
 
 
 def dump_config(cfg, path: str | None) -> bool:
@@ -73,10 +115,19 @@ def dump_config(cfg, path: str | None) -> bool:
 
 
 def _train(args: argparse.Namespace) -> int:
+    if getattr(args, "list_recipes", False):
+        from ..agents.recipes import recipes_table
+
+        print(recipes_table())
+        return 0
     cfg = resolve_config(args)
     if dump_config(cfg, args.dump_config):
         return 0
+    warn_paper_scale_on_cpu(cfg)
     from ..agents.trainer import SelfPlayTrainer
+    from ..core.artefacts import check_output
+
+    check_output(cfg.output_dir, "training run")
 
     trainer = SelfPlayTrainer(cfg)
     history = trainer.train(resume=not args.no_resume)
@@ -85,6 +136,35 @@ def _train(args: argparse.Namespace) -> int:
     print(json.dumps({"step": trainer.step, **{k: last[k] for k in keys if k in last}}))
     print(f"metrics: {cfg.output_dir}/metrics.jsonl  checkpoints: {cfg.output_dir}/checkpoints")
     return 0
+
+
+def warn_paper_scale_on_cpu(cfg) -> None:
+    """Say so when settings sized for a GPU cluster are about to run on a CPU: each step would take hours."""
+    from ..agents.trainer import resolve_device
+
+    if resolve_device(cfg.device).type != "cpu":
+        return
+    games = cfg.batch_size * (1 + cfg.group_size)
+    if cfg.batch_size > 16 or cfg.max_new_tokens > 256 or cfg.max_turns > 6:
+        logger.warning(
+            "running %s settings on a CPU: %d games x (1 + %d) rollouts of up to %d turns x %d tokens a step "
+            "(~%d rollouts) will take hours per step; use --size cpu (minutes a step) or lower batch_size, "
+            "max_turns and max_new_tokens",
+            f"recipe {cfg.recipe} at size {cfg.recipe_size}" if cfg.recipe else "these",
+            cfg.batch_size,
+            cfg.group_size,
+            cfg.max_turns,
+            cfg.max_new_tokens,
+            games,
+        )
+    else:
+        logger.info(
+            "recipe %s, size %s: %d games x (1 + %d) rollouts a step on the CPU",
+            cfg.recipe,
+            cfg.recipe_size,
+            cfg.batch_size,
+            cfg.group_size,
+        )
 
 
 def _plot(args: argparse.Namespace) -> int:

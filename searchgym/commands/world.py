@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Union
 
+from ..core.artefacts import check_output, folder_kind
 from ..errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -106,10 +107,9 @@ def _add_size_args(p: argparse.ArgumentParser) -> None:
 
 def _cmd_build(args: argparse.Namespace) -> int:
     out = Path(args.out)
-    if (out / "manifest.json").exists() and not args.force:
+    check_output(out, "world", force=args.force)
+    if folder_kind(out) == "world" and not args.force:
         raise InvalidArgumentError(f"{out} already holds a world; pass --force to overwrite it")
-    if out.exists() and not out.is_dir():
-        raise InvalidArgumentError(f"--out {out} is a file; give a directory path")
     builder = _resolve(args.source)
     t0 = time.perf_counter()
     world = builder(args)
@@ -153,7 +153,9 @@ def register(subparsers) -> None:
     )
     b.add_argument("--input", metavar="PATH", help="input file/directory for loader sources (not synthetic)")
     _add_size_args(b)
-    b.add_argument("--force", action="store_true", help="overwrite an existing world in --out")
+    b.add_argument(
+        "--force", action="store_true", help="overwrite what --out holds (an existing world, or another artefact)"
+    )
     b.add_argument("--no-progress", dest="progress", action="store_false", help="hide progress bars")
     from .world_sources import add_loader_arguments
 

@@ -15,7 +15,9 @@ finished seed indices (accepted or rejected) are skipped and a torn last line le
 truncated, so an interrupted run loses and duplicates nothing. Each line carries a fingerprint of
 the settings (seed, extraction config, selector, world); resuming with different settings is an
 error rather than a silently mixed pool. Resume is exact for any worker count, also a different
-one than the interrupted run used. A selector outage (endpoint down or hung past its deadline) is
+one than the interrupted run used. A build holds an exclusive lock on its ``out`` file (a second
+build of the same file fails at once, naming the first), and a resume refuses a file with a seed
+index or subgraph id on two lines, naming both. A selector outage (endpoint down or hung past its deadline) is
 not a property of the seed: the build stops there without journaling it, and the rerun retries it.
 
 Layout: :func:`build_pool` validates (:func:`_eligible_index`), resumes (:func:`_resume`), then
@@ -39,6 +41,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.artefacts import check_output
+from ..core.jsonl import check_unique, open_append, scan_jsonl
+from ..core.output_lock import OutputLock
 from ..errors import InvalidArgumentError, InvalidTypeError, MissingFileError, SearchGymError
 from .extract import (
     ExtractionConfig,
@@ -138,41 +143,9 @@ class SeedSampler:
 
 
 def _scan_jsonl(path: Path, *, repair: bool) -> list[tuple[int, dict]]:
-    """Parse a JSONL file into (line number, object) pairs.
-
-    The writer ends every line with a newline, so a last line without one is a torn write left
-    by a kill: with ``repair`` it is cut off the file (and logged); without, it is accepted if it
-    parses (a hand-written file) and reported otherwise. Any other malformed line raises
-    :class:`PoolFormatError` naming the file and line.
-    """
-    if not path.exists():
-        return []
-    data = path.read_bytes()
-    records: list[tuple[int, dict]] = []
-    pos = 0
-    lineno = 0
-    while pos < len(data):
-        lineno += 1
-        nl = data.find(b"\n", pos)
-        raw = data[pos:] if nl < 0 else data[pos:nl]
-        if nl < 0 and repair:
-            logger.warning("%s: cutting torn line %d left by an interrupted run", path, lineno)
-            with open(path, "r+b") as f:
-                f.truncate(pos)
-            break
-        if raw.strip():
-            try:
-                obj = json.loads(raw.decode("utf-8"))
-            except (ValueError, UnicodeDecodeError) as exc:
-                what = "is truncated (an interrupted write?)" if nl < 0 else f"is not valid JSON ({exc})"
-                raise PoolFormatError(f"{path}: line {lineno} {what}; fix or delete that line") from None
-            if not isinstance(obj, dict):
-                raise PoolFormatError(f"{path}: line {lineno} is not a JSON object; fix or delete that line")
-            records.append((lineno, obj))
-        if nl < 0:
-            break
-        pos = nl + 1
-    return records
+    """:func:`~searchgym.core.jsonl.scan_jsonl` raising :class:`PoolFormatError`: a torn last line is cut
+    with ``repair`` (a resume) and reported otherwise; any other malformed line names file and line."""
+    return scan_jsonl(path, repair=repair, error=PoolFormatError)
 
 
 def load_pool(path: str | os.PathLike, *, sort: bool = True) -> list[Subgraph]:
@@ -191,9 +164,7 @@ def load_pool(path: str | os.PathLike, *, sort: bool = True) -> list[Subgraph]:
             sg = Subgraph.from_dict(obj)
         except ValueError as exc:
             raise PoolFormatError(f"{p}: line {lineno}: {exc}") from None
-        if sg.id in seen:
-            raise PoolFormatError(f"{p}: line {lineno}: duplicate subgraph id {sg.id!r} (first on line {seen[sg.id]})")
-        seen[sg.id] = lineno
+        check_unique(seen, sg.id, lineno, p, "subgraph id", PoolFormatError)
         idx = sg.metadata.get("seed_index")
         out.append(((idx if isinstance(idx, int) else float("inf"), sg.id, lineno), sg))
     if sort:
@@ -202,10 +173,13 @@ def load_pool(path: str | os.PathLike, *, sort: bool = True) -> list[Subgraph]:
 
 
 def _load_existing(out: Path, fingerprint: str) -> tuple[dict[int, Subgraph], dict[int, str]]:
-    """Finished seed indices of a previous run: accepted subgraphs and rejection reasons."""
+    """Finished seed indices of a previous run: accepted subgraphs and rejection reasons. A seed index or
+    subgraph id on two lines (two runs appended at once) is refused naming both lines."""
     done: dict[int, Subgraph] = {}
     rejected: dict[int, str] = {}
     for path, accepted in ((out, True), (rejections_path(out), False)):
+        seen_index: dict[int, int] = {}
+        seen_id: dict[str, int] = {}
         for lineno, obj in _scan_jsonl(path, repair=True):
             meta = obj.get("metadata", obj) if accepted else obj
             fp, idx = meta.get("pool_fingerprint"), meta.get("seed_index")
@@ -217,7 +191,9 @@ def _load_existing(out: Path, fingerprint: str) -> tuple[dict[int, Subgraph], di
                 )
             if not isinstance(idx, int):
                 raise PoolFormatError(f"{path}: line {lineno} has no integer seed_index")
+            check_unique(seen_index, idx, lineno, path, "seed_index", PoolFormatError)
             if accepted:
+                check_unique(seen_id, obj.get("id"), lineno, path, "subgraph id", PoolFormatError)
                 try:
                     done[idx] = Subgraph.from_dict(obj)
                 except ValueError as exc:
@@ -229,12 +205,24 @@ def _load_existing(out: Path, fingerprint: str) -> tuple[dict[int, Subgraph], di
 
 class _Journal:
     """Appends accepted subgraphs to the pool file and rejections to its sidecar (one flushed
-    JSON line each), or nothing when the pool is built in memory only."""
+    JSON line each), or nothing when the pool is built in memory only.
+
+    Created before the resume reads the files: it checks that ``out`` is a pool (or new) and holds the
+    pool's :class:`~searchgym.core.output_lock.OutputLock` until :meth:`close`; :meth:`open` then opens
+    both files to append (a torn tail repaired first)."""
 
     def __init__(self, out: Path | None) -> None:
-        self._files = []
+        self._out = out
+        self._files: list = []
+        self._lock = None
         if out is not None:
-            self._files = [open(out, "a", encoding="utf-8"), open(rejections_path(out), "a", encoding="utf-8")]
+            check_output(out, "subgraph pool")
+            self._lock = OutputLock(out, what="--out").acquire()
+
+    def open(self) -> None:
+        """Open the pool file and its rejection sidecar for appending."""
+        if self._out is not None:
+            self._files = [open_append(self._out), open_append(rejections_path(self._out))]
 
     def _write(self, which: int, obj: dict) -> None:
         if self._files:
@@ -252,9 +240,11 @@ class _Journal:
         self._write(1, line)
 
     def close(self) -> None:
-        """Close both files."""
+        """Close both files and release the lock."""
         for f in self._files:
             f.close()
+        if self._lock is not None:
+            self._lock.release()
 
 
 @dataclass
@@ -524,29 +514,32 @@ def build_pool(
     fingerprint = pool_fingerprint(world, seed, config, selector)
     t0 = time.perf_counter()
     out_path = Path(out) if out is not None else None
-    accepted, rejected = _resume(out_path, fingerprint)
-    result = PoolResult([], Counter(rejected.values()), resumed=len(accepted) + len(rejected), path=out_path)
-    work = make_extractor(world, selector, config, SeedSampler(idx.eligible_seeds, seed), seed, fingerprint)
-
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=n, initial=min(n, len(accepted)), desc="subgraphs", unit="sg", dynamic_ncols=True)
-    journal = _Journal(out_path)
-    run = _PoolRun(n, accepted, rejected, result, journal, fingerprint, abort_after_selector_failures, bar)
+    journal = _Journal(out_path)  # locks the pool file first: a second build of it fails at once
     try:
-        if ray is not None:
-            from .pool_ray import run_pool_on_ray
+        accepted, rejected = _resume(out_path, fingerprint)
+        result = PoolResult([], Counter(rejected.values()), resumed=len(accepted) + len(rejected), path=out_path)
+        work = make_extractor(world, selector, config, SeedSampler(idx.eligible_seeds, seed), seed, fingerprint)
+        from ..core.progress import Progress
 
-            run_pool_on_ray(ray, world, selector, config, idx.eligible_seeds, seed, fingerprint, run, max_attempts)
-        elif workers == 1:
-            _run_sequential(work, run, max_attempts)
-        else:
-            _run_concurrent(work, run, workers, max_attempts)
+        journal.open()
+        hint = "rerun the same command to resume" if out_path is not None else None
+        bar = Progress(
+            n, "subgraphs", unit="subgraph", initial=min(n, len(accepted)), enabled=progress, resume_hint=hint
+        )
+        run = _PoolRun(n, accepted, rejected, result, journal, fingerprint, abort_after_selector_failures, bar)
+        try:
+            if ray is not None:
+                from .pool_ray import run_pool_on_ray
+
+                run_pool_on_ray(ray, world, selector, config, idx.eligible_seeds, seed, fingerprint, run, max_attempts)
+            elif workers == 1:
+                _run_sequential(work, run, max_attempts)
+            else:
+                _run_concurrent(work, run, workers, max_attempts)
+        finally:
+            if bar is not None:
+                bar.close()
     finally:
-        if bar is not None:
-            bar.close()
         journal.close()
 
     result.stopped_early = run.stop_reason(max_attempts)

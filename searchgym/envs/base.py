@@ -24,7 +24,14 @@ from ..world import World
 from . import resources
 from .export import TrajectoryWriter
 from .function_calling import tool_schemas
-from .rollout import DEFAULT_DOC_MAX_CHARS, DEFAULT_MAX_ACTION_CHARS, DEFAULT_MAX_TURNS, Rollout, SearchEngine
+from .rollout import (
+    DEFAULT_DOC_MAX_CHARS,
+    DEFAULT_MAX_ACTION_CHARS,
+    DEFAULT_MAX_TURNS,
+    TOO_MANY_ANSWERS,
+    Rollout,
+    SearchEngine,
+)
 from .tasks import JsonlTaskSource, ListTaskSource, SubgraphTaskSource, TaskSource
 from .types import Task, Trajectory
 
@@ -64,7 +71,10 @@ class TextEnvBase(gym.Env):
     ``\\n\\n<information>Doc 1(Title: ...) ...`` text). ``protocol``: ``"tags"`` (default; the agent
     writes ``<search>``/``<answer>`` tags, :mod:`.protocol`) or ``"function_calling"`` (the agent calls
     the tools of :meth:`tool_schemas` in assistant messages and gets ``role: tool`` messages back,
-    :mod:`.function_calling`).
+    :mod:`.function_calling`). ``too_many_answers``: what a rollout with more than 10 ``<answer>`` tags
+    gets — ``"invalid"`` (default, docs/game.md: against answer spraying) or ``"ssp"`` (SSP's code: a
+    correct answer earns 0.25). ``proposer_evidence``: the Proposer prompt also asks for a verbatim
+    ``<evidence>`` span (EVE).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
@@ -80,11 +90,17 @@ class TextEnvBase(gym.Env):
         top_k: int = DEFAULT_TOP_K,
         doc_max_chars: Optional[int] = DEFAULT_DOC_MAX_CHARS,
         max_action_chars: int = DEFAULT_MAX_ACTION_CHARS,
-        export_path: Union[str, Path, None] = None,
+        export_path: Union[str, Path, TrajectoryWriter, None] = None,
         render_mode: Optional[str] = None,
         observation_layout: str = "searchgym",
         protocol: str = "tags",
+        too_many_answers: str = "invalid",
+        proposer_evidence: bool = False,
     ) -> None:
+        if too_many_answers not in TOO_MANY_ANSWERS:
+            raise InvalidArgumentError(
+                f"too_many_answers must be one of {', '.join(TOO_MANY_ANSWERS)}, got {too_many_answers!r}"
+            )
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise InvalidArgumentError(
                 f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}"
@@ -102,9 +118,16 @@ class TextEnvBase(gym.Env):
         self.judge = resources.resolve_judge(judge)
         self.max_turns = max_turns
         self.max_action_chars = max_action_chars
-        self.writer = TrajectoryWriter(export_path) if export_path is not None else None
+        # a TrajectoryWriter is shared as is (clones of one env export into one file, one lock)
+        self.writer = (
+            export_path
+            if isinstance(export_path, TrajectoryWriter)
+            else (TrajectoryWriter(export_path) if export_path is not None else None)
+        )
         self.games_finished = 0
         self._rng = random.Random(0)
+        self.too_many_answers = too_many_answers
+        self.proposer_evidence = bool(proposer_evidence)
         self._limits = {
             "max_turns": max_turns,
             "top_k": top_k,
@@ -113,6 +136,8 @@ class TextEnvBase(gym.Env):
             "render_mode": render_mode,
             "observation_layout": observation_layout,
             "protocol": protocol,
+            "too_many_answers": too_many_answers,
+            "proposer_evidence": bool(proposer_evidence),
         }
 
     def _shared_resources(self) -> list:
@@ -136,11 +161,13 @@ class TextEnvBase(gym.Env):
 
     def shared_kwargs(self) -> dict:
         """Constructor arguments that make a sibling env share this one's world, index, KG tool and
-        judge (export is never shared: give each env its own ``export_path``)."""
+        judge, and export into the same file through the same writer (so every clone of a trainer's batch
+        exports its games, not only the first)."""
         return {
             "retriever": self.retriever,
             "judge": self.judge,
             "kg_tool": self.kg if self.kg is not None else False,
+            "export_path": self.writer,
             **self._limits,
         }
 
@@ -183,6 +210,7 @@ class TextEnvBase(gym.Env):
             max_action_chars=self.max_action_chars,
             protocol=self.protocol,
             kg=self.kg is not None,
+            too_many_answers=self.too_many_answers,
         )
 
     def start_solver_rollout(self, task: Task) -> Rollout:
@@ -201,7 +229,15 @@ class TextEnvBase(gym.Env):
                 f"task {task.id!r} has no subgraph; the KG-grounded proposer needs one (or use mode='vanilla')"
             )
         return self._rollout(
-            "proposer", task, render_proposer(task.answer, n, subgraph_text=subgraph_text, protocol=self.protocol)
+            "proposer",
+            task,
+            render_proposer(
+                task.answer,
+                n,
+                subgraph_text=subgraph_text,
+                evidence=self.proposer_evidence,
+                protocol=self.protocol,
+            ),
         )
 
     def _export(

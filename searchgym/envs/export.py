@@ -22,6 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence, Union
 
+from ..core.artefacts import check_output
+from ..core.jsonl import open_append
+from ..core.output_lock import OutputLock
 from ..errors import InvalidArgumentError, MissingFileError
 from .types import Trajectory
 
@@ -62,15 +65,20 @@ def json_line(record: Any) -> str:
 class TrajectoryWriter:
     """Appends games to a JSONL file (created with its parent directory; ``mode="w"`` truncates).
 
-    Each line is flushed when written, so a crashed run keeps every finished game.
+    Each line is flushed when written, so a crashed run keeps every finished game; a torn last line left
+    by an earlier crash (a kill, a full disk) is cut before the first append, so the next game never
+    lands on it. The file must be new or a trajectory export (not a pool, eval records, ...), and is
+    locked until :meth:`close`: another process writing it fails at once naming this one (copies of this
+    writer in this process, e.g. a pickled env, share the lock).
     """
 
     def __init__(self, path: Union[str, Path], *, mode: str = "a") -> None:
         if mode not in ("a", "w"):
             raise InvalidArgumentError(f"mode must be 'a' (append) or 'w' (truncate), got {mode!r}")
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._f = self.path.open(mode, encoding="utf-8")
+        check_output(self.path, "trajectory export")
+        self._output_lock = OutputLock(self.path, what="export file", shared_in_process=True).acquire()
+        self._f = open_append(self.path) if mode == "a" else self.path.open("w", encoding="utf-8")
         self._lock = threading.Lock()
         self.count = 0
 
@@ -107,7 +115,8 @@ class TrajectoryWriter:
 
     def __setstate__(self, state: dict) -> None:
         self.path, self.count = state["path"], state["count"]
-        self._f = self.path.open("a", encoding="utf-8")
+        self._output_lock = OutputLock(self.path, what="export file", shared_in_process=True).acquire()
+        self._f = open_append(self.path)
         self._lock = threading.Lock()
 
     def __deepcopy__(self, memo: dict) -> "TrajectoryWriter":
@@ -115,10 +124,11 @@ class TrajectoryWriter:
         return self
 
     def close(self) -> None:
-        """Close the file; idempotent."""
+        """Close the file and release its lock; idempotent."""
         with self._lock:
             if not self._f.closed:
                 self._f.close()
+            self._output_lock.release()
 
     def __enter__(self) -> "TrajectoryWriter":
         return self

@@ -3,6 +3,14 @@
 :class:`ExtractiveReader` answers a question from materials only, so the self-play game runs
 without any model. It reads like a cautious multi-hop reader:
 
+0. **Following a chain.** A question in the form of the template questions
+   (:func:`~searchgym.envs.templates.path_question`: "What place is the capital of the region in
+   which X is located?") is read back into its seed and relation chain
+   (:func:`~searchgym.envs.templates.read_path_question`) and followed hop by hop through the facts
+   the materials state: a sentence that names both ends of a world triple states it (a name stands
+   for each of its namesakes; the triple says which one the sentence speaks of). The answer is the
+   one node the chain ends at; ``""`` when a hop is stated nowhere in the materials or the chain
+   ends at several nodes (an ambiguous question). Other questions are read by steps 1-3.
 1. **Linking.** Every entity title/alias and every literal value of the world that occurs in the
    materials (whole words, leftmost-longest, case-insensitive except that a mention must not
    start lowercase; names made only of stop words are skipped) is a candidate answer; so are
@@ -35,11 +43,12 @@ import logging
 import re
 import threading
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
 
 from ..errors import InvalidArgumentError
 from ..world.shared import LockFreePickling
+from .templates import read_path_question, relation_key
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +86,7 @@ class _Cand:
     type: str
     desc_words: frozenset
     code: Optional[int] = None  #: world node code (entity index >= 0, literal < 0), None if unknown
+    codes: tuple = ()  #: every world node the name may denote (namesakes share a title), ``code`` first
 
 
 def _is_word_char(ch: str) -> bool:
@@ -114,6 +124,7 @@ class ExtractiveReader(LockFreePickling):
         self._literals: dict[str, _Cand] = {}
         self._lock = threading.Lock()
         self._stem: Any = None  # Stemmer.Stemmer, made on first use
+        self._rel_keys: Optional[list[str]] = None  # the world's relation labels as template keys
 
     # ------------------------------------------------------------------ linking
     def _build(self) -> Any:
@@ -124,6 +135,7 @@ class ExtractiveReader(LockFreePickling):
         w = self.world
         auto = ahocorasick.Automaton()
         names: dict[str, _Cand] = {}
+        owners: dict[str, dict[int, None]] = {}  # name -> every entity bearing it (namesakes), in order
         ents = [w.entity_at(i) for i in range(w.num_entities)]
         cands = [_Cand(e.title, e.type, frozenset(self._words(e.description)), i) for i, e in enumerate(ents)]
         # titles first, then aliases: a title is never shadowed by another entity's alias
@@ -133,12 +145,14 @@ class ExtractiveReader(LockFreePickling):
                     key = " ".join(n.lower().split())
                     if len(key) >= self.min_name_chars and not set(key.split()) <= _STOP:
                         names.setdefault(key, cand)
+                        owners.setdefault(key, {})[cand.code] = None  # type: ignore[index]
+        names = {key: replace(cand, codes=tuple(owners[key])) for key, cand in names.items()}
         tails = w.triple_array[:, 2] if w.num_triples else []
         for code in sorted({int(c) for c in tails if c < 0}, reverse=True):
             lit = w.node_at(code)
             assert isinstance(lit, Literal)
             key = " ".join(lit.value.lower().split())
-            cand = _Cand(lit.value, "number" if lit.kind == "quantity" else lit.kind, frozenset(), code)
+            cand = _Cand(lit.value, "number" if lit.kind == "quantity" else lit.kind, frozenset(), code, (code,))
             self._literals.setdefault(_digits(key), cand)
             if key and key not in names and (len(key) >= self.min_name_chars or key.isdigit()):
                 names[key] = cand
@@ -178,7 +192,8 @@ class ExtractiveReader(LockFreePickling):
             for m in rx.finditer(text):
                 known = self._literals.get(_digits(m.group(0).lower()))  # "8,539" is the literal 8539
                 code = known.code if known is not None else None
-                found.append((m.start(), m.end(), _Cand(m.group(0), kind, frozenset(), code)))
+                codes = (code,) if code is not None else ()
+                found.append((m.start(), m.end(), _Cand(m.group(0), kind, frozenset(), code, codes)))
         found.sort(key=lambda f: (f[0], -(f[1] - f[0])))
         out, last_end = [], -1
         for f in found:
@@ -228,11 +243,82 @@ class ExtractiveReader(LockFreePickling):
 
     def answer(self, question: str, materials: list[str]) -> str:
         """The best-supported candidate's name, or ``""`` when nothing in the materials fits."""
+        chained = self._follow_chain(question, materials)
+        if chained is not None:
+            return chained
         q = self._read_question(question)
         ev = self._gather(materials, q)
         if not ev.cands:
             return ""
         return self._pick(ev, q, self._coverage(ev, q))
+
+    # ------------------------------------------------------------------ step 0: a relation chain
+    def _entity_named(self, text: str) -> Optional[_Cand]:
+        """The entity ``text`` names exactly (one mention spanning all of it), else None."""
+        linked = self._link(text)
+        if len(linked) == 1 and linked[0][:2] == (0, len(text)):
+            cand = linked[0][2]
+            return cand if cand.code is not None and cand.code >= 0 else None
+        return None
+
+    def _relation_keys(self) -> list[str]:
+        if self._rel_keys is None:
+            self._rel_keys = [relation_key(self.world.relation_at(i).label) for i in range(self.world.num_relations)]
+        return self._rel_keys
+
+    def _facts(self, materials: list[str]) -> tuple[dict, dict]:
+        """The facts the materials state: a sentence that names both ends of a world triple states it.
+
+        A name stands for each of its namesakes; the world's triples say which one a sentence speaks of.
+        Returns ``(forward, backward)``: ``(head code, relation key) -> {tail code: answer text}`` and
+        ``(tail code, relation key) -> {head code: answer text}``, each in first-mention order.
+        """
+        T = self.world.triple_array
+        keys = self._relation_keys()
+        forward: dict[tuple[int, str], dict[int, str]] = {}
+        backward: dict[tuple[int, str], dict[int, str]] = {}
+        for tcand, sent in self._sentences(materials):
+            nodes: dict[int, str] = {}  # code -> its answer text (a title, or a literal as written)
+            for c in ([tcand] if tcand is not None else []) + [c for _, _, c in self._link(sent)]:
+                for code in c.codes:
+                    nodes.setdefault(code, self.world.entity_at(code).title if code >= 0 else c.answer)
+            for a, a_text in nodes.items():
+                if a < 0:
+                    continue
+                rows = self.world.out_rows(a)
+                tails = T[rows, 2]
+                for b, b_text in nodes.items():
+                    for r in T[rows[tails == b], 1] if b != a else ():
+                        forward.setdefault((a, keys[int(r)]), {}).setdefault(b, b_text)
+                        backward.setdefault((b, keys[int(r)]), {}).setdefault(a, a_text)
+        return forward, backward
+
+    def _follow_chain(self, question: str, materials: list[str]) -> Optional[str]:
+        """Step 0: a question in the template form (:func:`~searchgym.envs.templates.path_question`) is read
+        into its seed and relation chain, and the chain is followed hop by hop through the facts the
+        materials state. None when the question has no such reading (steps 1-3 read it). The answer when
+        the chains end at exactly one node; ``""`` when they end nowhere (the materials do not support an
+        answer) or at several (an ambiguous question: "an award received by X" with two awards)."""
+        readings = read_path_question(question, lambda t: self._entity_named(t) is not None, self._relation_keys())
+        if not readings:
+            return None
+        forward, backward = self._facts(materials)
+        ends: dict[int, str] = {}
+        for seed_text, hops in readings:
+            seed = self._entity_named(seed_text)
+            frontier: dict[int, str] = dict.fromkeys(seed.codes, seed_text) if seed is not None else {}
+            for keys, ahead in hops:
+                table = forward if ahead else backward
+                nxt: dict[int, str] = {}
+                for code in frontier:
+                    for key in sorted(keys):
+                        for other, text in table.get((code, key), {}).items():
+                            nxt.setdefault(other, text)
+                frontier = nxt
+            for code, text in frontier.items():
+                ends.setdefault(code, text)
+        logger.debug("extractive reader chains of %r end at %s", question, list(ends.values()))
+        return next(iter(ends.values())) if len(ends) == 1 else ""
 
     def _read_question(self, question: str) -> _QuestionTerms:
         """Step 2's anchors and question words, and step 3's answer-type cues."""

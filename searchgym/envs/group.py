@@ -200,5 +200,5 @@ class KGSolverGroupEnv(KGSolverEnv):
         return self.group.trajectories if self.group is not None else []
 
     def clone(self) -> "KGSolverGroupEnv":
-        """A new group env sharing this one's resources (export not shared)."""
+        """A new group env sharing this one's resources (and its export file)."""
         return self.make_group(self.group_size)

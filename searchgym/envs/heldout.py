@@ -12,6 +12,7 @@ answer when another entity bears that name).
 * :func:`builtin_benchmark` — the versioned benchmark (``BENCHMARK_VERSION``): template questions
   of 1 … 7 hops whose answers are all held out, fixed by seed; ``Task.metadata`` carries
   ``hops`` and ``family`` (the answer type: person, location, organisation, date, number, other).
+  ``wording="heldout"`` gives the same questions reworded (:mod:`searchgym.envs.rewording`).
 * :func:`training_subgraphs` / :func:`hop_tasks` — subgraphs and tasks whose answers are all on the
   training side. The envs' default pool (:func:`searchgym.envs.resources.default_pool`), and so the
   trainer's and the demo's default tasks, and the cold-start demonstrations are drawn through
@@ -170,14 +171,25 @@ def hop_tasks(
 
 
 def builtin_benchmark(
-    world: Optional[World] = None, *, version: str = BENCHMARK_VERSION, hops: Optional[Sequence[int]] = None
+    world: Optional[World] = None,
+    *,
+    version: str = BENCHMARK_VERSION,
+    hops: Optional[Sequence[int]] = None,
+    wording: str = "template",
 ) -> list[Task]:
     """The built-in held-out benchmark of ``world`` (default: the embedded default world).
 
     Fixed by ``version`` (sizes and seeds in ``BENCHMARK_SIZES``); every answer is held out from
     the default training sources. ``hops`` restricts it to some hop counts. Task ids are
-    ``bench-<version>-h<k>:<subgraph id>``.
+    ``bench-<version>-h<k>:<subgraph id>``. ``wording="heldout"``: the same tasks (ids, paths, answers)
+    with each question reworded in the held-out phrasings and shapes no training task uses
+    (:mod:`searchgym.envs.rewording`, drawn from the version's seed; sources ``bench-<version>-h<k>-reworded``),
+    which scores whether a model searches rather than parses the template.
     """
+    from .rewording import WORDINGS, reword_tasks
+
+    if wording not in WORDINGS:
+        raise InvalidArgumentError(f"wording must be one of {', '.join(WORDINGS)}; got {wording!r}")
     if version not in BENCHMARK_SIZES:
         raise InvalidArgumentError(f"unknown benchmark version {version!r}; known: {', '.join(BENCHMARK_SIZES)}")
     if world is None:
@@ -196,4 +208,4 @@ def builtin_benchmark(
                 world, h, sizes[h], seed=_BENCHMARK_SEEDS[version] + h, split="heldout", source=f"bench-{version}-h"
             )
         )
-    return out
+    return reword_tasks(out, wording, seed=_BENCHMARK_SEEDS[version])

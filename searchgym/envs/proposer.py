@@ -177,7 +177,7 @@ class KGProposerEnv(SingleRolloutEnv):
         self.last_validation: Optional[dict] = None
 
     def clone(self) -> "KGProposerEnv":
-        """A new env sharing this one's resources and verifier (its own noise window; no export)."""
+        """A new env sharing this one's resources, verifier and export file (its own noise window)."""
         v = self.validation
         return KGProposerEnv(
             self.world,

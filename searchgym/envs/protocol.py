@@ -47,7 +47,7 @@ ERR_TOO_MANY_SEARCHES = "too_many_searches"  #: more searches than max_searches;
 ERR_BAD_SEARCH_JSON = "bad_search_json"  #: a JSON search payload that does not parse / has wrong types
 ERR_BAD_TOOL_CALL = "bad_tool_call"  #: a <tool_call> that is not valid JSON or names an unknown tool
 ERR_EMPTY_ANSWER = "empty_answer"  #: the last <answer> is empty
-ERR_EMPTY_QUESTION = "empty_question"  #: the last <question> is empty
+ERR_EMPTY_QUESTION = "empty_question"  #: the first <question> is empty
 
 ERROR_CODES = (
     ERR_NO_ACTION,
@@ -96,8 +96,9 @@ class ParsedAction:
     """Everything :func:`parse_action` found in one agent turn.
 
     ``think`` is the text inside this turn's ``<think>`` spans (joined by newlines), with forged
-    observations removed. ``answer``/``question``/``evidence`` are the last occurrence in
-    the turn, whitespace-collapsed (``None`` when absent or empty). ``answer_count`` counts every
+    observations removed. ``answer`` and ``evidence`` are the last occurrence in the turn (the last
+    answer wins, SSP), ``question`` the first (SSP's code reads the first ``<question>``), all
+    whitespace-collapsed (``None`` when absent or empty). ``answer_count`` counts every
     ``<answer>`` tag of the turn so the env can enforce docs/game.md, protocol: ">10 answers per rollout ⇒
     invalid". ``truncated`` says the text was cut at ``max_chars`` before parsing.
     """
@@ -388,7 +389,7 @@ def parse_action(
         if act.answer is None:
             act.errors.append(ERR_EMPTY_ANSWER)
     if questions:
-        act.question = " ".join(questions[-1].split()) or None
+        act.question = " ".join(questions[0].split()) or None  # SSP reads the first <question>
         if act.question is None:
             act.errors.append(ERR_EMPTY_QUESTION)
     if evidences:

@@ -144,7 +144,9 @@ def default_retriever(world: World) -> Retriever:
 def resolve_retriever(world: World, retriever: Union[Retriever, str, None]) -> Retriever:
     """A :class:`Retriever` as is; an ``http(s)://`` URL → ``RemoteRetriever`` (comma-separated
     URLs → ``ReplicatedRetriever``); a backend name
-    (``"bm25"``, ``"dense"``, ...) → ``make_retriever(world, name)``; ``None`` → cached BM25."""
+    (``"bm25"``, ``"dense"``, ...) → ``make_retriever(world, name)``; ``"bm25:passages=2"`` → that
+    backend over the documents split into 2-sentence passages (a plain value a config file can hold);
+    ``None`` → cached BM25."""
     if isinstance(retriever, Retriever):
         return retriever
     if retriever is None or retriever == "bm25":
@@ -160,6 +162,14 @@ def resolve_retriever(world: World, retriever: Union[Retriever, str, None]) -> R
             return RemoteRetriever(retriever)
         from ..retrieval import make_retriever
 
+        backend, _, option = retriever.partition(":")
+        if option:
+            key, _, value = option.partition("=")
+            if key.strip() != "passages" or not value.strip().isdigit() or int(value) < 1:
+                raise InvalidArgumentError(
+                    f"retriever={retriever!r}: the only option is passages=N (N >= 1 sentences), e.g. 'bm25:passages=2'"
+                )
+            return make_retriever(world, backend.strip(), passage_sentences=int(value))
         return make_retriever(world, retriever)
     raise InvalidTypeError(
         f"retriever must be a Retriever, a URL, a backend name or None, got {type(retriever).__name__}"

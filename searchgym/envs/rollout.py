@@ -34,6 +34,10 @@ DEFAULT_MAX_TURNS = 10  # SSP and the WCR paper: at most 10 interaction rounds
 DEFAULT_MAX_ACTION_CHARS = 20_000  # longer agent turns are cut (and recorded cut)
 DEFAULT_DOC_MAX_CHARS = 1_000  # per-document cap in an <information> block
 DEFAULT_MAX_ANSWERS = 10  # docs/game.md, protocol decision: more than 10 <answer> tags in a rollout → invalid
+#: what a rollout with more than ``max_answers`` answer tags gets: ``invalid`` (this project's decision) or
+#: ``ssp`` (SSP's code: valid, and a correct answer is worth :data:`SSP_OVERFLOW_SCALE`)
+TOO_MANY_ANSWERS = ("invalid", "ssp")
+SSP_OVERFLOW_SCALE = 0.25
 
 
 def coerce_action(action: Any) -> str:
@@ -127,7 +131,13 @@ class Rollout:
         max_searches: int = protocol.DEFAULT_MAX_SEARCHES,
         protocol: str = "tags",  # noqa: F811 - the module of the same name is not used in __init__
         kg: bool = False,
+        too_many_answers: str = "invalid",
     ) -> None:
+        if too_many_answers not in TOO_MANY_ANSWERS:
+            raise InvalidArgumentError(
+                f"too_many_answers must be one of {', '.join(TOO_MANY_ANSWERS)}, got {too_many_answers!r}"
+            )
+        self.too_many_answers = too_many_answers
         if max_turns < 1:
             raise InvalidArgumentError(f"max_turns must be >= 1, got {max_turns}")
         self.protocol = check_protocol(protocol)
@@ -191,8 +201,11 @@ class Rollout:
         if parsed.forged_information:
             traj.metadata["forged_information"] = True
         if self.answer_count > self.max_answers and traj.valid:
-            traj.valid = False
-            traj.metadata["invalid_reason"] = "too_many_answers"
+            if self.too_many_answers == "ssp":  # SSP's code: still scored, a correct answer earns 0.25
+                traj.metadata["reward_scale"] = SSP_OVERFLOW_SCALE
+            else:
+                traj.valid = False
+                traj.metadata["invalid_reason"] = "too_many_answers"
         final = parsed.answer if traj.role == "solver" else parsed.question
         inserted = ""
         if final is not None:

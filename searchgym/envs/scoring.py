@@ -52,8 +52,10 @@ def score_solver(traj: Trajectory, judge: Any) -> float:
             "error": getattr(verdict, "error", None),
         }
     traj.correct = correct
-    traj.reward = float(correct)
-    traj.reward_components = {"outcome": float(correct)}
+    # SSP's code scales a correct answer of a rollout with more than 10 answer tags to 0.25
+    # (Rollout(too_many_answers="ssp")); 1 otherwise
+    traj.reward = float(correct) * float(traj.metadata.get("reward_scale", 1.0))
+    traj.reward_components = {"outcome": traj.reward}
     return traj.reward
 
 

@@ -113,7 +113,7 @@ class KGSelfPlayEnv(TextEnvBase):
     # ------------------------------------------------------------------ siblings and checkpoints
     def clone(self) -> "KGSelfPlayEnv":
         """A new game env sharing world, pool (same order), index, judge and verifier, with its own
-        replay buffer and noise window (and no export)."""
+        replay buffer and noise window (exporting into the same file)."""
         v = self.validation
         return KGSelfPlayEnv(
             self.world,

@@ -5,13 +5,30 @@ A path ``v0 -r1-> v1 -r2-> v2`` becomes "What is <r2 phrase of <r1 phrase of v0>
 Each relation label maps to a forward phrase (the tail described from the head) and an inverse
 phrase (the head described from the tail, for edges the path walks backwards); unknown labels
 fall back to "the {label} of X" / "the entity whose {label} is X".
+
+:func:`read_path_question` is the inverse: it reads such a question back into its seed and the
+relation chain from the seed outwards, so an offline reader can follow the chain hop by hop through
+its materials (:class:`~searchgym.envs.extractive.ExtractiveReader`).
 """
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
+from typing import Callable, Iterable
+
 from ..construction.record import Subgraph, SubgraphNode
 
-__all__ = ["FORWARD_TEMPLATES", "INVERSE_TEMPLATES", "relation_phrase", "path_question", "noun_for"]
+__all__ = [
+    "FORWARD_TEMPLATES",
+    "INVERSE_TEMPLATES",
+    "relation_key",
+    "relation_phrase",
+    "path_question",
+    "noun_for",
+    "Hop",
+    "read_path_question",
+]
 
 # forward: phrase naming the tail given the head phrase {x}
 FORWARD_TEMPLATES: dict[str, str] = {
@@ -104,9 +121,14 @@ _NOUNS = {
 }
 
 
+def relation_key(label: str) -> str:
+    """A relation label as the templates key it: lowercase, ``_`` as a space, single spaces."""
+    return " ".join(label.lower().replace("_", " ").split())
+
+
 def relation_phrase(label: str, x: str, *, forward: bool = True) -> str:
     """The noun phrase for following ``label`` from ``x`` (forward) or back to ``x`` (inverse)."""
-    key = " ".join(label.lower().replace("_", " ").split())
+    key = relation_key(label)
     if forward:
         return FORWARD_TEMPLATES.get(key, "the {label} of {x}").format(label=key, x=x)
     return INVERSE_TEMPLATES.get(key, "the entity whose {label} is {x}").format(label=key, x=x)
@@ -132,3 +154,71 @@ def path_question(subgraph: Subgraph) -> str:
     if word in ("What", "When"):  # "When is the date on which …" reads badly
         return f"What is {phrase}?"
     return f"{word} is {phrase}?"
+
+
+Hop = tuple[frozenset, bool]
+"""One hop of a read question: the relation keys its phrase may stand for (several labels share a
+phrase: "place of birth" and "born in") and whether it is walked forward (head to tail)."""
+
+_MAX_READINGS = 16  # a question of nested phrases has few readings; this bounds pathological ones
+_HOLE = "\x00"
+
+
+@lru_cache(maxsize=64)
+def _patterns(extra_labels: tuple[str, ...]) -> tuple[tuple[str, str, bool, frozenset], ...]:
+    """``(prefix, suffix, forward, relation keys)`` of every phrase, lowercased, most specific first."""
+    keys = sorted(set(FORWARD_TEMPLATES) | set(INVERSE_TEMPLATES) | {relation_key(x) for x in extra_labels})
+    grouped: dict[tuple[str, str, bool], set] = {}
+    for key in keys:
+        for forward in (True, False):
+            prefix, _, suffix = relation_phrase(key, _HOLE, forward=forward).lower().partition(_HOLE)
+            grouped.setdefault((prefix, suffix, forward), set()).add(key)
+    ordered = sorted(grouped.items(), key=lambda kv: (-len(kv[0][0]) - len(kv[0][1]), kv[0]))
+    return tuple((p, s, f, frozenset(k)) for (p, s, f), k in ordered)
+
+
+def _wh_re() -> re.Pattern:
+    words = sorted({w.lower() for w in _NOUNS.values()} | {"what"}, key=len, reverse=True)
+    return re.compile(rf"^\s*(?:{'|'.join(map(re.escape, words))})\s+is\s+(.+?)\s*\?\s*$", re.IGNORECASE | re.DOTALL)
+
+
+_WH_RE = _wh_re()
+
+
+def read_path_question(
+    question: str, is_name: Callable[[str], bool], labels: Iterable[str] = ()
+) -> list[tuple[str, list[Hop]]]:
+    """Read a question in :func:`path_question`'s form back into ``(seed name, hops)`` readings.
+
+    ``hops`` run from the seed outwards (the path's order). ``is_name(text)`` says whether ``text`` is
+    exactly one entity name (the reader's own name index decides). ``labels`` adds relation labels the
+    templates do not know (read through the fallback phrases). A question not in that form, or one
+    whose innermost phrase is not a name, has no reading: ``[]``. Readings come in a stable order,
+    at most 16 of them (nested phrases can be ambiguous; the caller tries them in order).
+    """
+    m = _WH_RE.match(question or "")
+    if not m:
+        return []
+    patterns = _patterns(tuple(sorted(set(labels))))
+    memo: dict[str, list[tuple[str, list[Hop]]]] = {}
+
+    def read(text: str) -> list[tuple[str, list[Hop]]]:
+        if text in memo:
+            return memo[text]
+        out: list[tuple[str, list[Hop]]] = []
+        low = text.lower()
+        for prefix, suffix, forward, keys in patterns:
+            if len(out) >= _MAX_READINGS:
+                break
+            if len(low) > len(prefix) + len(suffix) and low.startswith(prefix) and low.endswith(suffix):
+                inner = text[len(prefix) : len(text) - len(suffix)]
+                if inner != inner.strip():
+                    continue
+                for seed, hops in read(inner):
+                    out.append((seed, hops + [(keys, forward)]))
+        if is_name(text):
+            out.append((text, []))
+        memo[text] = out[:_MAX_READINGS]
+        return memo[text]
+
+    return [(seed, hops) for seed, hops in read(" ".join(m.group(1).split())) if hops]

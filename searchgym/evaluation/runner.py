@@ -7,20 +7,29 @@ model, that many concurrent requests for an endpoint).
 
 Every finished question is appended at once to ``eval.jsonl`` in the output folder, so a killed
 run continues from it with the same command: questions already in the file are neither redone nor
-written twice (a line cut by the kill is dropped and redone). An endpoint that goes down stops the
-run with :class:`EvalInterrupted`; the questions finished so far stay in the file.
+written twice (a line cut by the kill is dropped and redone; a bad line anywhere else, or a question
+on two lines, is refused naming file and line). The output folder is locked while a run writes it,
+and ``run.json`` records every setting that can change a record (the resume fingerprint: agent,
+model, sampling, seed, retriever, world, layout, ...): a rerun with other settings is refused naming
+each one with both values. An endpoint that goes down stops the run with :class:`EvalInterrupted`;
+the questions finished so far stay in the file.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
+from ..core.artefacts import check_output
+from ..core.jsonl import JsonlFormatError, check_unique, open_append, scan_jsonl
 from ..core.llm import GenerationError
+from ..core.output_lock import OutputLock
+from ..core.progress import Progress
 from ..envs.rollout import DEFAULT_DOC_MAX_CHARS, DEFAULT_MAX_TURNS
 from ..envs.types import Task, Trajectory
 from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
@@ -76,8 +85,10 @@ class EvalConfig:
             raise InvalidArgumentError("need concurrency, max_turns, top_k and n_boot >= 1")
 
     def fingerprint(self) -> dict:
-        """The settings a resumed run must share with the run it continues."""
-        return {k: v for k, v in asdict(self).items() if k in ("max_turns", "top_k", "doc_max_chars", "layout")}
+        """The settings a resumed run must share with the run it continues: those that change a record
+        (not ``concurrency``, ``n_boot`` or ``progress``, nor the metrics, which are computed for every record)."""
+        keep = ("max_turns", "top_k", "doc_max_chars", "layout", "seed", "save_trajectories")
+        return {k: v for k, v in asdict(self).items() if k in keep}
 
 
 @dataclass
@@ -91,28 +102,24 @@ class EvalResult:
 
 
 class RecordLog:
-    """The per-question JSONL: existing records by key (a torn last line is dropped), appends flushed."""
+    """The per-question JSONL: existing records by key, appends flushed.
+
+    A torn last line (a kill mid-write) is dropped and its question redone; any other malformed line, a
+    record without a ``key`` or a key on two lines raises :class:`~searchgym.core.jsonl.JsonlFormatError`
+    naming the file and line (nothing after it is ever dropped). Open it while holding the run's lock.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.done: dict[str, dict] = {}
-        if self.path.is_file():
-            good = 0
-            with self.path.open("rb") as f:
-                for raw in f:
-                    try:
-                        rec = json.loads(raw)
-                    except ValueError:
-                        logger.warning("%s: dropping a line cut by an interrupted run", self.path)
-                        break
-                    if not raw.endswith(b"\n"):
-                        break
-                    self.done[rec["key"]] = rec
-                    good += len(raw)
-            with self.path.open("r+b") as f:
-                f.truncate(good)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._f = self.path.open("a", encoding="utf-8")
+        seen: dict[str, int] = {}
+        for lineno, rec in scan_jsonl(self.path, repair=True):
+            key = rec.get("key")
+            if not isinstance(key, str):
+                raise JsonlFormatError(f"{self.path}: line {lineno} has no 'key'; fix or delete that line")
+            check_unique(seen, key, lineno, self.path, "question key")
+            self.done[key] = rec
+        self._f = open_append(self.path)
 
     def append(self, record: dict) -> None:
         """Write one record and flush it to the OS (survives a kill of this process)."""
@@ -207,20 +214,82 @@ def envs_for(world: Any, retriever: Any, config: EvalConfig, first: Task, n: int
 
 
 def _check_resume(out: Path, fingerprint: dict, restart: bool) -> None:
+    """Refuse to continue a run in ``out`` made with other settings (naming each with both values); then
+    record ``fingerprint`` in ``run.json`` (atomically). ``restart`` discards the old run first."""
     run = out / RUN_NAME
+    fingerprint = json.loads(json.dumps(fingerprint))  # as it reads back (tuples become lists)
     if restart:
         for name in (RECORDS_NAME, SUMMARY_NAME, RUN_NAME):
             (out / name).unlink(missing_ok=True)
     elif run.is_file():
-        old = json.loads(run.read_text())
-        if old != fingerprint:
-            diff = sorted(k for k in set(old) | set(fingerprint) if old.get(k) != fingerprint.get(k))
+        try:
+            old = json.loads(run.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise InvalidArgumentError(
-                f"{out} holds an evaluation run with other settings ({', '.join(diff)}); "
+                f"{run} is unreadable ({exc}); use another --out, or --restart to discard that run"
+            ) from None
+        if not isinstance(old, dict):
+            raise InvalidArgumentError(f"{run} is not a run record; use another --out, or --restart to discard it")
+        if old != fingerprint:
+            was, now, missing = _flat(old), _flat(fingerprint), "(not recorded)"
+            diff = "; ".join(
+                f"{k}: was {json.dumps(was[k]) if k in was else missing}, "
+                f"now {json.dumps(now[k]) if k in now else missing}"
+                for k in sorted(set(was) | set(now))
+                if was.get(k, missing) != now.get(k, missing)
+            )
+            raise InvalidArgumentError(
+                f"{out} holds an evaluation run with other settings ({diff}); "
                 f"use another --out, or --restart to discard it"
             )
     out.mkdir(parents=True, exist_ok=True)
-    run.write_text(json.dumps(fingerprint, indent=1, sort_keys=True))
+    tmp = run.with_name(run.name + ".tmp")
+    tmp.write_text(json.dumps(fingerprint, indent=1, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, run)
+
+
+def _flat(settings: dict, prefix: str = "") -> dict:
+    """``{"a": {"b": 1}}`` → ``{"a.b": 1}``: each setting of a fingerprint under its own name."""
+    out: dict = {}
+    for key, value in settings.items():
+        if isinstance(value, dict) and value:
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def run_fingerprint(agent: Any, config: EvalConfig, retriever: Any, world: Any, judge: Any) -> dict:
+    """Everything that can change a record of this evaluation: the agent (its name and the ``settings`` it
+    declares: model, sampling, seed), ``config``'s record settings, the retriever, the world and the judge."""
+    return {
+        "agent": getattr(agent, "name", type(agent).__name__),
+        "agent_settings": dict(getattr(agent, "settings", None) or {}),
+        **config.fingerprint(),
+        "retriever": _describe(retriever),
+        "world": _describe(world),
+        "judge": _describe(judge) if "llm_judge" in config.metrics else None,
+    }
+
+
+def _describe(thing: Any) -> Any:
+    """A JSON identity of a retriever / world / judge: a URL, an absolute folder, or an object's fields."""
+    if thing is None:
+        return None
+    if isinstance(thing, (str, Path)):
+        text = str(thing)
+        return text if text.startswith(("http://", "https://")) else str(Path(text).resolve())
+    if hasattr(thing, "num_entities"):  # a World
+        return [thing.name, thing.num_entities, thing.num_triples, thing.num_documents]
+    fields: dict[str, Any] = {"type": type(thing).__name__}
+    for name in ("backend", "url", "num_docs", "model", "base_url", "criteria", "references"):
+        value = getattr(thing, name, None)
+        if isinstance(value, (str, int, float)):
+            fields[name] = value
+    generator = getattr(thing, "generator", None)  # an LLM judge: the model behind it
+    if generator is not None:
+        fields["generator"] = _describe(generator)
+    return fields
 
 
 def evaluate(
@@ -251,15 +320,34 @@ def evaluate(
         raise InvalidArgumentError(
             "metric llm_judge needs a judge model: pass --judge-endpoint URL (or judge=LLMJudge(...))"
         )
+    fingerprint = run_fingerprint(agent, config, retriever, world, judge)
     retriever = _resolve_retriever(retriever)
     out = Path(out_dir) if out_dir is not None else None
-    log = None
-    if out is not None:
-        _check_resume(out, {"agent": getattr(agent, "name", type(agent).__name__), **config.fingerprint()}, restart)
-        log = RecordLog(out / RECORDS_NAME)
+    if out is None:
+        return _evaluate(agent, tasksets, retriever, world, config, None, judge, ray, None)
+    check_output(out, "eval run")
+    with OutputLock(out, what="--out"):  # a second run into this folder fails at once instead of doubling it
+        _check_resume(out, fingerprint, restart)
+        return _evaluate(agent, tasksets, retriever, world, config, out, judge, ray, RecordLog(out / RECORDS_NAME))
+
+
+def _evaluate(
+    agent: Any,
+    tasksets: Sequence[TaskSet],
+    retriever: Any,
+    world: Any,
+    config: EvalConfig,
+    out: Optional[Path],
+    judge: Any,
+    ray: Any,
+    log: Optional[RecordLog],
+) -> EvalResult:
+    """The body of :func:`evaluate` (with the output folder locked and its records loaded, if any)."""
     done: dict[str, dict] = dict(log.done) if log is not None else {}
     todo_total = sum(1 for ts in tasksets for t in ts.tasks if task_key(t) not in done)
-    sink = _RecordSink(agent, config, judge, done, log, _progress(todo_total, config.progress))
+    total = sum(len(ts.tasks) for ts in tasksets)
+    bar = _progress(total, total - todo_total, config.progress, resumable=log is not None)
+    sink = _RecordSink(agent, config, judge, done, log, bar)
     t0 = time.perf_counter()
     try:
         for ts in tasksets:
@@ -417,9 +505,7 @@ def build_summary(
     }
 
 
-def _progress(total: int, enabled: bool):
-    if not enabled or total == 0:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc="eval", unit="q", smoothing=0.1)
+def _progress(total: int, initial: int, enabled: bool, *, resumable: bool) -> Progress:
+    """The questions' progress line (counted even when not shown, for the Ctrl-C message)."""
+    hint = "rerun the same command to resume" if resumable else "nothing was saved (no --out)"
+    return Progress(total, "eval", unit="question", initial=initial, enabled=enabled, resume_hint=hint)

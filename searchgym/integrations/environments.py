@@ -12,8 +12,9 @@ import copy
 import json
 import logging
 import threading
+import weakref
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 import gymnasium as gym
 
@@ -24,7 +25,7 @@ from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["EnvSpec", "make_env", "cached_env", "reward_names", "TEXT_ENV_IDS"]
+__all__ = ["EnvSpec", "make_env", "cached_env", "state_lock", "reward_names", "TEXT_ENV_IDS"]
 
 #: The env ids an adapter can play (the text envs; KGNavigate-v0 is numeric).
 TEXT_ENV_IDS = ("KGSolver-v0", "KGSolverGroup-v0", "KGSelfPlay-v0", "KGProposer-v0")
@@ -97,6 +98,7 @@ def make_env(spec: EnvSpec):
 
 _CACHE: dict[str, Any] = {}
 _CACHE_LOCK = threading.Lock()
+_STATE_LOCKS: "weakref.WeakKeyDictionary[Any, threading.Lock]" = weakref.WeakKeyDictionary()
 
 
 def cached_env(spec: EnvSpec, clone: bool = True):
@@ -118,3 +120,18 @@ def cached_env(spec: EnvSpec, clone: bool = True):
         base.replay = proto_base.replay
         base.validation.recent = proto_base.validation.recent
     return env
+
+
+def state_lock(env) -> Optional[threading.Lock]:
+    """The lock to hold while stepping ``env`` from a thread when its copies share mutable state
+    (self-play copies from :func:`cached_env` share the replay buffer and noise window, which are not
+    thread-safe); ``None`` when ``env`` shares none (its copies step concurrently)."""
+    base = env.unwrapped
+    replay = getattr(base, "replay", None)
+    if replay is None or not hasattr(base, "validation"):
+        return None
+    with _CACHE_LOCK:
+        lock = _STATE_LOCKS.get(replay)
+        if lock is None:
+            lock = _STATE_LOCKS[replay] = threading.Lock()
+        return lock

@@ -17,11 +17,16 @@ a self-play game): :meth:`EnvEpisode.pending` says which streams must sample a t
 A rollout whose ``response_length`` budget runs out before the env ends it is *cut*: it is reported
 with ``cut=True`` and reward 0 (the env never judged it); a generator error fails the whole episode
 (:class:`GenerationFailed`), never a silent 0.
+
+The async drivers run the env's resets and steps (retrieval, judging) off the event loop, through
+``run_env`` (default: :func:`searchgym.integrations.env_threads.env_runner`'s thread pool), so concurrent
+rollouts wait on a slow retriever together instead of one after another.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Optional, Sequence
@@ -30,6 +35,7 @@ from uuid import uuid4
 from searchgym.agents.sequences import TagEncoder
 
 from ..errors import SearchGymError
+from .env_threads import EnvRunner, env_runner
 
 logger = logging.getLogger(__name__)
 
@@ -280,13 +286,25 @@ async def _turn(stream: TokenStream, generate: Generator, tokenizer, budget: int
     return sample_into(stream, ids, logprobs, tokenizer, budget)
 
 
-async def play_episode(episode: EnvEpisode, generate: Generator) -> EnvEpisode:
-    """Drive a reset :class:`EnvEpisode` to its end, the turns of concurrent streams generated concurrently."""
+async def play_episode(episode: EnvEpisode, generate: Generator, run_env: Optional[EnvRunner] = None) -> EnvEpisode:
+    """Drive a reset :class:`EnvEpisode` to its end, the turns of concurrent streams generated concurrently
+    and each env step run by ``run_env`` (default: the env thread pool), off the event loop."""
+    run = run_env or env_runner()
     while not episode.done:
         pending = episode.pending()
         texts = await asyncio.gather(*[_turn(s, generate, episode.tokenizer, episode.budget) for _, s in pending])
-        episode.step({key: text for (key, _), text in zip(pending, texts)})
+        await run(episode.step, {key: text for (key, _), text in zip(pending, texts)})
     return episode
+
+
+async def _play(
+    env, generate: Generator, tokenizer, response_length: int, seed, options, encoder, run_env
+) -> EnvEpisode:
+    """Reset an :class:`EnvEpisode` (off the event loop too) and play it to its end."""
+    run = run_env or env_runner()
+    episode = EnvEpisode(env, tokenizer, response_length=response_length, encoder=encoder)
+    await run(functools.partial(episode.reset, seed=seed, options=options))
+    return await play_episode(episode, generate, run)
 
 
 async def play_solver_episode(
@@ -298,10 +316,10 @@ async def play_solver_episode(
     seed: Optional[int] = None,
     options: Optional[dict] = None,
     encoder=None,
+    run_env: Optional[EnvRunner] = None,
 ) -> SolverEpisode:
     """Play one rollout of a single-rollout env (``KGSolver-v0``, possibly reward-wrapped)."""
-    episode = EnvEpisode(env, tokenizer, response_length=response_length, encoder=encoder)
-    await play_episode(episode.reset(seed=seed, options=options), generate)
+    episode = await _play(env, generate, tokenizer, response_length, seed, options, encoder, run_env)
     return SolverEpisode(episode.stream, episode.info)
 
 
@@ -314,11 +332,11 @@ async def play_selfplay_game(
     seed: Optional[int] = None,
     options: Optional[dict] = None,
     encoder=None,
+    run_env: Optional[EnvRunner] = None,
 ) -> GameEpisode:
     """Play one ``KGSelfPlay-v0`` game: the Proposer's turns, verification, then the G Solvers,
     whose turns are generated concurrently (one ``generate`` call per active slot per step)."""
-    episode = EnvEpisode(env, tokenizer, response_length=response_length, encoder=encoder)
-    await play_episode(episode.reset(seed=seed, options=options), generate)
+    episode = await _play(env, generate, tokenizer, response_length, seed, options, encoder, run_env)
     (proposer,) = episode.slots("proposer")
     info = episode.info
     return GameEpisode(proposer, episode.slots("solver"), info.get("validation"), info.get("replay"))

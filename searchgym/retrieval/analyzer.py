@@ -14,8 +14,7 @@ import re
 import threading
 from typing import Iterable, Sequence
 
-from tqdm.auto import tqdm
-
+from ..core.progress import progress_iter
 from ..errors import InvalidArgumentError
 from .bm25s_import import import_bm25s
 
@@ -94,7 +93,7 @@ class Analyzer:
         split = self._split
         stem = self._stem_word() if self.stemmer_name is not None else None
         out: list[list[int]] = []
-        for text in tqdm(texts, total=total, desc="analyse", unit="doc", disable=not progress, mininterval=1.0):
+        for text in progress_iter(texts, total, "analyse", unit="doc", enabled=progress, scale=True):
             ids = []
             for w in split(text.lower()):
                 tid = word_ids.get(w)

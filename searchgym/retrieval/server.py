@@ -15,15 +15,18 @@ failure gets 500 with the message. An empty ``queries`` list is not an error: it
 
 Many rollouts at once: the listen backlog (``backlog``, default 1024; Python's default of 5 drops
 connection attempts under a burst of new connections, which the client's kernel retries only after
-1 s) and a pool of ``workers`` reusable handler threads (default 256) size it for hundreds of
-concurrent clients, and concurrent requests are searched together in one ``batch_search``
-(:class:`~searchgym.retrieval.coalesce.SearchCoalescer`; ``coalesce=False`` searches each alone). A connection
-waits for a free worker rather than being refused; while any wait,
-responses carry ``Connection: close`` so kept-alive connections cannot starve them. A client
-that disconnects (mid-body or before the answer) costs one debug log line, never a traceback. A
-body over ``max_body_bytes`` is read and discarded (up to ``max_discard_bytes``) before the 413, so
-ordinary clients see the 413 rather than a broken pipe; beyond that bound the 413 is sent and the
-connection closed unread.
+1 s). ``workers`` threads (default 256) share one poller over every connection and answer a request
+only once it has arrived in full (:mod:`searchgym.retrieval.reception`), so a slow client (one header
+byte a second) holds a socket, never a thread: each request must arrive within ``request_timeout``
+seconds (else 408), a kept-alive connection idle for ``idle_timeout`` seconds is closed, and at most
+``max_connections`` are open (at the limit the slowest unfinished request is dropped with 503 to let a
+new connection in). Concurrent requests are searched together in one
+``batch_search`` (:class:`~searchgym.retrieval.coalesce.SearchCoalescer`; ``coalesce=False``
+searches each alone). A client that disconnects (mid-body or before the answer) costs one debug log
+line, never a traceback; JSON nested too deeply to parse is a 400, not a 500 with a traceback. A body over
+``max_body_bytes`` is read and discarded (up to ``max_discard_bytes``) before the 413, so ordinary
+clients see the 413 rather than a broken pipe; beyond that bound the 413 is sent and the connection
+closed unread.
 """
 
 from __future__ import annotations
@@ -32,16 +35,14 @@ import json
 import logging
 import math
 import socket
-import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymError, SearchGymRuntimeError
 from .base import DEFAULT_TOP_K, Hit, Retriever
 from .coalesce import SearchCoalescer
+from .reception import FramedRequestHandler, ReceptionServer
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +67,11 @@ def _parse_request(
 ) -> tuple[list[str], int, bool]:
     try:
         req = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except RecursionError:
+        raise RequestError(
+            400, 'request JSON is nested too deeply to parse; send a flat object like {"queries": ["..."]}'
+        ) from None
+    except ValueError as exc:  # not UTF-8, not JSON, or an integer too long to convert
         raise RequestError(400, f"request body is not valid UTF-8 JSON ({exc})") from None
     if not isinstance(req, dict):
         raise RequestError(400, 'request body must be a JSON object like {"queries": ["..."], "topk": 3}')
@@ -116,6 +121,10 @@ class RetrievalServer:
         backlog: int = 1024,
         workers: int = 256,
         idle_timeout: float = 30.0,
+        request_timeout: float = 15.0,
+        max_connections: int = 4096,
+        max_head_bytes: int = 64 * 1024,
+        poller: str = "auto",
         coalesce: bool = True,
         listen_socket: socket.socket | None = None,
     ) -> None:
@@ -128,6 +137,13 @@ class RetrievalServer:
                 f"need backlog >= 1, workers >= 1, idle_timeout > 0 and max_discard_bytes >= 0, "
                 f"got {backlog}, {workers}, {idle_timeout}, {max_discard_bytes}"
             )
+        if request_timeout <= 0 or max_connections < 1 or max_head_bytes < 1024:
+            raise InvalidArgumentError(
+                f"need request_timeout > 0, max_connections >= 1 and max_head_bytes >= 1024, "
+                f"got {request_timeout}, {max_connections}, {max_head_bytes}"
+            )
+        if poller not in ("auto", "epoll", "selectors"):
+            raise InvalidArgumentError(f"poller must be 'auto', 'epoll' or 'selectors', got {poller!r}")
         self.retriever = retriever
         self._search = SearchCoalescer(retriever) if coalesce else retriever
         self.host = host
@@ -140,27 +156,37 @@ class RetrievalServer:
         self.backlog = backlog
         self.workers = workers
         self.idle_timeout = idle_timeout
+        self.request_timeout = request_timeout
+        self.max_connections = max_connections
+        self.max_head_bytes = max_head_bytes
+        self.poller = poller  # "auto" (epoll on Linux) or "selectors" (portable): searchgym.retrieval.pollers
         self._listen_socket = listen_socket  # a bound, listening socket shared with other worker processes
-        self._httpd: _PooledHTTPServer | None = None
+        self._httpd: ReceptionServer | None = None
         self._thread: threading.Thread | None = None
         self._serving = False  # serve_forever runs (or is about to) in some thread
-        self._conns: set[socket.socket] = set()
-        self._conns_lock = threading.Lock()
 
     # ------------------------------------------------------------- lifecycle
-    def bind(self) -> "_PooledHTTPServer":
+    def bind(self) -> ReceptionServer:
         """Open the listening socket now (idempotent), so :attr:`url` has the real port before serving."""
         if self._httpd is None:
             if self.host not in ("127.0.0.1", "localhost", "::1"):
                 logger.warning("retrieval server listens on %s, reachable from other machines", self.host)
+            reception: dict[str, Any] = dict(
+                workers=self.workers,
+                request_timeout=self.request_timeout,
+                idle_timeout=self.idle_timeout,
+                max_connections=self.max_connections,
+                max_head_bytes=self.max_head_bytes,
+                max_body_bytes=self.max_body_bytes,
+                max_discard_bytes=self.max_discard_bytes,
+                poller=self.poller,
+            )
             if self._listen_socket is not None:
-                self._httpd = _PooledHTTPServer.on_socket(
-                    self._listen_socket, self._handler_class(), workers=self.workers
-                )
+                self._httpd = ReceptionServer.on_socket(self._listen_socket, self._handler_class(), **reception)
                 return self._httpd
             try:
-                self._httpd = _PooledHTTPServer(
-                    (self.host, self._port), self._handler_class(), backlog=self.backlog, workers=self.workers
+                self._httpd = ReceptionServer(
+                    (self.host, self._port), self._handler_class(), backlog=self.backlog, **reception
                 )
             except OSError as exc:
                 raise SearchGymRuntimeError(
@@ -185,9 +211,7 @@ class RetrievalServer:
             raise SearchGymRuntimeError("server already started")
         httpd = self.bind()
         self._serving = True
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="searchgym-retrieval-server", daemon=True
-        )
+        self._thread = threading.Thread(target=httpd.serve_forever, name="searchgym-retrieval-server", daemon=True)
         self._thread.start()
         logger.info("retrieval server on %s", self.url)
         return self
@@ -200,31 +224,20 @@ class RetrievalServer:
         try:
             httpd.serve_forever()
         finally:
-            self._close_connections()
             httpd.server_close()
 
     def stop(self) -> None:
-        """Stop serving and release the port; idempotent."""
+        """Stop serving and release the port; idempotent. Kept-alive and unfinished connections are
+        closed; requests being answered are answered first."""
         httpd, self._httpd = self._httpd, None
         if httpd is not None and self._serving:  # shutdown() would wait forever for a loop never started
             httpd.shutdown()
         self._serving = False
-        self._close_connections()
         if httpd is not None:
-            httpd.server_close()  # waits for the workers, now that no connection can hold one
+            httpd.server_close()  # waits for the workers (no worker ever waits for a client to send)
         if self._thread is not None:
             self._thread.join()
             self._thread = None
-
-    def _close_connections(self) -> None:
-        """End kept-alive connections too, so stopping really stops (and frees the workers)."""
-        with self._conns_lock:
-            for conn in self._conns:
-                try:
-                    conn.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    logger.debug("connection already closed")
-            self._conns.clear()
 
     def __enter__(self) -> "RetrievalServer":
         return self.start()
@@ -258,43 +271,24 @@ class RetrievalServer:
             "num_docs": getattr(self.retriever, "num_docs", None),
         }
 
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        """The request handler class bound to this server (its limits, its search, its idle timeout)."""
+    def _handler_class(self) -> type[FramedRequestHandler]:
+        """The request handler class bound to this server (its limits, its search, its send timeout)."""
         return type("Handler", (_RetrievalHandler,), {"app": self, "timeout": self.idle_timeout})
-
-    def _track(self, conn: socket.socket) -> None:
-        """Remember an open connection, so :meth:`stop` can end it."""
-        with self._conns_lock:
-            self._conns.add(conn)
-
-    def _untrack(self, conn: socket.socket) -> None:
-        """Forget a closed connection."""
-        with self._conns_lock:
-            self._conns.discard(conn)
 
 
 _ENDPOINTS_HINT = "endpoints are POST /retrieve and GET /health"
 
 
-class _RetrievalHandler(BaseHTTPRequestHandler):
-    """One connection's requests: routing, body framing and JSON answers. Searching is the job of
-    :attr:`app`, the :class:`RetrievalServer` set on the per-server subclass its ``_handler_class`` makes."""
+class _RetrievalHandler(FramedRequestHandler):
+    """One complete request (the reactor received it): routing, body checks and JSON answers.
+    Searching is the job of :attr:`app`, the :class:`RetrievalServer` set on the per-server subclass
+    its ``_handler_class`` makes."""
 
     app: RetrievalServer
-    server: _PooledHTTPServer
+    server: ReceptionServer
     protocol_version = "HTTP/1.1"
     server_version = "searchgym-retrieval"
-    disable_nagle_algorithm = True
-    wbufsize = 1 << 16  # headers and body leave in one send (the handler flushes after each request)
-    # timeout (set per server): seconds an idle keep-alive connection (or a stalled body) holds a worker
-
-    def setup(self) -> None:
-        super().setup()
-        self.app._track(self.connection)
-
-    def finish(self) -> None:
-        self.app._untrack(self.connection)
-        super().finish()
+    # timeout (set per server): seconds one send of the answer may wait for a client that stopped reading
 
     def log_message(self, format: str, *args: Any) -> None:  # route access logs to logging, not stderr
         logger.debug("%s " + format, self.address_string(), *args)
@@ -305,7 +299,7 @@ class _RetrievalHandler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(data)))
-        if status >= 400 or self.server.waiting:  # let connections waiting for a worker in
+        if status >= 400:
             self.send_header("Connection", "close")
             self.close_connection = True
         self.end_headers()
@@ -321,41 +315,23 @@ class _RetrievalHandler(BaseHTTPRequestHandler):
         if length is None:
             self._error(int(HTTPStatus.LENGTH_REQUIRED), "Content-Length header is required")
             return None
-        try:
-            n = int(length)
-            if n < 0:
-                raise ValueError
-        except ValueError:
+        digits = length.strip()
+        if not (digits.isascii() and digits.isdigit()):  # the reactor framed the request by the same rule
             self._error(400, f"bad Content-Length {length!r}")
             return None
-        return n
+        try:
+            return int(digits)
+        except ValueError:  # more digits than int() converts: far over any limit
+            self._error(413, f"Content-Length {digits[:20]}... exceeds the {self.app.max_body_bytes}-byte limit")
+            return None
 
     def _read_body(self, n: int) -> bytes | None:
-        """The ``n``-byte body, or ``None`` (one debug line) if the client went away first."""
-        body: bytes | None
-        try:
-            body = self.rfile.read(n)
-        except OSError as exc:  # reset or timed out mid-body
-            body, reason = None, f"{type(exc).__name__}"
-        else:
-            reason = f"after {len(body)} of {n} body bytes"
-        if body is None or len(body) < n:
-            logger.debug("client %s disconnected mid-body (%s)", self.address_string(), reason)
-            self.close_connection = True
+        """The ``n``-byte body (the reactor received it in full), or ``None`` after a 400."""
+        body = self.rfile.read(n)
+        if len(body) < n:  # only if a head framed the body differently than Content-Length says
+            self._error(400, f"request body is shorter than its Content-Length {n}")
             return None
         return body
-
-    def _refuse_oversized(self, n: int) -> None:
-        """413, after reading and discarding the body (up to ``max_discard_bytes``) so the
-        client, still sending, sees the answer instead of a broken pipe."""
-        if n <= self.app.max_discard_bytes:
-            left = n
-            while left > 0:
-                chunk = self.rfile.read(min(left, 1 << 16))
-                if not chunk:
-                    break
-                left -= len(chunk)
-        self._error(413, f"request body of {n} bytes exceeds the {self.app.max_body_bytes}-byte limit; split the batch")
 
     def _answer_retrieve(self, body: bytes) -> None:
         """Search a ``/retrieve`` body and answer 200, 4xx (client error) or 500 (retriever failure)."""
@@ -391,8 +367,10 @@ class _RetrievalHandler(BaseHTTPRequestHandler):
         n = self._content_length()
         if n is None:
             return
-        if n > self.app.max_body_bytes:
-            self._refuse_oversized(n)
+        if n > self.app.max_body_bytes:  # the reactor dropped the body (up to max_discard_bytes) unread
+            self._error(
+                413, f"request body of {n} bytes exceeds the {self.app.max_body_bytes}-byte limit; split the batch"
+            )
             return
         body = self._read_body(n)
         if body is not None:
@@ -411,68 +389,3 @@ def _json_bytes(payload: dict) -> bytes:
         return json.dumps(payload, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         return json.dumps(payload).encode("ascii")
-
-
-class _PooledHTTPServer(ThreadingHTTPServer):
-    """An HTTP server with a ``backlog``-deep listen queue whose connections are handled by a pool
-    of ``workers`` reusable threads (not a new thread per connection). :attr:`waiting` counts
-    accepted connections no worker has picked up yet. Connection errors of clients that went away
-    are logged at debug level, other handler errors with their traceback through ``logging``."""
-
-    daemon_threads = True
-
-    def __init__(self, address, handler, *, backlog: int, workers: int, bind_and_activate: bool = True) -> None:
-        self.request_queue_size = backlog  # read by server_activate's listen()
-        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="searchgym-retrieval-worker")
-        self._waiting = 0
-        self._waiting_lock = threading.Lock()
-        super().__init__(address, handler, bind_and_activate=bind_and_activate)
-
-    @classmethod
-    def on_socket(cls, sock: socket.socket, handler, *, workers: int) -> "_PooledHTTPServer":
-        """A server accepting on an already bound and listening ``sock`` (shared by several
-        processes: it is made non-blocking, so a process that loses the race for a connection goes
-        back to waiting instead of blocking in ``accept``)."""
-        self = cls(sock.getsockname()[:2], handler, backlog=1, workers=workers, bind_and_activate=False)
-        self.socket.close()
-        self.socket = sock
-        sock.setblocking(False)
-        host, port = sock.getsockname()[:2]
-        self.server_address = (host, port)
-        self.server_name, self.server_port = socket.getfqdn(host), port
-        return self
-
-    def get_request(self):
-        """Accept a connection; the accepted socket is blocking whatever the listener is."""
-        conn, addr = self.socket.accept()
-        conn.setblocking(True)
-        return conn, addr
-
-    @property
-    def waiting(self) -> int:
-        """Accepted connections waiting for a free worker."""
-        return self._waiting
-
-    def process_request(self, request, client_address) -> None:
-        """Hand the accepted connection to the worker pool."""
-        with self._waiting_lock:
-            self._waiting += 1
-        self._pool.submit(self._work, request, client_address)
-
-    def _work(self, request, client_address) -> None:
-        with self._waiting_lock:
-            self._waiting -= 1
-        self.process_request_thread(request, client_address)
-
-    def handle_error(self, request, client_address) -> None:
-        """Log a handler error: one debug line for a client that disconnected, else a traceback."""
-        exc = sys.exc_info()[1]
-        if isinstance(exc, (ConnectionError, TimeoutError)):
-            logger.debug("client %s went away (%s)", client_address[0], type(exc).__name__)
-        else:
-            logger.exception("error while handling a request from %s", client_address[0])
-
-    def server_close(self) -> None:
-        """Close the listening socket and wait for the workers to finish."""
-        super().server_close()
-        self._pool.shutdown(wait=True)

@@ -25,6 +25,8 @@ import os
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from ..core.artefacts import article, folder_kind
+from ..core.checksums import sha256_file
 from ..errors import SearchGymError
 
 logger = logging.getLogger(__name__)
@@ -53,7 +55,24 @@ class IndexFormatError(SearchGymError, ValueError):
 
 
 def index_error(path: Path, problem: str, hint: str = REBUILD_HINT) -> IndexFormatError:
-    """The error for a bad index directory: the problem, then ``hint`` (``{path}`` filled in) saying how to fix it."""
+    """The error for a bad index directory: the problem, then ``hint`` (``{path}`` filled in) saying how to fix it.
+
+    ``hint`` (which rebuilds the index in place) is only given for a folder that is, or was meant to be,
+    an index: for a folder holding another artefact (a world, a run) or other files, following it would
+    overwrite them, so the error names what is there and asks for a new folder instead."""
+    d = Path(path)
+    kind = folder_kind(d)
+    if kind == "world":
+        hint = (
+            "it holds a world, not an index: search it with --world {path}, or build an index of it into a new "
+            "folder with `searchgym index build --world {path} --out NEW_DIR`"
+        )
+    elif kind not in (None, "index") or (
+        d.is_dir() and not (d / "manifest.json").exists() and not (d / "docs.jsonl").exists() and any(d.iterdir())
+    ):
+        what = article(kind) if kind else "other files"
+        hint = f"it holds {what}, not an index: build one into a new folder with "
+        hint += "`searchgym index build --world DIR --out NEW_DIR`"
     return IndexFormatError(f"index directory {str(path)!r}: {problem}; " + hint.format(path=path))
 
 
@@ -163,18 +182,10 @@ def read_docs(path, manifest: dict) -> tuple[list[str], list[str], list[str]]:
     return ids, titles, texts
 
 
-def _sha256_file(f: Path) -> str:
-    digest = hashlib.sha256()
-    with open(f, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def hash_files(path, names: Iterable[str]) -> dict[str, str]:
     """SHA-256 of each file ``names`` (paths relative to the index directory ``path``)."""
     d = Path(path)
-    return {name: _sha256_file(d / name) for name in sorted(names)}
+    return {name: sha256_file(d / name) for name in sorted(names)}
 
 
 def verify_files(path, manifest: dict, names: Iterable[str]) -> None:
@@ -201,5 +212,5 @@ def verify_files(path, manifest: dict, names: Iterable[str]) -> None:
             raise index_error(d, f"{name} is missing")
         if name not in listed:
             raise index_error(d, f"manifest.json has no checksum for {name}")
-        if _sha256_file(f) != listed[name]:
+        if sha256_file(f) != listed[name]:
             raise index_error(d, f"{name} does not match the checksum in manifest.json (modified or truncated)")

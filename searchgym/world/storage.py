@@ -6,7 +6,9 @@ few large reads and writes instead of one JSON object per row::
     my_world/
       manifest.json       {"format": "searchgym-world", "version": 2, "name", "metadata",
                            "counts": {entities, relations, literals, triples, documents},
-                           "files": {file name: size in bytes}}
+                           "files": {file name: size in bytes},
+                           "files_sha256": {file name: SHA-256 hex digest}}
+      .searchgym-verified.json  which files were verified, by stat (searchgym.core.checksums)
       <column>.utf8       the column's strings concatenated, UTF-8 (lone surrogates kept)
       <column>.offsets.npy  int64 (rows + 1,): character offsets of row i's string in the decoded
                           text, [offsets[i], offsets[i + 1])
@@ -29,22 +31,30 @@ Version 1 (still read; ``save_world(..., version=1)`` still writes it): JSON Lin
 
 Rows refer to 0-based positions in the tables. Every file is written to a temporary name and
 renamed, and the manifest is written last, so an interrupted save never looks complete. Loading
-checks the manifest's sizes and counts and every column's shape, and fails with
-:class:`WorldFormatError` naming the file and the fix; a version this code does not know is refused
-with the versions it reads.
+checks the manifest's sizes and counts, every file's SHA-256 and every column's shape, and fails
+with :class:`WorldFormatError` naming the file and the command that rebuilds the world; a version
+this code does not know is refused with the versions it reads. Checksums are verified once per file
+version: :class:`~searchgym.core.checksums.VerifiedCache` skips a file whose size, mtime, ctime and
+inode are those it had when last verified (``save_world`` records the files it wrote). A world saved
+before checksums existed loads as before; its files' checksums are recorded on the first load and
+checked from then on.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 import numpy as np
-from tqdm.auto import tqdm
 
+from ..core.checksums import CACHE_NAME, VerifiedCache, bytes_sha256, sha256_file
+from ..core.progress import progress_iter
 from ..errors import InvalidArgumentError, SearchGymError
+
+logger = logging.getLogger(__name__)
 
 FORMAT = "searchgym-world"
 VERSION = 2
@@ -76,7 +86,7 @@ def _write_jsonl(path: Path, rows: Iterable[dict], total: int, progress: bool, d
     dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
     with open(tmp, "w", encoding="utf-8") as f:
         buf: list[str] = []
-        for row in tqdm(rows, total=total, desc=desc, disable=not progress, unit="row", mininterval=1.0):
+        for row in progress_iter(rows, total, desc, unit="row", enabled=progress, scale=True):
             buf.append(dumps(row))
             if len(buf) >= 50_000:
                 f.write("\n".join(buf) + "\n")
@@ -120,7 +130,8 @@ def save_world(world, path, *, progress: bool = False, version: int = VERSION) -
         names = list(_save_v1(w, d, progress))
     else:
         names = []
-        for name, (_, attr) in tqdm(STRING_COLUMNS.items(), desc="columns", disable=not progress, unit="column"):
+        columns = progress_iter(STRING_COLUMNS.items(), len(STRING_COLUMNS), "columns", unit="column", enabled=progress)
+        for name, (_, attr) in columns:
             _save_strings(d, name, getattr(w, attr))
             names += [f"{name}.utf8", f"{name}.offsets.npy"]
         _save_strings(d, "entity_aliases", [a for row in w._aliases for a in row])
@@ -143,10 +154,16 @@ def save_world(world, path, *, progress: bool = False, version: int = VERSION) -
             "documents": w.num_documents,
         },
         "files": {name: (d / name).stat().st_size for name in names},
+        "files_sha256": {name: sha256_file(d / name) for name in names},
     }
+    raw = json.dumps(body, indent=2, ensure_ascii=False).encode("utf-8")
     tmp = d / "manifest.json.tmp"
-    tmp.write_text(json.dumps(body, indent=2, ensure_ascii=False), encoding="utf-8")
+    tmp.write_bytes(raw)
     os.replace(tmp, manifest)
+    cache = VerifiedCache(d, bytes_sha256(raw))  # what was just written needs no hashing on load
+    for name, sha in body["files_sha256"].items():
+        cache.record(name, sha)
+    cache.save()
 
 
 def _save_v1(w, d: Path, progress: bool) -> tuple[str, ...]:
@@ -196,7 +213,7 @@ def _read_jsonl(path: Path, expected: int, progress: bool, desc: str) -> Iterato
     with open(path, encoding="utf-8") as f:
         try:
             for lineno, line in enumerate(
-                tqdm(f, total=expected, desc=desc, disable=not progress, unit="row", mininterval=1.0), 1
+                progress_iter(f, expected, desc, unit="row", enabled=progress, scale=True), 1
             ):
                 try:
                     yield loads(line)
@@ -254,10 +271,11 @@ def load_world(path, *, progress: bool = False):
         raise WorldFormatError(
             f"{d} has no manifest.json: it is not a searchgym world or its save did not finish; rebuild it"
         )
+    raw = mf.read_bytes()
     try:
-        manifest = json.loads(mf.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise WorldFormatError(f"{mf} is not valid JSON ({exc.msg}); rebuild the world") from None
+        manifest = json.loads(raw)
+    except ValueError as exc:  # not JSON, or not UTF-8
+        raise WorldFormatError(f"{mf} is not valid JSON ({getattr(exc, 'msg', exc)}); rebuild the world") from None
     if not isinstance(manifest, dict):
         raise WorldFormatError(f"{mf} is not a JSON object; rebuild the world")
     if manifest.get("format") != FORMAT:
@@ -287,11 +305,52 @@ def load_world(path, *, progress: bool = False):
                 f"{p} is {p.stat().st_size} bytes but manifest.json says {size}; the file is truncated or was "
                 f"modified: rebuild the world"
             )
+    _verify_checksums(d, manifest, bytes_sha256(raw))
     columns = _load_v1(d, c, progress) if version == 1 else _load_v2(d, c)
     try:
         return World(name=manifest.get("name", d.name), metadata=manifest.get("metadata", {}), **columns)
     except WorldError as exc:
         raise WorldFormatError(f"{d}: {exc}; rebuild the world") from None
+
+
+def _rebuild_hint(d: Path, metadata) -> str:
+    """The command that rebuilds the world in ``d`` (its source, and seed when synthetic, from its metadata)."""
+    meta = metadata if isinstance(metadata, dict) else {}
+    source = meta.get("source")
+    args = f" --source {source}" if isinstance(source, str) and source.replace("-", "").isalnum() else ""
+    if source == "synthetic" and isinstance(meta.get("seed"), int):
+        args += f" --seed {meta['seed']}"
+    return f"rebuild it: `searchgym world build{args} --out {d} --force` (with the options it was built with)"
+
+
+def _verify_checksums(d: Path, manifest: dict, scope: str) -> None:
+    """Every listed file's SHA-256 against ``files_sha256`` (or, for a world saved before checksums
+    existed, against what was recorded on its first load); hashes only files changed since verified."""
+    files, listed = manifest["files"], manifest.get("files_sha256")
+    if listed is not None and not (
+        isinstance(listed, dict) and all(isinstance(listed.get(name), str) for name in files)
+    ):
+        raise WorldFormatError(
+            f"{d / 'manifest.json'} has a malformed 'files_sha256' table; {_rebuild_hint(d, manifest.get('metadata'))}"
+        )
+    cache = VerifiedCache(d, scope)
+    for name in sorted(files):
+        if not cache.check(name, listed[name] if listed is not None else None):
+            if listed is not None:
+                why = (
+                    "does not match its SHA-256 in manifest.json: it was modified or damaged after the world was saved"
+                )
+            else:
+                why = f"changed since this world was first loaded (its SHA-256 was recorded then in {CACHE_NAME})"
+            raise WorldFormatError(f"{d / name} {why}; {_rebuild_hint(d, manifest.get('metadata'))}")
+    if cache.first_seen:
+        logger.info(
+            "%s was saved by an older searchgym without checksums: recorded them in %s on this first load, "
+            "so later damage is caught (save the world again to keep them in its manifest)",
+            d,
+            CACHE_NAME,
+        )
+    cache.save()
 
 
 def _load_array(path: Path, shape: tuple) -> np.ndarray:

@@ -28,7 +28,7 @@ _CHUNK = 50_000  # entities whose facts are pulled out of the numpy arrays at on
 def documents(g: "GraphGenerator") -> list[str]:
     """One article per entity (index-aligned with the entities), rendered from its out-facts and
     the facts moved to it. Entities are processed in chunks so memory stays flat at 1M entities."""
-    from tqdm.auto import tqdm
+    from ..core.progress import Progress
 
     writer = _ArticleWriter(g)
     n = len(g.kind)
@@ -41,7 +41,7 @@ def documents(g: "GraphGenerator") -> list[str]:
     np.cumsum(np.bincount(h, minlength=n), out=ptr_arr[1:])
     ptr = ptr_arr.tolist()
     texts: list[str] = []
-    with tqdm(total=n, desc="articles", unit="doc", disable=not g.progress, mininterval=1.0) as bar:
+    with Progress(n, "articles", unit="doc", enabled=g.progress, scale=True) as bar:
         for c0 in range(0, n, _CHUNK):
             c1 = min(n, c0 + _CHUNK)
             base = ptr[c0]

@@ -35,6 +35,7 @@ import gymnasium as gym
 from ..core.llm import GenerationConfig, TextGenerator
 from ..core.prompts import render_evidence_answer
 from ..envs.judge import exact_match, normalize_answer, token_f1
+from ..envs.scoring import information_materials
 from ..envs.types import Task, Trajectory
 from ..errors import InvalidArgumentError, InvalidTypeError
 from .base import Event, MissingTaskDataError, RewardShapingWrapper, event_trajectory
@@ -141,7 +142,9 @@ def format_score(trajectory: Trajectory, hops: int, sources: Sequence[str] = ())
     else:
         f_tool = min((1 + calls) / hops, 1.0) if calls == answered else 0.0
     a = normalize_answer(answer)
-    context = normalize_answer(" ".join([*sources, *(t.information for t in turns)]))
+    # the retrieved text without its <information> tags: normalising "Paris</information>" would fuse the
+    # last word with the tag ("parisinformation") and miss an answer that ends a block
+    context = normalize_answer(" ".join([*sources, *information_materials(trajectory)]))
     words = len(a.split())
     in_context = bool(a) and f" {a} " in f" {context} "
     if a in ("yes", "no") or (in_context and words <= 5):

@@ -25,8 +25,11 @@ import importlib
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
+import gymnasium as gym
+
 from ..errors import InvalidArgumentError
 from .dynasearcher import DynaSearcherReward
+from .eve import EvidenceVerifierReward
 from .gdcr import GraphDistanceReward
 from .wcr import WaypointCoverageReward
 
@@ -43,6 +46,9 @@ class RewardSpec:
     step_rewards_key: Optional[str] = None
     replaces_reward: bool = False
     description: str = ""
+    # objects the factory needs besides the env, passed by keyword (e.g. "answerer": EVE's verifier model,
+    # the policy itself under the trainer); RewardPlan.wrap(env, **context) supplies them
+    needs: tuple = ()
 
     def __post_init__(self) -> None:
         if self.advantage not in ADVANTAGE_KINDS:
@@ -90,12 +96,46 @@ class RewardPlan:
         """The names of the stack, innermost first."""
         return [s.name for s in self.specs]
 
-    def wrap(self, env):
-        """``env`` wrapped in every reward of the plan, innermost first."""
+    @property
+    def needs(self) -> list[str]:
+        """What the stack's factories need besides the env (see :attr:`RewardSpec.needs`)."""
+        return sorted({n for s in self.specs for n in s.needs})
+
+    def wrap(self, env, **context):
+        """``env`` wrapped in every reward of the plan, innermost first; ``context`` supplies what a
+        reward needs besides the env (e.g. ``answerer=`` for ``eve``), refused by name when missing."""
         for spec in self.specs:
-            if spec.factory is not None:
-                env = spec.factory(env)
+            if spec.factory is None:
+                continue
+            missing = [n for n in spec.needs if context.get(n) is None]
+            if missing:
+                raise InvalidArgumentError(
+                    f"reward {spec.name!r} needs {', '.join(missing)}= (e.g. the policy's text generator); "
+                    f"the trainer passes its own, or call wrap_rewards(env, {spec.name!r}, {missing[0]}=...)"
+                )
+            env = spec.factory(env, **{n: context[n] for n in spec.needs})
         return env
+
+    def missing_in(self, env) -> list[str]:
+        """The rewards of the plan that ``env``'s wrapper stack does not apply: a spec is found when one
+        wrapper is an instance of its factory class or declares its ``name``. Lets a trainer given
+        already-built envs refuse ones that would silently play another reward (fail closed)."""
+        layers = []
+        while env is not None:
+            layers.append(env)
+            env = getattr(env, "env", None) if isinstance(env, gym.Wrapper) else None
+        missing = []
+        for spec in self.specs:
+            if spec.factory is None:
+                continue
+            found = any(
+                (isinstance(spec.factory, type) and isinstance(layer, spec.factory))
+                or getattr(layer, "name", None) == spec.name
+                for layer in layers
+            )
+            if not found:
+                missing.append(spec.name)
+        return missing
 
 
 _REGISTRY: dict[str, RewardSpec] = {}
@@ -158,11 +198,30 @@ def reward_plan(reward: str | Sequence[str]) -> RewardPlan:
     return RewardPlan(tuple(specs))
 
 
-def wrap_rewards(env, reward: str | Sequence[str]):
-    """``env`` wrapped in the rewards named by ``reward`` (see :func:`reward_plan`)."""
-    return reward_plan(reward).wrap(env)
+def wrap_rewards(env, reward: str | Sequence[str], **context):
+    """``env`` wrapped in the rewards named by ``reward`` (see :func:`reward_plan`); ``context`` as in
+    :meth:`RewardPlan.wrap`."""
+    return reward_plan(reward).wrap(env, **context)
 
 
 register_reward(RewardSpec("binary", None, description="the env's own reward: 1 for a correct answer, else 0"))
 for _wrapper in (WaypointCoverageReward, GraphDistanceReward, DynaSearcherReward):
     register_reward(RewardSpec.of_wrapper(_wrapper))
+
+
+def _eve_in_self_play(env, answerer):
+    """EVE's rewards for the self-play game: Solvers of a replayed or fallback task without an evidence
+    span are scored on EM alone (``missing_evidence="answer_only"``) instead of stopping the run."""
+    return EvidenceVerifierReward(env, answerer, missing_evidence="answer_only")
+
+
+register_reward(
+    RewardSpec(
+        "eve",
+        _eve_in_self_play,
+        replaces_reward=True,
+        needs=("answerer",),
+        description="EVE-Agent: Proposer 1/2 F_fmt + R_DZ + 0.5 V + 0.1 B (needs an answerer model), "
+        "Solver EM + 0.3 F1(e)",
+    )
+)

@@ -22,13 +22,12 @@ from __future__ import annotations
 import logging
 from typing import Any, Optional, Sequence
 
-from searchgym.envs.resources import resolve_pool
 from searchgym.envs.tasks import task_from_subgraph
 from searchgym.envs.types import Task
-from searchgym.evaluation.tasksets import load_flashrag_jsonl
 
 from ...errors import InvalidArgumentError, SearchGymRuntimeError
 from ..environments import EnvSpec, make_env
+from ..task_sources import given_source, solver_tasks
 from .rows import row_payload
 
 logger = logging.getLogger(__name__)
@@ -36,23 +35,6 @@ logger = logging.getLogger(__name__)
 __all__ = ["MODES", "dataset_rows", "train_dataset"]
 
 MODES = ("solver", "selfplay")
-
-
-def _sources(pool: Any, flashrag: Any, tasks: Any) -> int:
-    return sum(x is not None for x in (pool, flashrag, tasks))
-
-
-def _solver_tasks(env, pool: Any, flashrag: Any, tasks: Optional[Sequence[Task]]) -> list[Task]:
-    if tasks is not None:
-        out = list(tasks)
-        if not all(isinstance(t, Task) for t in out):
-            raise InvalidArgumentError("tasks= must be a list of searchgym Task objects")
-        return out
-    if flashrag is not None:
-        return list(load_flashrag_jsonl(flashrag).tasks)
-    if pool is not None:
-        return [task_from_subgraph(sg, env.world) for sg in resolve_pool(env.world, pool, "given", 0)]
-    return [env.tasks[i] for i in range(len(env.tasks))]
 
 
 def dataset_rows(
@@ -70,8 +52,7 @@ def dataset_rows(
     """The rows of :func:`train_dataset` as plain dicts (see the module docstring)."""
     if mode not in MODES:
         raise InvalidArgumentError(f"mode {mode!r} unknown; use one of {', '.join(MODES)}")
-    if _sources(pool, flashrag, tasks) > 1:
-        raise InvalidArgumentError("give at most one of pool=, flashrag=, tasks= (none: the built-in tasks)")
+    given_source(pool=pool, flashrag=flashrag, tasks=tasks)
     if n is not None and n < 1:
         raise InvalidArgumentError(f"n must be >= 1 (or None for every task), got {n}")
     kwargs = {**(env_kwargs or {}), "protocol": protocol, "kg_tool": kg_tool}
@@ -80,7 +61,7 @@ def dataset_rows(
             raise InvalidArgumentError("self-play rows need KG subgraphs: give pool= (or nothing for the default pool)")
         return _selfplay_rows(pool, n, kwargs, seed)
     env = make_env(EnvSpec("KGSolver-v0", (), kwargs))
-    found = _solver_tasks(env, pool, flashrag, tasks)[:n]
+    found = solver_tasks(env, pool=pool, flashrag=flashrag, tasks=tasks)[:n]
     if not found:
         raise InvalidArgumentError("the source holds no task")
     return [

@@ -7,8 +7,9 @@ what WCR / GDCR / DynaSearcher need), the row's ``role`` (``"solver"``: one Solv
 ``"selfplay"``: a self-play game whose Solver group is trained; ``"proposer"``: a self-play game whose
 Proposer is trained), its ``index`` and ``seed``.
 
-A row from elsewhere works for Solver tasks when it has ``question`` and ``answer`` / ``answers`` /
-``golden_answers`` columns (FlashRAG's field names). A row with neither raises
+A row from elsewhere gives a Solver task when it is a FlashRAG or Search-R1 row: ``question`` and
+``answer`` / ``answers`` / ``golden_answers`` columns, or a prompt ending in ``Question: …`` and
+``reward_model.ground_truth.target`` (:mod:`searchgym.integrations.qa_rows`). A row with neither raises
 :class:`DatasetRowError` naming the columns it has and the fix — never a rollout on an empty task.
 """
 
@@ -21,12 +22,12 @@ from typing import Any, Optional
 from searchgym.envs.types import Task
 
 from ...errors import InvalidArgumentError
+from ..qa_rows import prompt_user_text, qa_task
 
 __all__ = ["ROW_KEY", "ROLES", "RowTask", "DatasetRowError", "task_of_row", "row_payload", "prompt_text"]
 
 ROW_KEY = "searchgym"
 ROLES = ("solver", "selfplay", "proposer")
-_GOLD_COLUMNS = ("answers", "golden_answers", "answer")
 
 
 class DatasetRowError(InvalidArgumentError):
@@ -49,25 +50,12 @@ def row_payload(task: Task, role: str, index: int, seed: int) -> str:
 
 def prompt_text(prompt: Any) -> str:
     """The text of a row's ``prompt`` (a string, or chat messages: the last user message)."""
-    if isinstance(prompt, str):
-        return prompt
-    if isinstance(prompt, (list, tuple)):
-        users = [m for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
-        if users and isinstance(users[-1].get("content"), str):
-            return users[-1]["content"]
+    text = prompt_user_text(prompt)
+    if text is not None:
+        return text
     raise DatasetRowError(
         f"a row's prompt must be a string or chat messages ending in a user message, got {str(prompt)[:120]!r}"
     )
-
-
-def _gold(row: dict) -> list[str]:
-    for key in _GOLD_COLUMNS:
-        value = row.get(key)
-        if isinstance(value, str) and value.strip():
-            return [value.strip()]
-        if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
-            return [v for v in value if v.strip()]
-    return []
 
 
 def task_of_row(row: dict) -> RowTask:
@@ -87,13 +75,12 @@ def task_of_row(row: dict) -> RowTask:
             raise DatasetRowError(f"row role {role!r} unknown; use one of {', '.join(ROLES)}")
         seed = data.get("seed")
         return RowTask(task, role, None if seed is None else int(seed))
-    question, golds = row.get("question"), _gold(row)
-    if isinstance(question, str) and question.strip() and golds:
-        rid = str(row.get("id", question.strip()[:64]))
-        return RowTask(Task(id=rid, question=question.strip(), answers=golds, source="trl"))
+    qa = qa_task(row, source="trl")
+    if qa is not None:
+        return RowTask(qa)
     columns = sorted(k for k in row if k != "environment")
     raise DatasetRowError(
         f"dataset row without a searchgym task (columns: {columns}); build the dataset with "
         f"searchgym.integrations.trl.train_dataset(...) (a {ROW_KEY!r} column), or give 'question' and "
-        f"'answer' / 'answers' / 'golden_answers' columns"
+        f"'answer' / 'answers' / 'golden_answers' columns (or Search-R1's reward_model.ground_truth.target)"
     )

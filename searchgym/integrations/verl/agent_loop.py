@@ -16,8 +16,15 @@ Both return ``AgentLoopOutput`` with ``response_mask`` 0 on every env-inserted t
 ``reward_score`` set (so verl skips its own reward function), the reward components in
 ``extra_fields["reward_extra_info"]``. They need ``actor_rollout_ref.rollout.mode=async`` and
 ``data.return_raw_chat=True`` (verl's requirement for agent loops); the env settings come from the
-YAML entry (``env_id``, ``rewards``, ``env_kwargs``), the task from the row's
-``extra_info["searchgym"]`` (``task``: a ``Task.to_dict()``, or ``index`` / ``seed``).
+YAML entry (``env_id``, ``rewards``, ``env_kwargs``, ``env_threads``), the task from the row's
+``extra_info["searchgym"]`` (``task``: a ``Task.to_dict()``, or ``index`` / ``seed``) or, for a
+Search-R1 / FlashRAG row without it, from the row's question and gold answers; a row with neither is
+refused (:func:`searchgym.integrations.verl.data.row_options`).
+
+Env work (building the env, resets, steps: retrieval and judging) runs in a thread pool of
+``env_threads`` threads per process, off verl's event loop, so the rollouts of a worker wait on a slow
+retriever together; self-play games of a process share a replay buffer and noise window, so their env
+steps take turns (:func:`searchgym.integrations.environments.state_lock`).
 
 A ``server_manager`` that fails mid-rollout marks the sample failed: ``response_mask`` all 0 (no
 gradient), ``extra_fields["searchgym_failed"] = 1`` with the error, a warning logged and
@@ -36,7 +43,9 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
 from ...errors import InvalidArgumentError, SearchGymRuntimeError
-from .data import task_options
+from ..env_threads import DEFAULT_ENV_THREADS, env_runner
+from ..environments import state_lock
+from .data import VerlRowError, row_options
 from .environments import EnvSpec, cached_env
 from .episode import (
     TURN_STOPS,
@@ -76,6 +85,7 @@ class _SearchGymLoop(AgentLoopBase):
         env_kwargs: Optional[dict] = None,
         stop: Optional[list] = None,
         on_generate_error: str = "mark",
+        env_threads: int = DEFAULT_ENV_THREADS,
         **kwargs,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -92,6 +102,8 @@ class _SearchGymLoop(AgentLoopBase):
         if on_generate_error not in ("mark", "raise"):
             raise InvalidArgumentError(f"on_generate_error must be 'mark' or 'raise', got {on_generate_error!r}")
         self.on_generate_error = on_generate_error
+        self.env_threads = int(env_threads)
+        env_runner(self.env_threads)  # a bad size fails when verl builds the loop
         self.stop = list(TURN_STOPS if stop is None else stop)
         self.response_length = int(self.rollout_config.response_length)
 
@@ -114,8 +126,13 @@ class _SearchGymLoop(AgentLoopBase):
 
     @staticmethod
     def _options(row: dict) -> tuple[Optional[int], dict]:
-        """``(seed, reset options)`` from the row's ``extra_info["searchgym"]``."""
-        return task_options(dict(((row.get("extra_info") or {}).get("searchgym")) or {}))
+        """``(seed, reset options)`` of the row's task (:func:`~searchgym.integrations.verl.data.row_options`)."""
+        return row_options(row)
+
+    async def _env(self):
+        """A copy of this loop's env, built off the event loop, and the runner its resets and steps go through."""
+        env = await env_runner(self.env_threads)(cached_env, self.spec)
+        return env, env_runner(self.env_threads, state_lock(env))
 
     def _output(self, stream: TokenStream, metrics: dict, extra: dict) -> AgentLoopOutput:
         n = self.response_length
@@ -174,7 +191,7 @@ class SearchGymSolverLoop(_SearchGymLoop):
                 f"searchgym_solver plays KGSolver-v0, not {self.spec.env_id}; use searchgym_selfplay for KGSelfPlay-v0"
             )
         seed, options = self._options(kwargs)
-        env = cached_env(self.spec)
+        env, run_env = await self._env()
         try:
             episode = await play_solver_episode(
                 env,
@@ -183,6 +200,7 @@ class SearchGymSolverLoop(_SearchGymLoop):
                 response_length=self.response_length,
                 seed=seed,
                 options=options,
+                run_env=run_env,
             )
         except GenerationFailed as exc:
             return self._failed(exc)
@@ -192,8 +210,8 @@ class SearchGymSolverLoop(_SearchGymLoop):
 class _Game:
     """One self-play game shared by the samples of a rollout group (same ``uid``)."""
 
-    def __init__(self) -> None:
-        self.task: Optional[asyncio.Task] = None
+    def __init__(self, task: asyncio.Task) -> None:
+        self.task = task
         self.claimed = 0
 
 
@@ -216,15 +234,17 @@ class SearchGymProposerLoop(_SearchGymLoop):
 
     async def run(self, sampling_params: dict[str, Any], priority: int = 0, **kwargs) -> AgentLoopOutput:
         """Play one game on the row's subgraph and return the Proposer's rollout."""
-        seed, options = _selfplay_options(self._options(kwargs))
+        seed, options = _selfplay_options(self._options(kwargs), self.loop_name)
+        env, run_env = await self._env()
         try:
             game = await play_selfplay_game(
-                cached_env(self.spec),
+                env,
                 self._generator(sampling_params, int(priority)),
                 self.tokenizer,
                 response_length=self.response_length,
                 seed=seed,
                 options=options,
+                run_env=run_env,
             )
         except GenerationFailed as exc:
             return self._failed(exc)
@@ -240,11 +260,18 @@ class SearchGymProposerLoop(_SearchGymLoop):
         )
 
 
-def _selfplay_options(seed_options: tuple[Optional[int], dict]) -> tuple[Optional[int], dict]:
-    """Row options for a self-play game: a task stands for its subgraph."""
+def _selfplay_options(seed_options: tuple[Optional[int], dict], loop_name: str) -> tuple[Optional[int], dict]:
+    """Row options for a self-play game: a task stands for its subgraph (a task without one is refused)."""
     seed, options = seed_options
     if "task" in options:
-        options = {"subgraph": options["task"].subgraph}
+        task = options["task"]
+        if task.subgraph is None:
+            raise VerlRowError(
+                f"{loop_name} plays a game on the row's KG subgraph, and task {task.id!r} has none (a Search-R1 / "
+                "FlashRAG question); play such rows with searchgym_qa (a Solver loop), or write self-play rows with "
+                "examples/verl/make_data.py --selfplay"
+            )
+        options = {"subgraph": task.subgraph}
     return seed, options
 
 
@@ -279,22 +306,27 @@ class SearchGymSelfPlayLoop(_SearchGymLoop):
             )
         self.group_size = group
 
+    async def _play_game(self, sampling_params: dict, priority: int, seed: Optional[int], options: dict) -> GameEpisode:
+        """Play the group's game (started by its first sample) with a copy of this loop's env."""
+        env, run_env = await self._env()
+        return await play_selfplay_game(
+            env,
+            self._generator(sampling_params, priority),
+            self.tokenizer,
+            response_length=self.response_length,
+            seed=seed,
+            options=options,
+            run_env=run_env,
+        )
+
     async def run(self, sampling_params: dict[str, Any], priority: int = 0, **kwargs) -> AgentLoopOutput:
         """Join (or start) the game of this row's ``uid`` and return this sample's Solver slot."""
         key = str(kwargs.get("uid") or kwargs.get("index") or uuid4().hex)
-        game = self._games.setdefault(key, _Game())
-        if game.task is None:
-            seed, options = _selfplay_options(self._options(kwargs))
-            env = cached_env(self.spec)
-            game.task = asyncio.ensure_future(
-                play_selfplay_game(
-                    env,
-                    self._generator(sampling_params, int(priority)),
-                    self.tokenizer,
-                    response_length=self.response_length,
-                    seed=seed,
-                    options=options,
-                )
+        game = self._games.get(key)
+        if game is None:
+            seed, options = _selfplay_options(self._options(kwargs), self.loop_name)  # a bad row registers nothing
+            game = self._games[key] = _Game(
+                asyncio.ensure_future(self._play_game(sampling_params, int(priority), seed, options))
             )
         slot = game.claimed
         game.claimed += 1

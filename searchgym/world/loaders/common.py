@@ -210,7 +210,7 @@ def iter_lines(
 ) -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, line)`` (1-based, newline stripped) from a possibly compressed file.
 
-    Memory stays bounded whatever the file size. With ``progress`` a tqdm bar tracks the bytes
+    Memory stays bounded whatever the file size. With ``progress`` a progress line tracks the bytes
     read from disk (compressed bytes for compressed files), so huge dumps show a real percentage.
     Lines that are not valid UTF-8 are reported through ``report`` (or raise without one).
     """
@@ -223,9 +223,9 @@ def iter_lines(
         stream = _decompressor(p, raw)
         reader = raw if stream is None else io.BufferedReader(stream, buffer_size=1 << 20)
         if progress:
-            from tqdm.auto import tqdm
+            from ...core.progress import Progress
 
-            bar = tqdm(total=p.stat().st_size, unit="B", unit_scale=True, desc=desc or p.name)
+            bar = Progress(p.stat().st_size, desc or p.name, unit="B", units="B", scale=True)
         try:
             last = 0
             for n, data in enumerate(reader, 1):

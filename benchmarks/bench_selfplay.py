@@ -1,0 +1,820 @@
+"""Does the game itself learn? ``KGSelfPlay-v0`` trained end to end, the model in both roles, three recipes.
+
+From the cold start, one policy plays Proposer and Solvers of the self-play game and both roles are updated
+(``SelfPlayTrainer``, ``train_solver`` and ``train_proposer`` true), in three arms with equal rollout budgets:
+
+* (a) **vanilla SSP** -- ``recipe_config("ssp", size)``: answer-only Proposer, binary reward, SSP Eq. 4/5;
+* (b) **KG-grounded Proposer, binary** -- ``recipe_config("kg-ssp", size)``;
+* (c) **KG-grounded Proposer + WCR** -- ``recipe_config("kg-wcr", size)``.
+
+Every arm plays the same self-play pool (``pool.jsonl`` in the workdir: training-side subgraphs, 2-hop ones
+first, then 3-hop -- the hop counts the cold start can already reach first), the same number of steps, games
+per step, Solvers per game, turns and tokens per turn; what differs is what each recipe sets (Proposer prompt,
+reward, advantage estimators). Per step, from the trainer's ``metrics.jsonl``: the Proposer's valid rate and
+its rejection reasons, its reward, the Solvers' reward (all games, and on the questions the model wrote),
+groups with signal, question hops and length, the update's entropy and the time split. Before and after:
+held-out Solver exact match by hop with 95 % bootstrap intervals and paired gained/lost questions against the
+cold start, and the Proposer's valid-question rate on a fixed set of held-out KG targets (the KG prompt for
+every model; the answer-only prompt too for the cold start and arm (a), which trains with it).
+
+**Held out.** The held-out Solver questions are the built-in benchmark's (``heldout_solver_tasks``), the
+Proposer's targets its 2-/3-hop subgraphs (``heldout_proposer_tasks``): every answer title is on the held-out
+side of ``searchgym.envs.heldout``, and the self-play pool holds only training-side subgraphs, whose answer
+names (title and aliases) are never held out. Everything the Solvers train on comes from the pool (a question
+the Proposer wrote for a pool subgraph, a replayed one, or the subgraph's own template question), so
+:func:`check_disjoint` -- run on every invocation, recorded in the JSON, and tested -- checks the pool against
+both held-out sets: no shared answer name, answer entity or question text.
+
+Stages write into ``--workdir/<size>`` and are skipped when their output exists, so a killed run resumes (a
+killed training run from its last checkpoint). ``--arms``/``--seeds`` run a subset; two processes may share a
+workdir (the pool and the cold start's evaluation are made once, the second process waits for them). Every
+invocation ends by collecting **all** finished runs of the workdir into ``benchmarks/results/selfplay_<size>.json``
+and ``.png``; ``--collect`` only collects. Sizes: ``cpu`` (2 cores, one torch thread per process, one seed),
+``gpu`` (3 seeds, ``--device cuda``), ``toy`` (the GPU size's code path at toy scale on CPU, for the tests;
+needs ``--model DIR``). docs/selfplay_benchmark.md has the commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import sys
+import time
+import traceback
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Optional, Sequence
+
+from bench_learning import HOPS, eval_dir, evaluate_model, hop_bars, paired_counts, paired_flips, rl_gain
+from machine import device_info, machine_info
+
+RESULTS = Path(__file__).parent / "results"
+logger = logging.getLogger("bench_selfplay")
+
+SHIPPED_INIT = "shipped-cold-start"  # searchgym.agents.recipes.SHIPPED_INIT (imported lazily: keeps --help fast)
+COLD = "cold_start"  # the cold start's evaluation stage
+#: the config fields that make a run's rollout budget: equal in every run a results file compares
+BUDGET = ("batch_size", "group_size", "max_turns", "max_new_tokens", "max_response_tokens", "total_steps")
+DONE = "selfplay.json"  # written last into a run's final/ folder: the run is finished
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm: the recipe it trains with and its label in results and plots."""
+
+    key: str
+    recipe: str
+    label: str
+
+    @property
+    def proposer_mode(self) -> str:
+        """The Proposer prompt the recipe trains (``kg`` or ``vanilla``)."""
+        from searchgym.agents.recipes import get_recipe
+
+        return str(get_recipe(self.recipe).env_kwargs.get("proposer_mode", "kg"))
+
+
+ARMS = {
+    arm.key: arm
+    for arm in (
+        Arm("a", "ssp", "(a) vanilla SSP"),
+        Arm("b", "kg-ssp", "(b) KG Proposer, binary"),
+        Arm("c", "kg-wcr", "(c) KG Proposer + WCR"),
+    )
+}
+
+#: what all three arms share at each size, on top of their recipe at ``recipe_size`` (equal budgets: the recipes
+#: agree on batch, group, turns and tokens at a size, and ``train`` sets the rest for every arm alike).
+#: ``pool``: self-play pool subgraphs by hop count, played in that order; ``eval_hops`` / ``eval_proposer``: the
+#: held-out Solver questions per hop and Proposer targets; ``max_new_tokens``: per turn when evaluating.
+_GPU_TRAIN = dict(
+    # sized, not measured (no GPU in the session that wrote this): generation is launch-bound at 135M, so a wide
+    # batch costs little more than a narrow one; 6 steps x 32 games so that a run and its evaluation take ~2.5 min
+    batch_size=32,
+    mini_batch_size=80,
+    max_turns=4,
+    max_new_tokens=128,
+    total_steps=6,
+    save_every=2,
+    # a LoRA adapter on the merged cold start (a few MB to copy off the machine), at the CPU size's LoRA lr
+    lora=True,
+    lora_r=16,
+    lora_alpha=32,
+    lora_dropout=0.0,
+    lr=1e-4,
+)
+SIZES: dict[str, dict[str, Any]] = {
+    "cpu": dict(
+        recipe_size="cpu",
+        # the recipe's cpu size (2 games x 4 Solvers, 4 turns, 96 tokens a turn, LoRA, one thread): ~12 steps in
+        # ~60 min of training per arm on 2 busy cores (a 2-game step ran 150-250 s in the issue's trial)
+        train=dict(total_steps=12, save_every=2),
+        pool={2: 12, 3: 12},
+        eval_hops={1: 32, 2: 32, 3: 16},
+        eval_proposer=64,
+        max_new_tokens=128,
+        seeds=(0,),
+        threads=1,
+        init=SHIPPED_INIT,
+        device="cpu",
+    ),
+    "gpu": dict(
+        recipe_size="gpu",
+        train=_GPU_TRAIN,
+        pool={2: 96, 3: 96},
+        eval_hops={1: 50, 2: 100, 3: 100},
+        eval_proposer=64,
+        max_new_tokens=128,
+        seeds=(0, 1, 2),
+        threads=None,
+        init=SHIPPED_INIT,
+        device="cuda",
+    ),
+    "toy": dict(  # the gpu size's settings and code path, scaled to seconds on CPU (tests/test_bench_selfplay.py)
+        recipe_size="gpu",
+        train={
+            **_GPU_TRAIN,
+            "dtype": "float32",
+            "batch_size": 1,
+            "group_size": 2,
+            "mini_batch_size": 2,
+            "micro_batch_size": 2,
+            "max_turns": 2,
+            "max_new_tokens": 8,
+            "max_batch_generate": 4,
+            "total_steps": 2,
+            "save_every": 1,
+            "lora_r": 4,
+            "lora_alpha": 8,
+        },
+        pool={2: 1, 3: 1},
+        eval_hops={1: 2, 2: 2, 3: 1},
+        eval_proposer=2,
+        max_new_tokens=8,
+        seeds=(0, 1),
+        threads=1,
+        init=None,
+        device="cpu",
+    ),
+}
+
+
+class BenchError(Exception):
+    """Bad input or an unusable workdir: printed as one line naming the fix (exit 2)."""
+
+
+# ============================================================================ stages
+def run_name(arm: str, seed: int) -> str:
+    """A run's name: its folder under the workdir and its evaluation stage."""
+    return f"{arm}_s{seed}"
+
+
+@contextmanager
+def wait_lock(path: Path, poll_s: float = 5.0) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (an ``OutputLock``), waiting while another process holds it: how two
+    processes sharing a workdir make a shared stage once (the second then finds its output and skips it)."""
+    from searchgym.core.output_lock import OutputLock, OutputLockedError
+
+    lock = OutputLock(path, what="--workdir")
+    said = False
+    while True:
+        try:
+            lock.acquire()
+            break
+        except OutputLockedError as exc:
+            if not said:
+                logger.info("waiting: %s", exc)
+                said = True
+            time.sleep(poll_s)
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename: a reader never sees half a file."""
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def stage_pool(world, hops: dict, work: Path) -> Path:
+    """The self-play pool: training-side subgraphs of each hop count in ``hops`` (ascending), written to
+    ``work/pool.jsonl`` in play order (ids prefixed with the hop count, ``seed_index`` = position, so the pool
+    loads in this order); made once per workdir."""
+    from searchgym.construction import Subgraph
+    from searchgym.envs.heldout import training_subgraphs
+
+    path = work / "pool.jsonl"
+    with wait_lock(work / "pool.stage"):
+        if path.is_file():
+            return path
+        lines: list[str] = []
+        for h, n in sorted(hops.items()):
+            subgraphs = training_subgraphs(world, n, seed=0, hops=h)
+            if len(subgraphs) < n:
+                raise BenchError(f"the world yields only {len(subgraphs)} training-side {h}-hop subgraphs of {n}")
+            for sg in subgraphs:
+                d = sg.to_dict()
+                d["metadata"] = {**d["metadata"], "source_seed_index": d["metadata"].get("seed_index")}
+                d["metadata"]["seed_index"] = len(lines)
+                d["id"] = f"h{h}-{d['id']}"
+                lines.append(json.dumps(Subgraph.from_dict(d).to_dict(), ensure_ascii=False))
+        write_atomic(path, "".join(line + "\n" for line in lines))
+    return path
+
+
+def check_disjoint(pool: Sequence, heldout: dict) -> dict:
+    """Check that no held-out set overlaps what self-play trains on, and say what was checked.
+
+    ``pool``: the self-play pool's subgraphs (every Solver task of a game is built on one: the Proposer's
+    question, a replayed one or the template question); ``heldout``: name -> held-out tasks. A held-out task
+    clashes when its answer title (normalised) is a name (title or alias) of a pool answer, its answer entity is
+    a pool answer, or its question is a pool subgraph's template question. Raises :class:`BenchError` naming the
+    clashes; returns the counts, and (for information, not a clash) how many held-out answers appear inside pool
+    subgraphs as intermediate or distractor nodes -- the world is shared, only answers are held out."""
+    from searchgym.envs.heldout import is_heldout_name
+    from searchgym.envs.templates import path_question
+    from searchgym.world.world import normalize_name
+
+    names = {normalize_name(n) for sg in pool for n in sg.answer_node.names}
+    answer_ids = {sg.answer_node.id for sg in pool}
+    node_ids = {nid for sg in pool for nid in sg.nodes}
+    questions = {normalize_name(path_question(sg)) for sg in pool}
+    report: dict[str, Any] = {"pool_subgraphs": len(pool), "pool_answer_names": len(names), "sets": {}}
+    clashes = []
+    for set_name, tasks in heldout.items():
+        by_name = [t.id for t in tasks if normalize_name(t.answer) in names]
+        by_entity = [t.id for t in tasks if t.subgraph is not None and t.subgraph.answer_node.id in answer_ids]
+        by_question = [t.id for t in tasks if normalize_name(t.question) in questions]
+        report["sets"][set_name] = {
+            "n": len(tasks),
+            "answer_name_overlap": len(by_name),
+            "answer_entity_overlap": len(by_entity),
+            "question_overlap": len(by_question),
+            "answers_on_heldout_side": sum(is_heldout_name(t.answer) for t in tasks),
+            "answers_inside_pool_subgraphs": sum(
+                t.subgraph is not None and t.subgraph.answer_node.id in node_ids for t in tasks
+            ),
+        }
+        for what, ids in (("answer names", by_name), ("answer entities", by_entity), ("questions", by_question)):
+            if ids:
+                clashes.append(f"{set_name} shares {what} with the self-play pool ({', '.join(ids[:5])})")
+    if clashes:
+        raise BenchError("held-out sets leak into training: " + "; ".join(clashes))
+    report["disjoint"] = True
+    report["statement"] = (
+        "no held-out Solver question or Proposer target shares an answer name, answer entity or question text "
+        "with the self-play pool every training game is built on; all held-out answer titles are on the held-out "
+        "side of searchgym.envs.heldout, whose training side the cold start's demonstrations came from"
+    )
+    return report
+
+
+def heldout_sets(world, size: dict) -> dict:
+    """The held-out Solver questions (in the benchmark's wording and reworded) and Proposer targets of ``size``
+    (fixed: the built-in benchmark's)."""
+    from searchgym.agents.learning import heldout_proposer_tasks, heldout_solver_tasks
+
+    return {
+        "solver": heldout_solver_tasks(world, size["eval_hops"]),
+        "solver_reworded": heldout_solver_tasks(world, size["eval_hops"], wording="heldout"),
+        "proposer": heldout_proposer_tasks(world, size["eval_proposer"]),
+    }
+
+
+def train_config(arm: Arm, seed: int, size: dict, opts: dict, pool: Path, work: Path):
+    """The arm's ``TrainConfig``: its recipe at the size, then what every arm shares (``size["train"]``, the pool
+    in play order, model/init/device/seed), so the arms differ only in what their recipes set."""
+    from searchgym.agents.recipes import recipe_config
+
+    fields = {
+        **size["train"],
+        "model": opts["model"],
+        "init": opts["init"],
+        "device": opts["device"],
+        "seed": seed,
+        "output_dir": str(work / run_name(arm.key, seed)),
+        "train_solver": True,
+        "train_proposer": True,
+        "val_every": 0,
+        "tensorboard": False,
+        "progress": True,
+    }
+    if opts.get("steps"):
+        fields["total_steps"] = opts["steps"]
+    return recipe_config(arm.recipe, size["recipe_size"], env_kwargs={"pool": str(pool), "order": "given"}, **fields)
+
+
+def stage_train(arm: Arm, seed: int, cfg, start: str, work: Path) -> Path:
+    """Train one run (resuming from its last checkpoint) and save its ``final/`` policy: the LoRA adapter alone
+    when the run trains one (merged over ``start`` to evaluate), else the whole model. Skipped when done."""
+    from searchgym.agents.trainer import SelfPlayTrainer
+
+    final = work / run_name(arm.key, seed) / "final"
+    if (final / DONE).is_file():
+        steps = json.loads((final / DONE).read_text())["steps"]
+        if steps != cfg.total_steps:
+            raise BenchError(
+                f"run {run_name(arm.key, seed)} in {work} finished at {steps} steps, not {cfg.total_steps}: its "
+                "results are cached, so give another --workdir for another --steps"
+            )
+        return final
+    logger.info("arm %s seed %d: training %d steps (%s)", arm.key, seed, cfg.total_steps, arm.recipe)
+    trainer = SelfPlayTrainer(cfg, num_envs=cfg.batch_size)  # a step's games in one lock-step wave: batched turns
+    trainer.train(resume=True)
+    final.mkdir(parents=True, exist_ok=True)
+    trainer.policy.save_pretrained(final)
+    if not cfg.lora:
+        trainer.tokenizer.save_pretrained(final)
+    done = {"arm": arm.key, "recipe": arm.recipe, "seed": seed, "start": start, "steps": trainer.step}
+    write_atomic(final / DONE, json.dumps(done, indent=1))
+    return final
+
+
+def start_fingerprint(start: str) -> str:
+    """What the runs start from, by content: a SHA-256 over the weight files of the folder ``start`` (or of its
+    ``policy/``), else ``start`` itself (a model name)."""
+    import hashlib
+
+    folder = Path(start)
+    if (folder / "policy").is_dir():
+        folder = folder / "policy"
+    files = sorted(folder.glob("*.safetensors")) if folder.is_dir() else []
+    if not files:
+        return start
+    digest = hashlib.sha256()
+    for f in files:
+        with f.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def stage_start(start: str, work: Path, *, record: bool = True) -> dict:
+    """Record what the workdir's runs start from (``work/start.json``; not when ``record`` is false) and refuse
+    another start: the cold start's evaluation and every arm must share it (a re-made cold-start adapter needs a
+    fresh --workdir)."""
+    path = work / "start.json"
+    with wait_lock(work / "start.stage"):
+        mine = {"start": start, "fingerprint": start_fingerprint(start)}
+        if path.is_file():
+            first = json.loads(path.read_text())
+            if first["fingerprint"] != mine["fingerprint"]:
+                raise BenchError(
+                    f"{work} holds runs that start from {first['start']} (weights {first['fingerprint']}); this "
+                    f"command starts from {start} (weights {mine['fingerprint']}): give another --workdir"
+                )
+            return first
+        if record:
+            write_atomic(path, json.dumps(mine, indent=1))
+        return mine
+
+
+def open_trained(start: str, final: Path):
+    """``(model, tokenizer)`` of a finished run: ``start`` with the run's adapter merged in, or its whole model."""
+    from searchgym.agents.pretrained import open_model
+
+    if not (final / "adapter_config.json").is_file():
+        return open_model(str(final))
+    from peft import PeftModel
+
+    model, tok = open_model(start)
+    return PeftModel.from_pretrained(model, str(final)).merge_and_unload(), tok
+
+
+def stage_eval(name: str, load, modes: Sequence[str], world, size: dict, work: Path, device: str, label: str) -> dict:
+    """Held-out Solver accuracy by hop and Proposer valid rate (in each of ``modes``) of one model (cached)."""
+    return evaluate_model(
+        name,
+        load,
+        world,
+        work,
+        device,
+        hops=size["eval_hops"],
+        proposer=size["eval_proposer"],
+        max_new_tokens=size["max_new_tokens"],
+        model_label=label,
+        proposer_modes=modes,
+    )
+
+
+# ============================================================================ collect
+#: curve name -> the trainer's metrics.jsonl key
+CURVES = {
+    "valid_rate": "proposer/valid_rate",
+    "proposer_reward": "proposer/reward",
+    "solver_reward": "solver/reward",
+    "solver_correct": "solver/correct",
+    "solver_on_proposed": "solver/on_proposed",
+    "solver_proposed_reward": "solver/proposed_reward",
+    "solver_proposed_correct": "solver/proposed_correct",
+    "groups_with_signal": "solver/groups_with_signal",
+    "question_hops": "proposer/hops",
+    "question_words": "proposer/question_words",
+    "proposer_searches": "proposer/searches",
+    "solver_searches": "solver/searches",
+    "solver_entropy": "solver/entropy",
+    "proposer_entropy": "proposer/entropy",
+    "solver_skipped_no_signal": "solver/skipped_no_signal",
+    "proposer_skipped_no_signal": "proposer/skipped_no_signal",
+    "games": "games",
+    "rollout_s": "perf/rollout_s",
+    "env_s": "perf/env_s",
+    "update_s": "perf/update_s",
+    "step_s": "perf/step_s",
+}
+
+
+def _finite(x: Any) -> Any:
+    """``x`` with NaN/inf as None (JSON has no NaN)."""
+    return None if isinstance(x, float) and not math.isfinite(x) else x
+
+
+def train_curve(run: Path) -> dict:
+    """One run's per-step curves from its ``metrics.jsonl`` (the last record of a step wins), rejection reasons
+    as per-step shares, and the questions of its first and last step (all of them stay in metrics.jsonl)."""
+    from searchgym.agents.metrics import read_metrics
+
+    rows = list({m["step"]: m for m in read_metrics(run / "metrics.jsonl") if "games" in m}.values())
+    rows.sort(key=lambda m: m["step"])
+    curve: dict[str, Any] = {"step": [m["step"] for m in rows]}
+    curve.update({name: [_finite(m.get(key)) for m in rows] for name, key in CURVES.items()})
+    prefix = "proposer/rejected/"
+    reasons = sorted({k[len(prefix) :] for m in rows for k in m if k.startswith(prefix)})
+    curve["rejected"] = {r: [_finite(m.get(prefix + r, 0.0)) for m in rows] for r in reasons}
+    curve["questions_first_step"] = rows[0].get("proposer/questions", []) if rows else []
+    curve["questions_last_step"] = rows[-1].get("proposer/questions", []) if rows else []
+    return curve
+
+
+def proposer_cells(work: Path, name: str, modes: Sequence[str]) -> dict:
+    """Per Proposer mode, the valid rate on the held-out targets with its 95 % bootstrap interval."""
+    from searchgym.evaluation.metrics import bootstrap_ci
+
+    valid = {m: proposer_valid(work, name, m) for m in modes}
+    return {m: bootstrap_ci(v.values()) for m, v in valid.items() if v}
+
+
+def proposer_valid(work: Path, name: str, mode: str) -> dict:
+    """target id -> 1.0 if the stage's Proposer (prompt ``mode``) wrote a valid question for it ({} if not scored)."""
+    from searchgym.agents.learning import proposer_records_name
+
+    path = eval_dir(work, name) / proposer_records_name(mode)
+    if not path.is_file():
+        return {}
+    return {r["task"]: float(r["valid"]) for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
+
+
+def finished_runs(work: Path) -> dict:
+    """arm key -> sorted seeds whose training and evaluation are both finished in ``work``."""
+    out: dict[str, list[int]] = {}
+    for arm in ARMS:
+        for done in sorted(work.glob(f"{arm}_s*/final/{DONE}")):
+            seed = int(json.loads(done.read_text())["seed"])
+            if (work / f"eval_{run_name(arm, seed)}.json").is_file():
+                out.setdefault(arm, []).append(seed)
+    return {a: sorted(s) for a, s in out.items()}
+
+
+def collect(work: Path, size_name: str, header: dict) -> dict:
+    """Every finished run of ``work`` against the cold start: curves, held-out results, paired flips, gains and
+    the issue's targets (met or not, reported either way)."""
+    cold_path = work / f"eval_{COLD}.json"
+    runs_done = finished_runs(work)
+    if not cold_path.is_file() or not runs_done:
+        raise BenchError(
+            f"{work} has no finished run to collect (a trained and evaluated arm and the cold start's evaluation); "
+            "run the benchmark without --collect first"
+        )
+    from searchgym.agents.config import TrainConfig
+
+    cold = json.loads(cold_path.read_text())
+    cold["proposer_cells"] = proposer_cells(work, COLD, ("kg", "vanilla"))
+    configs = {
+        (k, s): TrainConfig.load(work / run_name(k, s) / "config.yaml") for k, ss in runs_done.items() for s in ss
+    }
+    budgets = {run_name(*ks): {f: getattr(c, f) for f in BUDGET} for ks, c in configs.items()}
+    if len({json.dumps(b, sort_keys=True) for b in budgets.values()}) != 1:
+        raise BenchError(
+            f"the finished runs in {work} have different rollout budgets ({budgets}); an arm comparison needs equal "
+            "ones: give each budget its own --workdir"
+        )
+    budget = next(iter(budgets.values()))
+    results: dict[str, Any] = {
+        **header,
+        "budget": {**budget, "games_per_run": budget["batch_size"] * budget["total_steps"]},
+        "budget_equal": True,
+        "cold_start": cold,
+        "arms": {},
+    }
+    stages: dict[str, list] = {"cold start": [cold]}
+    for key, seeds in runs_done.items():
+        arm = ARMS[key]
+        modes = sorted({"kg", arm.proposer_mode})
+        runs = []
+        for seed in seeds:
+            name = run_name(key, seed)
+            ev = json.loads((work / f"eval_{name}.json").read_text())
+            ev["proposer_cells"] = proposer_cells(work, name, modes)
+            curve = train_curve(work / name)
+            runs.append(
+                {
+                    **ev,
+                    "seed": seed,
+                    "train": curve,
+                    "train_s": round(sum(x or 0.0 for x in curve["step_s"]), 1),
+                    "games": sum(x or 0 for x in curve["games"]),
+                    "adapter": str(work / name / "final"),
+                    "vs_cold_start": {
+                        "solver": paired_flips(work, COLD, name),
+                        **{
+                            f"proposer_{m}": paired_counts(proposer_valid(work, COLD, m), proposer_valid(work, name, m))
+                            for m in modes
+                        },
+                    },
+                }
+            )
+        config = configs[(key, seeds[0])].to_dict()
+        config.pop("seed")
+        results["arms"][key] = {
+            "label": arm.label,
+            "recipe": arm.recipe,
+            "proposer_mode": arm.proposer_mode,
+            "config": config,
+            "runs": runs,
+        }
+        stages[arm.label] = runs
+    labels = [ARMS[k].label for k in runs_done]
+    results["solver_gain"] = rl_gain(stages, labels)
+    results["proposer_gain"] = proposer_gain(cold, results["arms"])
+    results["targets"] = targets(size_name, results)
+    return results
+
+
+def proposer_gain(cold: dict, arms: dict) -> dict:
+    """Per arm and Proposer mode: the seeds' mean held-out valid rate minus the cold start's, with the spread."""
+    out: dict = {}
+    for key, arm in arms.items():
+        for mode, cell in cold["proposer_cells"].items():
+            vals = [r["proposer_cells"][mode]["mean"] for r in arm["runs"] if mode in r["proposer_cells"]]
+            if vals:
+                out.setdefault(key, {})[mode] = {
+                    "cold_start": cell["mean"],
+                    "mean": sum(vals) / len(vals),
+                    "gain": sum(vals) / len(vals) - cell["mean"],
+                    "min": min(vals) - cell["mean"],
+                    "max": max(vals) - cell["mean"],
+                    "seeds": len(vals),
+                }
+    return out
+
+
+def targets(size_name: str, results: dict) -> dict:
+    """The issue's targets for ``size_name``, each with the measured values and whether it is met.
+
+    cpu: in the KG arms the Proposer's held-out valid rate (KG prompt) rises >= 10 points, and no arm loses
+    held-out Solver accuracy on any hop count. gpu (and toy, its scaled copy): arm (c) gains >= 5 points on
+    held-out 2- and 3-hop questions, and the ordering (c) >= (b) >= (a) of mean held-out accuracy."""
+    gain, pgain = results["solver_gain"], results["proposer_gain"]
+    out: dict[str, Any] = {}
+    if size_name == "cpu":
+        for key in ("b", "c"):
+            if key in pgain and "kg" in pgain[key]:
+                g = pgain[key]["kg"]["gain"]
+                out[f"{key}_proposer_valid_plus_10"] = {"gain": g, "met": g >= 0.10}
+        for key, arm in results["arms"].items():
+            by_hop = gain.get(arm["label"], {})
+            out[f"{key}_no_net_loss_any_hop"] = {
+                "gain_by_hop": {h: v["gain"] for h, v in by_hop.items()},
+                "met": all(v["gain"] >= 0 for v in by_hop.values()),
+            }
+        return out
+    c = gain.get(ARMS["c"].label, {})
+    for h in ("2", "3"):
+        if h in c:
+            out[f"c_{h}hop_plus_5"] = {"gain": c[h]["gain"], "seeds": c[h]["seeds"], "met": c[h]["gain"] >= 0.05}
+    means = {}  # per arm, the seeds' mean of the 2- and 3-hop held-out EM (the hop counts of the target)
+    for key, arm in results["arms"].items():
+        vals = [(r["solver"]["by_hops"]["2"]["mean"] + r["solver"]["by_hops"]["3"]["mean"]) / 2 for r in arm["runs"]]
+        means[key] = sum(vals) / len(vals)
+    if len(means) == len(ARMS):
+        out["ordering_c_ge_b_ge_a"] = {"mean_em_2_3_hop": means, "met": means["c"] >= means["b"] >= means["a"]}
+    return out
+
+
+def plot(results: dict, path: Path) -> None:
+    """One figure: per step, the Proposer's valid rate, its reward, the Solvers' reward (dashed: on the model's
+    questions) and groups with signal, a line per run and a colour per arm; then held-out Solver accuracy by hop
+    and the Proposer's held-out valid rate, cold start and every arm (bars: one run's 95 % interval, or the
+    seeds' min-max)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    fig, axes = plt.subplots(2, 3, figsize=(16, 8.5))
+    panels = [
+        (axes[0][0], "valid_rate", "Proposer valid-question rate"),
+        (axes[0][1], "proposer_reward", "Proposer reward"),
+        (axes[0][2], "solver_reward", "Solver reward (dashed: on the model's questions)"),
+        (axes[1][0], "groups_with_signal", "Solver groups with signal"),
+    ]
+    for i, (key, arm) in enumerate(results["arms"].items()):
+        colour = f"C{i + 1}"  # C0 is the cold start's bar colour
+        for j, run in enumerate(arm["runs"]):
+            curve = run["train"]
+            for ax, name, _ in panels:
+                ys = [math.nan if y is None else y for y in curve[name]]
+                ax.plot(curve["step"], ys, color=colour, alpha=0.8, marker=".", label=arm["label"] if j == 0 else None)
+            ys = [math.nan if y is None else y for y in curve["solver_proposed_reward"]]
+            axes[0][2].plot(curve["step"], ys, color=colour, alpha=0.6, linestyle="--", marker=".")
+    for ax, _, title in panels:
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("training step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylim(-0.05, 1.05)
+        ax.legend(fontsize=7)
+    stages = {"cold start": [results["cold_start"]]}
+    stages.update({arm["label"]: arm["runs"] for arm in results["arms"].values()})
+    hop_bars(axes[1][1], {st: [r["solver"]["by_hops"] for r in runs] for st, runs in stages.items()})
+    axes[1][1].set_title("held-out Solver exact match", fontsize=10)
+    axes[1][1].set_ylim(0, 1)
+    modes = ("kg", "vanilla")
+    hop_bars(
+        axes[1][2],
+        {st: [r.get("proposer_cells", {}) for r in runs] for st, runs in stages.items()},
+        hops=modes,
+        ylabel="held-out valid-question rate",
+        names=["KG prompt", "answer-only prompt"],
+    )
+    axes[1][2].set_title("Proposer on held-out targets", fontsize=10)
+    axes[1][2].set_ylim(0, 1)
+    seeds = sorted({r["seed"] for arm in results["arms"].values() for r in arm["runs"]})
+    fig.suptitle(f"KGSelfPlay-v0 from the cold start, both roles trained ({results['size']} size, seeds {seeds})")
+    fig.tight_layout()
+    tmp = path.with_name(path.stem + f".tmp{os.getpid()}.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+# ============================================================================ main
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    """The command line; bad values end in argparse's one-line error (exit 2)."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--size", choices=sorted(SIZES), default="cpu")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default=None, help="default: cuda for gpu, else cpu")
+    ap.add_argument("--workdir", default="runs/bench_selfplay", help="stages are cached in <workdir>/<size>")
+    ap.add_argument("--arms", default=",".join(ARMS), help="comma-separated subset of a,b,c to run")
+    ap.add_argument("--seeds", default=None, help="comma-separated seeds (default: the size's)")
+    ap.add_argument("--steps", type=int, default=None, help="training steps per run (default: the size's)")
+    ap.add_argument("--model", default=None, help="the base model (default smollm2; --size toy needs a folder)")
+    ap.add_argument("--init", default=None, help=f"start from: {SHIPPED_INIT} (default), a model folder, or none")
+    ap.add_argument("--out", default=None, help="results JSON (default benchmarks/results/selfplay_<size>.json)")
+    ap.add_argument("--collect", action="store_true", help="only write the JSON/PNG from the finished runs")
+    ap.add_argument("--debug", action="store_true", help="show the traceback of a bad-input error too")
+    args = ap.parse_args(argv)
+    size = SIZES[args.size]
+    unknown = [a for a in args.arms.split(",") if a not in ARMS]
+    if unknown or not args.arms:
+        ap.error(f"--arms {args.arms!r}: use a comma-separated subset of {','.join(ARMS)}")
+    try:
+        args.seed_list = [int(x) for x in args.seeds.split(",")] if args.seeds else list(size["seeds"])
+    except ValueError:
+        ap.error(f"--seeds {args.seeds!r}: give comma-separated integers, e.g. 0,1,2")
+    if args.steps is not None and args.steps < 1:
+        ap.error(f"--steps must be at least 1; got {args.steps}")
+    args.device = args.device or size["device"]
+    if args.size == "toy" and not args.model:
+        ap.error("--size toy needs --model DIR: a small model folder (tests/support/tiny_lm.py save_tiny makes one)")
+    args.model = args.model or "smollm2"
+    init = args.init if args.init is not None else size["init"]
+    args.init = None if init in (None, "none") else init
+    if args.init not in (None, SHIPPED_INIT) and not Path(args.init).exists():
+        ap.error(f"--init {args.init}: no such folder; give a cold-start folder, {SHIPPED_INIT} or none")
+    return args
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run (or ``--collect``) the benchmark; 0 on success, 2 on bad input or an unusable workdir."""
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    from searchgym.errors import SearchGymError
+
+    try:
+        run(args)
+    except (BenchError, SearchGymError) as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"bench_selfplay: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def run(args: argparse.Namespace) -> None:
+    """The stages for ``args`` (pool, training, evaluation, cold start), then the collection of the workdir."""
+    import torch
+
+    from searchgym.construction import load_pool
+    from searchgym.world.synthetic import default_world
+
+    size = SIZES[args.size]
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise BenchError(f"--device cuda: torch {torch.__version__} sees no CUDA GPU here; use --device cpu")
+    if size["threads"] and args.device == "cpu":
+        torch.set_num_threads(size["threads"])  # one thread per process: two arms side by side on 2 cores
+    work = Path(args.workdir) / args.size
+    work.mkdir(parents=True, exist_ok=True)
+    world = default_world()
+    pool_path = stage_pool(world, size["pool"], work)
+    disjoint = check_disjoint(load_pool(pool_path), heldout_sets(world, size))
+    opts = {"model": args.model, "init": args.init, "device": args.device, "steps": args.steps}
+    if args.init:
+        from searchgym.agents.trainer import resolve_init
+
+        start = resolve_init(args.init)
+    else:
+        start = args.model
+    start_record = stage_start(start, work, record=not args.collect)
+    t0 = time.perf_counter()
+    if not args.collect:
+        for seed in args.seed_list:
+            for key in args.arms.split(","):
+                arm = ARMS[key]
+                cfg = train_config(arm, seed, size, opts, pool_path, work)
+                final = stage_train(arm, seed, cfg, start, work)
+                modes = sorted({"kg", arm.proposer_mode})
+                stage_eval(
+                    run_name(key, seed),
+                    lambda final=final: open_trained(start, final),
+                    modes,
+                    world,
+                    size,
+                    work,
+                    args.device,
+                    str(final),
+                )
+        from searchgym.agents.pretrained import open_model
+
+        with wait_lock(work / f"{COLD}.stage"):  # the cold start once per workdir, whichever process gets here first
+            stage_eval(COLD, lambda: open_model(start), ("kg", "vanilla"), world, size, work, args.device, start)
+    seeds_found = sorted({s for seeds in finished_runs(work).values() for s in seeds})
+    header = {
+        "benchmark": "selfplay",
+        "size": args.size,
+        "device": device_info(args.device),
+        "machine": machine_info(),
+        "torch_threads": torch.get_num_threads(),
+        "start": {"model": args.model, "init": args.init, **start_record},
+        "seeds": seeds_found,
+        "seeds_note": (
+            "one seed per arm on CPU (the issue allows it): a difference inside one run's bootstrap interval is "
+            "not evidence"
+            if args.size == "cpu" and len(seeds_found) < 2
+            else f"{len(seeds_found)} seeds per arm where finished"
+        ),
+        "pool": {"hops": {str(h): n for h, n in size["pool"].items()}, "order": "ascending hop count", "seed": 0},
+        "eval": {
+            "solver_per_hop": {str(h): n for h, n in size["eval_hops"].items()},
+            "proposer_targets": size["eval_proposer"],
+        },
+        "disjointness": disjoint,
+        "seconds_this_invocation": None,
+    }
+    results = collect(work, args.size, header)
+    results["seconds_this_invocation"] = round(time.perf_counter() - t0, 1)
+    out = Path(args.out) if args.out else RESULTS / f"selfplay_{args.size}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(out, json.dumps(results, indent=1, default=str) + "\n")
+    plot(results, out.with_suffix(".png"))
+    print_table(results)
+    print(f"wrote {out} and {out.with_suffix('.png')}")
+
+
+def print_table(results: dict) -> None:
+    """Held-out results per stage, one line each."""
+    rows = [("cold start", results["cold_start"])]
+    rows += [(f"{a['label']} s{r['seed']}", r) for a in results["arms"].values() for r in a["runs"]]
+    for name, r in rows:
+        by_hop = r["solver"]["by_hops"]
+        hops = " ".join(f"{h}-hop {by_hop[str(h)]['mean']:.3f}" if str(h) in by_hop else f"{h}-hop   -  " for h in HOPS)
+        cells = r.get("proposer_cells", {})
+        prop = " ".join(f"{m} {c['mean']:.3f}" for m, c in cells.items())
+        print(f"{name:32s} {hops}  proposer valid: {prop}")
+        if "solver_reworded" in r:  # the same questions in held-out wordings
+            by_hop = r["solver_reworded"]["by_hops"]
+            print(
+                f"{'  reworded':32s} "
+                + " ".join(f"{h}-hop {by_hop[str(h)]['mean']:.3f}" for h in HOPS if str(h) in by_hop)
+            )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""benchmarks/bench_selfplay.py: the held-out sets are disjoint from self-play training, and the whole benchmark
+(three arms, metrics, held-out evaluation, JSON/PNG, collect, resume) runs at toy scale -- the GPU size's settings
+on a tiny random Llama on CPU, so the code path the GPU run takes is exercised without one."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("transformers")
+pytest.importorskip("peft")
+pytest.importorskip("matplotlib")
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCH))  # the benchmarks import each other the way `python benchmarks/x.py` finds them
+
+import bench_selfplay as bs  # noqa: E402
+
+from searchgym.construction import load_pool  # noqa: E402
+from tests.support.tiny_lm import save_tiny  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def world():
+    from searchgym.world.synthetic import default_world
+
+    return default_world()
+
+
+@pytest.mark.parametrize("size", ["cpu", "gpu"])
+def test_heldout_sets_are_disjoint_from_the_selfplay_pool(tmp_path, world, size):
+    """The pool every training game is built on shares no answer name, answer entity or question with the
+    held-out Solver questions (both wordings) or Proposer targets of the size; a leaked one is refused by name."""
+    settings = bs.SIZES[size]
+    pool = load_pool(bs.stage_pool(world, settings["pool"], tmp_path))
+    assert [sg.hops for sg in pool] == sorted(h for h, n in settings["pool"].items() for _ in range(n))  # play order
+    heldout = bs.heldout_sets(world, settings)
+    report = bs.check_disjoint(pool, heldout)
+    assert report["disjoint"] and report["pool_subgraphs"] == len(pool)
+    for name, tasks in heldout.items():
+        cell = report["sets"][name]
+        assert cell["n"] == len(tasks) > 0
+        assert cell["answer_name_overlap"] == cell["answer_entity_overlap"] == cell["question_overlap"] == 0
+        assert cell["answers_on_heldout_side"] == len(tasks)
+    leaked = heldout["proposer"][0]
+    with pytest.raises(bs.BenchError, match=f"proposer shares answer names.*{leaked.id}"):
+        bs.check_disjoint([*pool, leaked.subgraph], heldout)
+
+
+def test_wait_lock_lets_the_second_process_in_after_the_first(tmp_path):
+    """A shared stage (the pool, the cold start's evaluation) is made by whoever locks it first; the other waits."""
+    from searchgym.core.output_lock import OutputLock
+
+    events: list[str] = []
+    holder = OutputLock(tmp_path / "x.stage").acquire()
+
+    def second() -> None:
+        with bs.wait_lock(tmp_path / "x.stage", poll_s=0.01):
+            events.append("second has it")
+
+    t = threading.Thread(target=second)
+    t.start()
+    events.append("first releases")
+    holder.release()
+    t.join()
+    assert events == ["first releases", "second has it"]
+
+
+def test_the_solvers_are_scored_apart_on_the_models_own_questions():
+    """The per-step 'Solver reward on the proposed questions': games on a question the model wrote (fresh or
+    replayed, task source ``proposer``) apart from games on the fallback template question."""
+    from searchgym.agents.trainer import Sample, rollout_metrics
+    from searchgym.envs.types import Task
+    from tests.support.trajectories import segmented_trajectory
+
+    def solver(source: str, reward: float, game: int) -> Sample:
+        t = segmented_trajectory(["<answer> Tarsk </answer>"])
+        t.task = Task(id=f"{source}:{game}", question="Where?", answers=["Tarsk"], source=source)
+        t.correct = reward == 1.0
+        return Sample("solver", t, reward, {}, game)
+
+    m = rollout_metrics([solver("proposer", 1.0, 0), solver("proposer", 0.0, 0), solver("dummy", 0.0, 1)])
+    assert m["solver/on_proposed"] == 2 / 3 and m["solver/proposed_reward"] == 0.5
+    assert m["solver/proposed_correct"] == 0.5 and m["solver/reward"] == 1 / 3
+    none = rollout_metrics([solver("dummy", 0.0, 1)])
+    assert none["solver/on_proposed"] == 0.0 and "solver/proposed_reward" not in none
+
+
+def _steps(run: Path) -> list[int]:
+    return [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_toy_benchmark_trains_three_arms_collects_and_resumes(tmp_path, capsys):
+    tiny = save_tiny(tmp_path / "tiny")
+    work, out = tmp_path / "w", tmp_path / "res" / "selfplay_toy.json"
+    base = ["--size", "toy", "--model", str(tiny), "--workdir", str(work), "--out", str(out)]
+
+    # two arms, one seed, in this process
+    assert bs.main([*base, "--arms", "a,b", "--seeds", "0"]) == 0
+    r = json.loads(out.read_text())
+    assert set(r["arms"]) == {"a", "b"} and r["seeds"] == [0] and r["disjointness"]["disjoint"]
+    assert r["arms"]["a"]["recipe"] == "ssp" and r["arms"]["a"]["proposer_mode"] == "vanilla"
+    assert r["arms"]["b"]["config"]["env_kwargs"]["proposer_mode"] == "kg"
+    assert r["arms"]["a"]["config"]["train_proposer"] and r["arms"]["a"]["config"]["train_solver"]
+    assert r["budget"]["games_per_run"] == 2 and r["budget_equal"]
+    run = r["arms"]["a"]["runs"][0]
+    curve = run["train"]
+    assert curve["step"] == [1, 2] and run["games"] == 2
+    for key in ("valid_rate", "proposer_reward", "solver_reward", "groups_with_signal", "question_hops", "step_s"):
+        assert len(curve[key]) == 2 and all(v is None or 0 <= v for v in curve[key]), key
+    assert curve["question_hops"] == [2.0, 3.0]  # the pool's play order: 2-hop first
+    shares = [sum(v[i] for v in curve["rejected"].values()) for i in range(2)]  # every invalid question has a reason
+    assert all(abs(s - (1 - v)) < 1e-9 for s, v in zip(shares, curve["valid_rate"]))
+    assert curve["questions_first_step"][0]["answer"] and "reason" in curve["questions_first_step"][0]
+    flips = run["vs_cold_start"]
+    assert flips["solver"]["n"] == 5 and set(flips["solver"]["by_hops"]) == {"1", "2", "3"}
+    assert flips["proposer_kg"]["n"] == flips["proposer_vanilla"]["n"] == 2
+    assert "proposer_vanilla" not in r["arms"]["b"]["runs"][0]["vs_cold_start"]  # b trains the KG prompt only
+    assert set(r["cold_start"]["proposer_cells"]) == {"kg", "vanilla"}
+    assert set(r["solver_gain"]) == {"(a) vanilla SSP", "(b) KG Proposer, binary"}
+    assert out.with_suffix(".png").stat().st_size > 10_000
+    assert (work / "toy" / "a_s0" / "final" / "adapter_model.safetensors").is_file()
+    cold_made = (work / "toy" / "eval_cold_start.json").stat().st_mtime_ns
+
+    # the third arm, both toy seeds, as a script in its own process: collected with the first two
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "bench_selfplay.py"), *base, "--arms", "c"], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = json.loads(out.read_text())
+    assert set(r["arms"]) == {"a", "b", "c"} and r["seeds"] == [0, 1]
+    assert [x["seed"] for x in r["arms"]["c"]["runs"]] == [0, 1]
+    assert r["solver_gain"]["(c) KG Proposer + WCR"]["2"]["seeds"] == 2
+    assert set(r["targets"]) == {"c_2hop_plus_5", "c_3hop_plus_5", "ordering_c_ge_b_ge_a"}
+    assert (work / "toy" / "eval_cold_start.json").stat().st_mtime_ns == cold_made  # evaluated once
+
+    # a run killed after its first checkpoint resumes from it; its evaluation is redone, the rest is kept
+    c0 = work / "toy" / "c_s0"
+    shutil.rmtree(c0 / "final")
+    shutil.rmtree(c0 / "checkpoints" / "step_00000002")
+    (work / "toy" / "eval_c_s0.json").unlink()
+    a_metrics = (work / "toy" / "a_s0" / "metrics.jsonl").stat().st_mtime_ns
+    assert bs.main([*base, "--arms", "c", "--seeds", "0"]) == 0
+    assert _steps(c0) == [1, 2] and (c0 / "checkpoints" / "step_00000002").is_dir()
+    assert (work / "toy" / "a_s0" / "metrics.jsonl").stat().st_mtime_ns == a_metrics
+    assert len(json.loads(out.read_text())["arms"]["c"]["runs"]) == 2
+
+    # --collect rewrites the results from the workdir alone
+    out.unlink()
+    out.with_suffix(".png").unlink()
+    capsys.readouterr()
+    assert bs.main([*base, "--collect"]) == 0
+    assert set(json.loads(out.read_text())["arms"]) == {"a", "b", "c"} and out.with_suffix(".png").is_file()
+    assert "(c) KG Proposer + WCR s1" in capsys.readouterr().out
+
+    # cached results are never silently mixed with another budget or another start
+    assert bs.main([*base, "--arms", "a", "--seeds", "0", "--steps", "3"]) == 2
+    assert "finished at 2 steps, not 3" in capsys.readouterr().err
+    other = save_tiny(tmp_path / "other", seed=1)
+    assert bs.main([*base[:2], "--model", str(other), *base[4:]]) == 2
+    assert f"this command starts from {other}" in capsys.readouterr().err
+
+
+def test_bad_input_is_a_one_line_error(tmp_path, capsys):
+    script = [sys.executable, str(BENCH / "bench_selfplay.py")]
+    proc = subprocess.run([*script, "--arms", "a,x"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "--arms 'a,x': use a comma-separated subset of a,b,c" in proc.stderr
+    proc = subprocess.run([*script, "--size", "toy"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "--size toy needs --model DIR" in proc.stderr
+    empty = ["--size", "toy", "--model", str(tmp_path / "m"), "--workdir", str(tmp_path / "w"), "--collect"]
+    assert bs.main(empty) == 2
+    err = capsys.readouterr().err
+    assert "no finished run to collect" in err and "without --collect" in err and "Traceback" not in err
