@@ -30,19 +30,15 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
 from machine import machine_line, write_result
 
 
 def load(model: str):
     """``(model, tokenizer)`` for a ``--model`` name."""
     if model in ("tiny", "tiny-qwen"):
-        from tests.support.tiny_lm import build_model, build_tokenizer, build_tool_tokenizer
+        from searchgym.agents.tiny import tiny_policy
 
-        tok = build_tool_tokenizer() if model == "tiny-qwen" else build_tokenizer()
-        return build_model(tok, seed=0, hidden=256, layers=4), tok
+        return tiny_policy(model)
     if model == "cold-start":
         from searchgym.agents.cold_start import load_cold_start
 
@@ -53,9 +49,9 @@ def load(model: str):
 
 
 def scripted(tok, rows, protocol: str):
-    """A tiny model whose turns search the task's first path entity, then answer (tests/support)."""
+    """A tiny model whose turns search the task's first path entity, then answer (searchgym.agents.tiny)."""
+    from searchgym.agents.tiny import question_of, scripted_model
     from searchgym.integrations.trl import task_of_row
-    from tests.support.scripted_policy import question_of, scripted_model
 
     tasks = {task_of_row(r).task.question: task_of_row(r).task for r in rows}
     counter = itertools.count()
@@ -92,6 +88,7 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=2, help="questions per step")
     ap.add_argument("--group", type=int, default=4, help="generations per question (G)")
     ap.add_argument("--max-completion-length", type=int, default=256)
+    ap.add_argument("--max-turn-tokens", type=int, default=128, help="rollout_func: the most tokens one turn samples")
     ap.add_argument("--max-turns", type=int, default=4)
     ap.add_argument("--doc-max-chars", type=int, default=300, help="each retrieved document is cut to this (env)")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads")
@@ -146,6 +143,7 @@ def main() -> int:
         rewards=args.rewards,
         protocol=protocol if args.entry == "rollout_func" else None,
         env_kwargs=env_kwargs,
+        max_turn_tokens=args.max_turn_tokens if args.entry == "rollout_func" else None,
         callbacks=[Timer()],
     )
     load_1m = os.getloadavg()[0]
@@ -166,6 +164,7 @@ def main() -> int:
         "batch": args.batch,
         "group": args.group,
         "max_completion_length": args.max_completion_length,
+        "max_turn_tokens": args.max_turn_tokens if args.entry == "rollout_func" else None,
         "max_turns": args.max_turns,
         "doc_max_chars": args.doc_max_chars,
         "threads": args.threads,

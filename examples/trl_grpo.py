@@ -2,10 +2,10 @@
 
 Runs as is on a CPU (the bundled SmolLM2-135M with its shipped cold-start adapter, which follows the
 tag protocol: two small steps through the ``rollout_func`` entry point — one question × 2 generations,
-256 tokens per rollout — a few minutes on 2 cores):
+256 tokens per rollout, at most 128 per turn, one torch thread (``--threads``) — a few minutes on 2 cores):
 
     .venv/bin/python examples/trl_grpo.py
-    .venv/bin/python examples/trl_grpo.py --model tiny --steps 1           # random tiny Llama, ~1 min of CPU
+    .venv/bin/python examples/trl_grpo.py --model tiny --steps 1           # random tiny Llama, seconds of CPU
     .venv/bin/python examples/trl_grpo.py --selfplay                        # Proposer + Solvers in one step
     .venv/bin/python examples/trl_grpo.py --entry environment_factory --model tiny-qwen   # function calling
 
@@ -30,20 +30,15 @@ import argparse
 import logging
 import os
 import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def load(name: str):
     """``(model, tokenizer)``: cold-start (bundled SmolLM2 + shipped adapter), smollm2, tiny, tiny-qwen, a path
     or a cached hub id."""
-    if name in ("tiny", "tiny-qwen"):  # random test models from the repository's tests/support
-        from tests.support.tiny_lm import build_model, build_tokenizer, build_tool_tokenizer
+    if name in ("tiny", "tiny-qwen"):  # random tiny Llamas built in a second (searchgym.agents.tiny)
+        from searchgym.agents.tiny import tiny_policy
 
-        tok = build_tool_tokenizer() if name == "tiny-qwen" else build_tokenizer()
-        return build_model(tok, seed=0, hidden=256, layers=4), tok
+        return tiny_policy(name)
     if name == "cold-start":
         from searchgym.agents.cold_start import load_cold_start
 
@@ -67,6 +62,10 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=1, help="questions per step")
     ap.add_argument("--group", type=int, default=2, help="generations per question (G)")
     ap.add_argument("--max-completion-length", type=int, default=256, help="tokens per rollout (all turns)")
+    ap.add_argument(
+        "--max-turn-tokens", type=int, default=128, help="rollout_func: the most tokens one turn may sample"
+    )
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1: share a busy machine)")
     ap.add_argument("--max-turns", type=int, default=3)
     ap.add_argument("--doc-max-chars", type=int, default=300)
     ap.add_argument("--lr", type=float, default=1e-6)
@@ -75,11 +74,14 @@ def main() -> int:
     ap.add_argument("--vllm-mode", choices=("colocate", "server"), default="colocate")
     ap.add_argument("--output-dir", default=None)
     args = ap.parse_args()
+    if args.threads < 1:
+        ap.error(f"--threads must be >= 1, got {args.threads}")
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     import torch
 
+    torch.set_num_threads(args.threads)
     from searchgym.errors import SearchGymError
     from searchgym.integrations.trl import STATS, grpo_trainer, local_config, train_dataset
 
@@ -120,6 +122,7 @@ def main() -> int:
             protocol=protocol if args.entry == "rollout_func" else None,
             kg_tool=args.kg_tool,
             env_kwargs=env_kwargs,
+            max_turn_tokens=args.max_turn_tokens if args.entry == "rollout_func" else None,
         )
     except SearchGymError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -71,8 +71,10 @@ def run_demo(args: argparse.Namespace) -> int:
     world = default_world(seed=args.seed)
     retriever = _print_world(world, out)
 
-    # training-side answers only, so the built-in benchmark stays held out from what the demo plays
-    pool = training_subgraphs(world, args.pool_size, seed=args.seed)
+    # training-side answers only, so the built-in benchmark stays held out from what the demo plays; the LLM agent
+    # plays subgraphs of the hop count its cold start reaches (2), the scripted experts the paper's 3-7
+    hops = args.pool_hops if args.pool_hops is not None else (2 if args.agent == "llm" else None)
+    pool = training_subgraphs(world, args.pool_size, seed=args.seed, hops=hops)
     if args.picture:  # matplotlib (~1.5 s to import on 2 cores) is imported only here, when drawing
         from .construction.plot import plot_subgraph
 
@@ -128,26 +130,29 @@ def show_learning(args, world, outdir: Path, out):
     rows: list = []
     loaded: tuple[Any, Any] = (None, None)
     adapter = shipped_adapter() if args.model == "smollm2" else None
+    # the base model never ends a turn, so it spends every token budget: scored on the first questions only
+    base_hop = {h: min(n, args.eval_base) for h, n in per_hop.items()}
     stages = [("base " + args.model, lambda prev: open_model(args.model))]
     if adapter is not None:
         stages.append(("cold start (shipped LoRA)", lambda prev: load_cold_start(adapter)))
         if args.rl_steps > 0:  # the row's time includes the training
             rl_name = f"+ {args.rl_steps} live GRPO steps"
             stages.append((rl_name, lambda prev: (live_rl(args, world, prev[0], prev[1], outdir, out), prev[1])))
-    for name, load in stages:
+    for i, (name, load) in enumerate(stages):
         t0 = time.perf_counter()
         loaded = load(loaded)
         report = heldout_report(
             llm_eval_agent(*loaded, name, max_new_tokens=args.max_new_tokens),
             world,
-            per_hop=per_hop,
+            per_hop=base_hop if i == 0 else per_hop,
             max_turns=args.max_turns,
             progress=True,  # minutes per model on 2 cores: never silent
         )
         by = report["solver"]["by_hops"]
         rows.append((name, by))
+        n = sum((base_hop if i == 0 else per_hop).values())
         print(
-            f"  {name:28s} 1-hop {by['1']['mean']:.2f}  2-hop {by['2']['mean']:.2f}  "
+            f"  {name:28s} 1-hop {by['1']['mean']:.2f}  2-hop {by['2']['mean']:.2f}  (n={n})  "
             f"searches/rollout {report['solver']['searches'] or 0:.2f}  ({time.perf_counter() - t0:.0f} s)",
             file=out,
         )
@@ -259,15 +264,28 @@ def register(sub) -> None:
     p.add_argument("--games", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--pool-size", type=int, default=200)
+    p.add_argument(
+        "--pool-hops",
+        type=int,
+        default=None,
+        help="path length of the played subgraphs (default: 2 for --agent llm, the cold start's reach; 3-7 scripted)",
+    )
     p.add_argument("--max-turns", type=int, default=4, help="turns per rollout for the LLM agent (paper: 10)")
     p.add_argument("--max-new-tokens", type=int, default=96, help="tokens per LLM turn (a planned 2-hop turn runs ~60)")
     p.add_argument("--group-size", type=int, default=3, help="Solvers per question for the LLM agent (paper: 5)")
     p.add_argument(
-        "--rl-steps", type=int, default=2, help="live GRPO steps after the cold start (0: none; about a minute each)"
+        "--rl-steps",
+        type=int,
+        default=0,
+        help="live GRPO steps after the cold start (default 0: two CPU steps change nothing measurable; "
+        "benchmarks/bench_selfplay.py measures training)",
     )
     p.add_argument("--rl-group", type=int, default=4, help="rollouts per question in the live GRPO steps")
     p.add_argument("--eval-1hop", type=int, default=16, help="held-out 1-hop questions in the learning check")
     p.add_argument("--eval-2hop", type=int, default=16, help="held-out 2-hop questions in the learning check")
+    p.add_argument(
+        "--eval-base", type=int, default=4, help="of those, per hop count, how many the base model is scored on"
+    )
     p.add_argument("--out", default="out/demo", help="directory for trajectories.jsonl and subgraph.png")
     p.add_argument(
         "--no-picture",

@@ -5,8 +5,6 @@ answer (multi-valued relations such as "an award received by X")."""
 
 from __future__ import annotations
 
-import argparse
-
 import pytest
 
 from searchgym.core.answers import normalize_answer
@@ -73,19 +71,10 @@ def test_disjoint_from_the_demo_pool(default_world, bench, monkeypatch, tmp_path
         return captured[-1]
 
     monkeypatch.setattr(heldout, "training_subgraphs", spy)
-    args = argparse.Namespace(
-        agent="scripted",
-        model="smollm2",
-        games=1,
-        seed=0,
-        pool_size=200,
-        max_turns=3,
-        max_new_tokens=16,
-        group_size=3,
-        eval_1hop=0,
-        eval_2hop=0,
-        picture=False,
-        out=str(tmp_path),
+    from searchgym.cli import build_parser
+
+    args = build_parser().parse_args(
+        ["demo", "--agent", "scripted", "--games", "1", "--pool-size", "200", "--no-picture", "--out", str(tmp_path)]
     )
     assert run_demo(args) == 0
     assert captured and len(captured[0]) == 200

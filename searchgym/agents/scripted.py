@@ -132,12 +132,22 @@ RELATION_CUES: dict[str, tuple[str, ...]] = {
 _STOP = frozenset("with from that this into also have were been their there which when where what".split())
 
 
+def _named_in(candidate: str, question: str) -> bool:
+    """Whether ``question`` (lower-cased; ``""``: no question) already states ``candidate`` as a whole word."""
+    return bool(question) and re.search(rf"(?<!\w){re.escape(candidate.lower())}(?!\w)", question) is not None
+
+
 class SimpleExtractor:
     """World-free reader: the name or number in the retrieved text that best fits a hop.
 
-    Sentences are ranked by overlap (4-letter stems) with the relation label and the question;
+    Sentences are ranked by overlap (4-letter stems) with the relation label (and its cue words);
     within the best sentence the first capitalised name or number that is not the hop's own
     entity (or a pronoun) is the answer. Documents titled with the hop's entity come first.
+
+    Without a hop (``relation=""``: a plain QA question from FlashRAG / Search-R1 data, no KG path)
+    the question's words (less the names it states) rank the sentences instead, documents titled
+    with a name the question states come first, and a name or number the question already states is
+    never the answer (a question does not name what it asks for).
     """
 
     @staticmethod
@@ -154,10 +164,14 @@ class SimpleExtractor:
             docs = [("", information)]
         key = " ".join(relation.lower().split())
         rel = self._stems(relation) | self._stems(" ".join(RELATION_CUES.get(key, ())))
+        asked = "" if rel else question.lower()  # no hop: read for the question itself
+        if asked:  # its words but the names it states (they pick documents, not sentences)
+            names = " ".join(m.group(0) for m in _SPAN_RE.finditer(question))
+            rel = (self._stems(question) - self._stems(names)) or self._stems(question)
         ent_norm = entity.lower()
         best, best_score = None, 0.0
         for rank, (title, body) in enumerate(docs):
-            own = 3.0 if title.lower() == ent_norm else 0.0
+            own = 3.0 if title.lower() == ent_norm or _named_in(title, asked) else 0.0
             for sent in _SENT_RE.split(body):
                 stems = self._stems(sent)
                 score = 2 * len(stems & rel) + own - 0.01 * rank
@@ -169,7 +183,7 @@ class SimpleExtractor:
                     while words and words[0] in _NOT_NAMES:
                         words = words[1:]
                     cand = " ".join(words)
-                    if not cand or cand.lower() in (ent_norm, title.lower()):
+                    if not cand or cand.lower() in (ent_norm, title.lower()) or _named_in(cand, asked):
                         continue
                     best, best_score = cand, score
                     break

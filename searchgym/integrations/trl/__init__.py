@@ -123,6 +123,7 @@ def grpo_trainer(
     env_kwargs: Optional[dict] = None,
     transcripts: bool = True,
     reward_funcs: Sequence = (),
+    max_turn_tokens: Optional[int] = None,
     **trainer_kwargs: Any,
 ):
     """A ``trl.GRPOTrainer`` playing searchgym through ``entry``, after :func:`check_tokenizer`.
@@ -130,13 +131,19 @@ def grpo_trainer(
     ``environment_factory``: :func:`environment_factory` (+ :func:`attach_transcripts` when
     ``transcripts``, so the env scores the model's reasoning too); ``rollout_func``:
     :func:`rollout_func` over ``train_dataset`` + :func:`env_reward` (``protocol`` defaults to
-    ``"tags"``). ``reward_funcs`` are added to searchgym's; everything else goes to ``GRPOTrainer``."""
+    ``"tags"``; ``max_turn_tokens``: its per-turn cap, default 512). ``reward_funcs`` are added to
+    searchgym's; everything else goes to ``GRPOTrainer``."""
     from trl import GRPOTrainer
 
     if entry not in ENTRY_POINTS:
         raise InvalidArgumentError(f"entry {entry!r} unknown; use one of {', '.join(ENTRY_POINTS)}")
     env_kwargs = dict(env_kwargs or {})
     if entry == "environment_factory":
+        if max_turn_tokens is not None:
+            raise InvalidArgumentError(
+                "max_turn_tokens caps the rollout_func entry point's turns; TRL's own tool loop "
+                "(environment_factory) has no per-turn cap: drop max_turn_tokens or use entry='rollout_func'"
+            )
         if protocol not in (None, "function_calling"):
             raise InvalidArgumentError("the environment_factory entry point speaks function calling; drop protocol=")
         check_tokenizer(processing_class, entry)
@@ -153,8 +160,15 @@ def grpo_trainer(
         )
     protocol = protocol or "tags"
     check_tokenizer(processing_class, entry, protocol)
+    turn_cap = {} if max_turn_tokens is None else {"max_turn_tokens": max_turn_tokens}
     func = rollout_func(
-        train_dataset, rewards=rewards, protocol=protocol, kg_tool=kg_tool, wrappers=wrappers, env_kwargs=env_kwargs
+        train_dataset,
+        rewards=rewards,
+        protocol=protocol,
+        kg_tool=kg_tool,
+        wrappers=wrappers,
+        env_kwargs=env_kwargs,
+        **turn_cap,
     )
     funcs = [env_reward, *reward_funcs]
     return GRPOTrainer(

@@ -23,10 +23,11 @@ one batched call (:class:`.generation.TrainerGeneration`), then each env steps. 
 (default, Search-R1 style ``<search>``/``<information>``/``<answer>``: a turn ends at its first closing
 tag) or ``"function_calling"`` (the env's tools in the prompt, ``role: tool`` replies appended with the
 chat template's tokens; any tool-capable template, as searchgym parses the calls itself and answers
-malformed ones with a corrective message). ``max_completion_length`` is the budget of a whole rollout
-(sampled and inserted tokens); a rollout that exhausts it is cut: reward 0, ``searchgym_cut`` = 1,
-counted. A rollout the env ended gets an end-of-sequence token (mask 0) appended, so TRL does not
-count it as truncated.
+malformed ones with a corrective message). No turn samples more than ``max_turn_tokens`` (default 512;
+TRL's own generation would give every turn the whole rollout's budget). ``max_completion_length`` is
+the budget of a whole rollout (sampled and inserted tokens); a rollout that exhausts it is cut:
+reward 0, ``searchgym_cut`` = 1, counted. A rollout the env ended gets an end-of-sequence token
+(mask 0) appended, so TRL does not count it as truncated.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ from .stats import STATS, bad_tool_call
 logger = logging.getLogger(__name__)
 
 __all__ = ["SearchGymRollout", "rollout_func", "env_reward", "PromptIndex"]
+
+#: Default cap on the tokens one turn may sample (a rollout's whole budget is ``max_completion_length``).
+DEFAULT_TURN_TOKENS = 512
 
 _ENV_OF_ROLE = {"solver": "KGSolverGroup-v0", "selfplay": "KGSelfPlay-v0", "proposer": "KGSelfPlay-v0"}
 
@@ -101,6 +105,7 @@ class SearchGymRollout:
         wrappers: Sequence = (),
         env_kwargs: Optional[dict] = None,
         proposer_group: Optional[int] = None,
+        max_turn_tokens: int = DEFAULT_TURN_TOKENS,
     ) -> None:
         self.index = PromptIndex(dataset)
         self.rewards = reward_names(rewards)
@@ -114,6 +119,9 @@ class SearchGymRollout:
         if proposer_group is not None and proposer_group < 1:
             raise InvalidArgumentError(f"proposer_group must be >= 1, got {proposer_group}")
         self.proposer_group = proposer_group
+        if max_turn_tokens < 1:
+            raise InvalidArgumentError(f"max_turn_tokens must be >= 1, got {max_turn_tokens}")
+        self.max_turn_tokens = int(max_turn_tokens)
         self.spec("solver", 2)  # unknown reward names and bad env settings fail here, not mid-training
         self.stops = list(TURN_STOPS) if self.protocol == "tags" else []
         self.__name__ = "searchgym_rollout"
@@ -137,7 +145,7 @@ class SearchGymRollout:
     def __call__(self, prompts: list, trainer) -> dict:
         """Play the step's episodes; TRL's ``rollout_func(prompts, trainer)`` contract."""
         tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
-        generation = TrainerGeneration(trainer)
+        generation = TrainerGeneration(trainer, self.stops)
         group = int(trainer.num_generations if trainer.model.training else trainer.num_generations_eval)
         budget = int(trainer.max_completion_length)
         with STATS.timed():
@@ -220,7 +228,8 @@ class SearchGymRollout:
                 return
             texts: dict[int, dict] = {id(ep): {} for ep in episodes}
             if live:
-                ids, logprobs = generation([s.prompt_ids + s.response_ids for _, _, s in live])
+                cap = min(self.max_turn_tokens, max(s.room(budget) for _, _, s in live))
+                ids, logprobs = generation([s.prompt_ids + s.response_ids for _, _, s in live], cap)
             elif generation.processes > 1:
                 generation.idle()
             with STATS.timed():
@@ -273,7 +282,9 @@ def rollout_func(dataset: Iterable[dict], **kwargs: Any) -> SearchGymRollout:
     ``rewards``: registry names (``"binary"``, ``"wcr"``, ``"wcr,gdcr"``, ...); ``protocol``:
     ``"tags"`` or ``"function_calling"`` (must match the dataset's); ``kg_tool``; ``wrappers``: extra
     wrapper factories; ``env_kwargs``: ``world``, ``retriever``, ``max_turns``, ``judge``, ...;
-    ``proposer_group``: Solvers per game of a ``"proposer"`` row (default G)."""
+    ``proposer_group``: Solvers per game of a ``"proposer"`` row (default G); ``max_turn_tokens``: the
+    most tokens one turn may sample (default 512; each rollout's whole budget is TRL's
+    ``max_completion_length``)."""
     return SearchGymRollout(dataset, **kwargs)
 
 
