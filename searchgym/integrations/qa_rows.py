@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 from searchgym.envs.types import Task
+from searchgym.evaluation.tasksets import GOLD_FIELDS
 
 __all__ = [
     "GOLD_COLUMNS",
@@ -25,8 +26,8 @@ __all__ = [
     "qa_task",
 ]
 
-#: Columns holding gold aliases, in the order they are tried (FlashRAG's first).
-GOLD_COLUMNS = ("golden_answers", "answers", "answer")
+#: Columns holding gold aliases, in the order they are tried (FlashRAG's first): the eval loader's own fields.
+GOLD_COLUMNS = GOLD_FIELDS
 #: A row prompt mentioning both of these teaches the tag protocol (Search-R1's template does).
 TAG_PROMPT_MARKERS = ("<search>", "<answer>")
 
