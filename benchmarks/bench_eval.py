@@ -2,8 +2,9 @@
 
 - ``scripted``: the path-following scripted Solver on the whole built-in benchmark of the default
   world (BM25, up to 10 turns): questions/s including retrieval, env and scoring;
-- ``endpoint``: an OpenAI-compatible agent against a real HTTP server on loopback that answers
-  every request after 200 ms (two requests per question: one search, one answer), at
+- ``endpoint``: an OpenAI-compatible agent against searchgym's OpenAI-compatible server on loopback
+  (``scripted_endpoint.py``: a scripted model behind the real server) that answers every request
+  after 200 ms (two requests per question: one search, one answer), at
   ``--concurrency 1`` (baseline) and ``--concurrency 16`` (target: >= 10x the baseline's questions/s).
 
 Prints a markdown table and writes ``benchmarks/results/eval.json``.
@@ -24,15 +25,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from searchgym.evaluation import AgentSpec, EvalConfig, evaluate, load_tasksets, make_agent  # noqa: E402
 from searchgym.evaluation.tasksets import TaskSet  # noqa: E402
 from searchgym.world.synthetic import default_world  # noqa: E402
-from tests.support.openai_server import OpenAIStubServer  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from machine import machine_info, machine_line  # noqa: E402
+from scripted_endpoint import scripted_endpoint  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "eval.json"
 
 
-def endpoint_reply(messages, body) -> str:
+def endpoint_reply(messages) -> str:
     """A stand-in 'model': search the question once, then answer."""
     question = messages[0]["content"].rsplit("Question:", 1)[1].strip()
     if len(messages) == 1:
@@ -57,14 +58,14 @@ def bench_scripted(world, tasks: TaskSet) -> dict:
 
 
 def bench_endpoint(world, tasks: TaskSet, delay: float, concurrency: int, n: int) -> dict:
-    with OpenAIStubServer(endpoint_reply, delay=delay) as srv:
+    with scripted_endpoint(endpoint_reply, delay=delay, concurrency=max(16, concurrency)) as srv:
         agent = make_agent(AgentSpec("openai", endpoint=srv.url, concurrency=concurrency, timeout=30))
         sub = TaskSet(tasks.name, tasks.tasks[:n])
         t0 = time.perf_counter()
         res = evaluate(agent, [sub], world=world, config=EvalConfig(concurrency=concurrency, progress=False))
         dt = time.perf_counter() - t0
         agent.close()
-        requests = len(srv.requests)
+        requests = srv.requests
     n_done = res.summary["datasets"][tasks.name]["n"]
     return {
         "concurrency": concurrency,
@@ -81,6 +82,7 @@ def main() -> None:
     ap.add_argument("--n1", type=int, default=12, help="questions at concurrency 1")
     ap.add_argument("--n16", type=int, default=160, help="questions at concurrency 16")
     ap.add_argument("--tasks", default="builtin", help="task set (default: the built-in benchmark)")
+    ap.add_argument("--out", default=str(RESULTS), help=f"result JSON (default {RESULTS})")
     args = ap.parse_args()
 
     world = default_world()
@@ -102,8 +104,9 @@ def main() -> None:
             f"| endpoint {args.delay * 1000:.0f} ms/request, concurrency {r['concurrency']} | {r['n']} | "
             f"{r['seconds']:.2f} s | {r['questions_per_s']:.2f} | {note} |"
         )
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(
         json.dumps(
             {
                 "machine": machine_info(),
@@ -115,7 +118,7 @@ def main() -> None:
             indent=2,
         )
     )
-    print(f"\nwrote {RESULTS}")
+    print(f"\nwrote {out}")
 
 
 if __name__ == "__main__":

@@ -693,7 +693,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         ap.error(f"--steps must be at least 1; got {args.steps}")
     args.device = args.device or size["device"]
     if args.size == "toy" and not args.model:
-        ap.error("--size toy needs --model DIR: a small model folder (tests/support/tiny_lm.py save_tiny makes one)")
+        ap.error("--size toy needs --model DIR: a small model folder (searchgym.agents.tiny.save_tiny makes one)")
     args.model = args.model or "smollm2"
     init = args.init if args.init is not None else size["init"]
     args.init = None if init in (None, "none") else init

@@ -30,9 +30,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
+from http_load import LoadResult, new_connection_load  # noqa: E402
 from machine import machine_info  # noqa: E402
-
-from tests.support.http_load import LoadResult, new_connection_load  # noqa: E402
 
 SERVER = """
 import sys
@@ -48,7 +47,7 @@ srv.stop()
 
 CLIENT = """
 import json, sys, time
-from tests.support.http_load import new_connection_load
+from http_load import new_connection_load
 port, threads, requests, start = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 queries = json.loads(sys.stdin.read())
 time.sleep(max(0.0, start - time.time()))  # every client process starts at the same moment
@@ -60,7 +59,8 @@ print(json.dumps({"latencies_ms": r.latencies_ms, "errors": r.errors}))
 def run_burst(backlog: int, queries: list[str], clients: int, requests: int, procs: int) -> LoadResult:
     """Start a server with ``backlog`` in a child process, run one burst of ``clients`` threads over
     ``procs`` client processes against it, stop it."""
-    env = {**os.environ, "PYTHONPATH": str(HERE.parent), "OMP_NUM_THREADS": "1"}
+    # the children import searchgym (the checkout) and http_load (this folder), wherever the benchmark runs from
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(HERE.parent)]), "OMP_NUM_THREADS": "1"}
     server = subprocess.Popen(
         [sys.executable, "-c", SERVER, str(backlog)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
     )

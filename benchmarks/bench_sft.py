@@ -93,11 +93,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     model = args.model
     if model == "tiny":
-        from tests.support.tiny_lm import build_model, build_tokenizer
+        from searchgym.agents.tiny import tiny_policy
 
-        tok = build_tokenizer()
+        policy, tok = tiny_policy("tiny", seed=0)  # a random 4-layer, 256-wide Llama
         model = str(Path(tempfile.mkdtemp()) / "tiny")
-        build_model(tok, hidden=256, layers=4).save_pretrained(model)
+        policy.save_pretrained(model)
         tok.save_pretrained(model)
     data = demonstrations(Path(tempfile.mkdtemp()) / "demos.jsonl", 16)
     load_before = os.getloadavg()[0]

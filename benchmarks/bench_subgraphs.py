@@ -4,8 +4,9 @@
   synthetic world — subgraphs/s for a 5k pool (target >= 1,000/s; also with ``plan_retries=0``, the
   same run's baseline without re-drawing paths short of the selector's plan), and the wall time of a 50k
   pool written to JSONL (the paper needed ~5 h for 50k with an LLM selector and 10 threads);
-- ``llm``: :class:`LLMSelector` through :class:`OpenAICompatibleGenerator` against a real
-  OpenAI-compatible HTTP server on loopback that answers every request after 200 ms; throughput at
+- ``llm``: :class:`LLMSelector` through :class:`OpenAICompatibleGenerator` against searchgym's
+  OpenAI-compatible server on loopback (``scripted_endpoint.py``: a scripted model behind the real
+  server) that answers every request after 200 ms; throughput at
   ``workers=1`` (baseline) and ``workers=10`` (target: >= 8x the baseline).
 
 Prints a markdown table and writes ``benchmarks/results/subgraphs.json``.
@@ -29,15 +30,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from searchgym.agents.openai_compat import OpenAICompatibleGenerator  # noqa: E402
 from searchgym.construction import ExtractionConfig, LLMSelector, build_pool, pool_stats  # noqa: E402
 from searchgym.world.synthetic import default_world  # noqa: E402
-from tests.support.openai_server import OpenAIStubServer  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import cpu_model  # noqa: E402
+from scripted_endpoint import scripted_endpoint  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "subgraphs.json"
 
 
-from machine import cpu_model
-
-
-def selector_reply(messages, body) -> str:
+def selector_reply(messages) -> str:
     """A deterministic stand-in 'model': first entity candidate, stop after 4 hops."""
     prompt = messages[-1]["content"]
     path = prompt.split("Path so far:\n", 1)[1].split("\n\nCurrent node:", 1)[0]
@@ -86,16 +87,16 @@ def bench_heuristic(world, n: int, n_large: int) -> dict:
 
 def bench_llm(world, delay: float, n1: int, n10: int) -> dict:
     out = {}
-    with OpenAIStubServer(selector_reply, delay=delay) as server:
+    with scripted_endpoint(selector_reply, delay=delay, concurrency=16) as server:
         for workers, n in ((1, n1), (10, n10)):
-            gen = OpenAICompatibleGenerator(server.url, "stub", timeout=30, max_retries=0, max_concurrency=workers)
+            gen = OpenAICompatibleGenerator(server.url, "scripted", timeout=30, max_retries=0, max_concurrency=workers)
             sel = LLMSelector(gen)
-            before = len(server.requests)
+            before = server.requests
             t0 = time.perf_counter()
             res = build_pool(world, n, selector=sel, workers=workers, progress=False, seed=1)
             dt = time.perf_counter() - t0
             gen.close()
-            calls = len(server.requests) - before
+            calls = server.requests - before
             out[workers] = {
                 "n": n,
                 "seconds": dt,
@@ -117,6 +118,7 @@ def main() -> None:
         "--n-llm-1", type=int, default=50, help="subgraphs for the 1-worker baseline (same seeds as 10 workers)"
     )
     ap.add_argument("--n-llm-10", type=int, default=50)
+    ap.add_argument("--out", default=str(RESULTS), help=f"result JSON (default {RESULTS})")
     args = ap.parse_args()
 
     t0 = time.perf_counter()
@@ -175,8 +177,9 @@ def main() -> None:
         f"\n50k pool: mean {h['mean_hops']:.2f} hops, {h['mean_nodes']:.2f} nodes; path lengths "
         f"{h['path_length_hist']}; rejections {h['rejections_large']}; {h['jsonl_bytes_large'] / 1e6:.1f} MB JSONL"
     )
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(
         json.dumps(
             {
                 "machine": machine,
@@ -197,7 +200,7 @@ def main() -> None:
             default=str,
         )
     )
-    print(f"\nwrote {RESULTS}")
+    print(f"\nwrote {out}")
 
 
 if __name__ == "__main__":

@@ -44,11 +44,11 @@ from machine import machine_line as machine
 def model_dir(model_name: str) -> str:
     """A local HF folder for the model (TRL needs a path to build its reference model)."""
     if model_name == "tiny":
-        from tests.support.tiny_lm import build_model, build_tokenizer
+        from searchgym.agents.tiny import tiny_policy
 
-        tok = build_tokenizer()
+        model, tok = tiny_policy("tiny", seed=0)  # a random 4-layer, 256-wide Llama
         path = Path(tempfile.mkdtemp()) / "tiny"
-        build_model(tok, seed=0, hidden=256, layers=4).save_pretrained(path)
+        model.save_pretrained(path)
         tok.save_pretrained(path)
         return str(path)
     from searchgym.agents.smollm import resolve_model_path

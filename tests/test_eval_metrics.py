@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from searchgym.core.answers import cover_exact_match, exact_match, normalize_answer, token_f1
@@ -76,6 +77,34 @@ def test_bootstrap_interval():
     assert bootstrap_ci([0.0, 1.0] * 100, seed=3) == ci  # seeded
     wide = bootstrap_ci([0.0, 1.0] * 5, seed=3)
     assert wide["hi"] - wide["lo"] > ci["hi"] - ci["lo"]  # fewer questions, wider interval
+
+
+def _resampled_percentile_ci(x, n_boot=1000, seed=0, level=0.95):
+    """The hand-written resampler bootstrap_ci used before scipy.stats.bootstrap (issue 30): 200 rows of
+    ``rng.integers(0, n, (200, n))`` at a time, means, ``np.quantile`` of them."""
+    x = np.asarray(x, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = np.concatenate(
+        [x[rng.integers(0, len(x), size=(min(200, n_boot - k), len(x)))].mean(axis=1) for k in range(0, n_boot, 200)]
+    )
+    a = (1 - level) / 2
+    return np.quantile(means, a), np.quantile(means, 1 - a)
+
+
+@pytest.mark.parametrize("n", [2, 7, 100, 1001])
+def test_bootstrap_interval_is_the_one_reported_before_the_switch_to_scipy(n):
+    rng = np.random.default_rng(n)
+    for x in (rng.integers(0, 2, n).astype(float), rng.random(n)):
+        for seed, n_boot, level in ((0, 1000, 0.95), (7, 450, 0.9)):
+            ci = bootstrap_ci(x, seed=seed, n_boot=n_boot, level=level)
+            lo, hi = _resampled_percentile_ci(x, n_boot, seed, level)
+            assert ci["lo"] == pytest.approx(lo, abs=1e-12) and ci["hi"] == pytest.approx(hi, abs=1e-12)
+
+
+def test_bootstrap_interval_edge_cases():
+    assert bootstrap_ci([0.25]) == {"mean": 0.25, "lo": 0.25, "hi": 0.25, "n": 1}
+    with pytest.raises(ValueError, match="n_boot >= 1 and 0 < level < 1"):
+        bootstrap_ci([0.0, 1.0], level=95)
 
 
 def test_paired_difference():

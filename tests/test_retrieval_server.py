@@ -289,7 +289,7 @@ def test_64_new_connection_clients_are_all_served(bm25):
     """Search-R1's client opens a connection per request. With Python's default listen backlog (5) a
     burst of 64 drops connection attempts, which the client's kernel retries only after 1 s: a 0.9 s
     connect timeout turns every drop into an error. Bounded: 64 clients x 5 requests, then it stops."""
-    from tests.support.http_load import new_connection_load
+    from benchmarks.http_load import new_connection_load
 
     queries = ["capital of Merovia", "Bob Varn", "Tarsk city", "chemist", "Ostrel", "born in Tarsk", "weather"]
     with RetrievalServer(bm25, port=0) as srv:

@@ -434,3 +434,21 @@ def test_a_shared_system_prompt_runs_once_with_the_same_loss_and_update(tmp_path
     assert results[True][2].keys() == results[False][2].keys()
     for name, g in results[False][2].items():  # the step's gradient (kept on the parameters after the step)
         torch.testing.assert_close(results[True][2][name], g, rtol=1e-3, atol=1e-6 * float(g.abs().max()) + 1e-9)
+
+
+def test_bfloat16_mixed_precision_matches_float32_and_keeps_float32_weights(tmp_path, tok):
+    """mixed_precision=bfloat16 runs the matmuls under autocast: the step's loss is float32's to bf16 rounding,
+    the weights and their gradients stay float32, and the validation pass runs under the same precision."""
+    data = write_demos(tmp_path / "d.jsonl", n=8)
+    train, _ = load_demonstrations(data)
+    metrics = {}
+    for precision in ("none", "bfloat16"):
+        cfg = _cfg(tmp_path / precision, data, val_fraction=0.0, micro_batch_size=4, mixed_precision=precision)
+        run = SFTRun(cfg, train, train[:2], model=build_model(tok, seed=3), tokenizer=tok)
+        metrics[precision] = {**run.train_step(), **run.evaluate()}
+        assert all(p.dtype == torch.float32 for p in run.policy.parameters())
+    for key in ("sft/loss", "sft/val_loss"):
+        assert metrics["bfloat16"][key] == pytest.approx(metrics["none"][key], rel=0.02)
+        assert metrics["bfloat16"][key] != metrics["none"][key]  # it did run in another precision
+    with pytest.raises(ValueError, match="mixed_precision"):
+        SFTConfig(mixed_precision="fp8").validate()

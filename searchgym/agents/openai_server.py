@@ -15,7 +15,8 @@ Replies carry ``choices`` (``finish_reason`` ``"stop"`` or ``"length"``) and ``u
 vLLM do, a matched stop string is dropped from the text and named in ``stop_reason`` (vLLM's
 field, which :class:`~searchgym.agents.openai_compat.OpenAICompatibleGenerator` reads to restore it).
 ``n > 1``, streaming and tools are refused with HTTP 400 naming the field. Requests are served one at a
-time (one model); sampling draws from the generator's seeded stream when a request gives no ``seed``.
+time (one model; ``concurrency`` lets a thread-safe generator serve several at once); sampling draws from
+the generator's seeded stream when a request gives no ``seed``.
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ class RequestError(InvalidArgumentError):
 class OpenAIServer:
     """Serve ``generator`` as ``model`` on ``host:port`` (``port=0``: a free one); a context manager.
 
-    ``max_new_tokens``: the cap when a chat request names none (completions default to 16, as OpenAI's do)."""
+    ``max_new_tokens``: the cap when a chat request names none (completions default to 16, as OpenAI's do).
+    ``concurrency``: requests generated at once (default 1: a model takes them in turn; more only for a
+    thread-safe generator, such as a scripted one in a benchmark)."""
 
     def __init__(
         self,
@@ -57,16 +60,20 @@ class OpenAIServer:
         host: str = "127.0.0.1",
         port: int = 0,
         max_new_tokens: int = 512,
+        concurrency: int = 1,
     ) -> None:
-        if max_new_tokens < 1:
-            raise InvalidArgumentError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        if max_new_tokens < 1 or concurrency < 1:
+            raise InvalidArgumentError(
+                f"max_new_tokens and concurrency must be >= 1, got {max_new_tokens} and {concurrency}"
+            )
         self.generator = generator
         self.model = model
         self.max_new_tokens = max_new_tokens
         self.requests = 0
-        self._lock = threading.Lock()  # one model: requests take turns
+        self._slots = threading.BoundedSemaphore(concurrency)  # 1: one model, requests take turns
+        self._count = threading.Lock()
         handler = _handler(self)
-        self._server = ThreadingHTTPServer((host, port), handler)
+        self._server = _Server((host, port), handler)
         self._server.daemon_threads = True
         self._thread: Optional[threading.Thread] = None
 
@@ -117,8 +124,9 @@ class OpenAIServer:
             raise RequestError("only n=1 is supported; send one request per completion")
         prompts = [_messages(body.get("messages"))] if chat else _prompts(body.get("prompt"))
         config = _config(body, self.max_new_tokens if chat else 16)
-        with self._lock:
-            self.requests += 1
+        with self._slots:
+            with self._count:
+                self.requests += 1
             with_stats = getattr(self.generator, "generate_with_stats", None)
             result = (
                 with_stats(prompts, config)
@@ -150,6 +158,13 @@ class OpenAIServer:
                 "total_tokens": result.prompt_tokens + result.new_tokens,
             },
         }
+
+
+class _Server(ThreadingHTTPServer):
+    """The HTTP server; a listen backlog of 128 (the default 5 drops a burst of concurrent clients'
+    connections, which their kernels retry only after 1 s)."""
+
+    request_queue_size = 128
 
 
 def _handler(server: OpenAIServer) -> type:

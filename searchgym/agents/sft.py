@@ -235,6 +235,16 @@ class SFTRun:
             logp, ent = token_logprobs(self.policy, ids, attn, with_entropy=True, start=start, only=mask)
         return logp, ent, mask, ids
 
+    def _precision(self):
+        """``torch.autocast`` to ``mixed_precision`` on the policy's device, or a no-op context when "none"."""
+        import contextlib
+
+        import torch
+
+        if self.config.mixed_precision == "none":
+            return contextlib.nullcontext()
+        return torch.autocast(torch.device(self.device).type, dtype=getattr(torch, self.config.mixed_precision))
+
     def _shared_prefix(self, batch) -> int:
         """Tokens of the prefix all of ``batch`` shares, before its first agent token (0: not worth sharing)."""
         if not self.config.share_prefix or len(batch) < 2 or self.config.gradient_checkpointing:
@@ -254,8 +264,8 @@ class SFTRun:
         loss_sum = ent_sum = 0.0
         for k in range(0, len(batch), c.micro_batch_size):
             micro = batch[k : k + c.micro_batch_size]
-            with self._seeded((c.seed * 1_000_003 + self.step) * 1_009 + k):  # dropout: (seed, step, micro) only
-                logp, ent, mask, _ = self._scores(micro)
+            with self._seeded((c.seed * 1_000_003 + self.step) * 1_009 + k), self._precision():
+                logp, ent, mask, _ = self._scores(micro)  # dropout draws: (seed, step, micro) only
                 nll = -(logp * mask).sum()
                 (nll / n_agent).backward()
             loss_sum += float(nll.detach())
@@ -288,7 +298,8 @@ class SFTRun:
         try:
             with torch.no_grad():
                 for k in range(0, len(self.val), self.config.micro_batch_size):
-                    logp, ent, mask, _ = self._scores(self.val[k : k + self.config.micro_batch_size])
+                    with self._precision():
+                        logp, ent, mask, _ = self._scores(self.val[k : k + self.config.micro_batch_size])
                     loss_sum += float(-(logp * mask).sum())
                     ent_sum += float((ent * mask).sum())
                     count += float(mask.sum())

@@ -1,5 +1,8 @@
 """A bounded burst of HTTP clients that each open a new connection per request (how Search-R1's
-``requests.post`` client calls a retrieval server), for the server's load test and benchmark."""
+``requests.post`` client calls a retrieval server), for ``bench_server.py`` and the server's load test.
+
+Standard library only, importable as ``http_load`` by the benchmarks (their folder is on ``sys.path``
+when run as ``python benchmarks/bench_x.py`` from anywhere) and as ``benchmarks.http_load`` by the tests."""
 
 from __future__ import annotations
 
