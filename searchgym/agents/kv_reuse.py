@@ -157,17 +157,37 @@ class PrefixKVStore:
             cols = attn[i].nonzero().flatten()[: len(ids)]
             if len(cols) < len(ids):
                 continue
-            keys = [k[i].index_select(1, cols) for k, _ in layers]
-            values = [v[i].index_select(1, cols) for _, v in layers]
-            nbytes = sum(t.numel() * t.element_size() for t in keys + values)
-            if nbytes > self.max_bytes:
-                continue
-            arr = np.asarray(ids, dtype=np.int64)
-            self._drop_prefixes_of(arr)
-            self._entries[self._next_key] = _Entry(arr, keys, values, nbytes)
-            self._next_key += 1
-            self._bytes += nbytes
-            self.stats.stored_rows += 1
+            self._insert(
+                ids, [k[i].index_select(1, cols) for k, _ in layers], [v[i].index_select(1, cols) for _, v in layers]
+            )
+        self._evict()
+
+    def add(self, ids: Sequence[int], keys: Sequence, values: Sequence) -> None:
+        """Keep one row: ``keys[l]`` / ``values[l]`` are layer ``l``'s ``[heads, len(ids), head_dim]`` tensors
+        for the token ids ``ids`` (the rollout engine's slot cache hands rows over this way)."""
+        if self.max_bytes == 0 or len(ids) < self.min_prefix:
+            return
+        self._check_weights()
+        if any(k.shape[1] != len(ids) for k in keys) or len(keys) != len(values):
+            raise InvalidArgumentError(
+                f"add: {len(ids)} ids need keys/values of length {len(ids)} per layer, got "
+                f"{sorted({int(k.shape[1]) for k in keys})}"
+            )
+        self._insert(ids, list(keys), list(values))
+        self._evict()
+
+    def _insert(self, ids: Sequence[int], keys: list, values: list) -> None:
+        nbytes = sum(t.numel() * t.element_size() for t in keys + values)
+        if nbytes > self.max_bytes:
+            return
+        arr = np.asarray(ids, dtype=np.int64)
+        self._drop_prefixes_of(arr)
+        self._entries[self._next_key] = _Entry(arr, keys, values, nbytes)
+        self._next_key += 1
+        self._bytes += nbytes
+        self.stats.stored_rows += 1
+
+    def _evict(self) -> None:
         while self._bytes > self.max_bytes and self._entries:
             _, old = self._entries.popitem(last=False)
             self._bytes -= old.nbytes

@@ -8,6 +8,14 @@ same model object it is optimising (weights update in place; no reload between s
 Chat-message prompts go through the tokenizer's chat template; raw ``str`` prompts continue as-is;
 a list of token ids continues exactly those ids. :meth:`TransformersGenerator.generate_with_stats`
 returns the sampled ids of every row (the trainer trains on them, never on a re-tokenisation).
+
+``engine`` picks the decoding loop: ``"hf"`` (the default, and the reference) is the loop above, over
+transformers' forward; ``"static"`` is :mod:`searchgym.agents.rollout_engine` (rows leave the batch when
+they stop, a slot KV cache, a lean layer loop, per-row sampling streams, optional bf16 weights via
+``rollout_dtype``); ``"auto"`` is ``"static"`` on CPU where the engine supports the model and ``"hf"`` elsewhere.
+Greedy decoding gives the same token ids either way (up to float rounding of differently shaped
+matmuls); seeded sampling is reproducible in each, but the two draw differently (the engine's draws
+are per row, today's per call).
 """
 
 from __future__ import annotations
@@ -28,10 +36,13 @@ from .base import (
 )
 from .decoding import DecodingConfig, DynamicKV, StaticKV, decode_tokens
 from .kv_reuse import PrefixDynamicKV, PrefixKVStore, build_reuse_batch, warm_shared_prefix
+from .rollout_engine import STOP_TAIL_TOKENS, DecoderRunner, EngineConfig, RolloutEngine, StopChecker, row_seed
 
 logger = logging.getLogger(__name__)
 
-_STOP_TAIL_TOKENS = 24  # tokens decoded from the end of a row to look for a stop string
+_STOP_TAIL_TOKENS = STOP_TAIL_TOKENS  # tokens decoded from the end of a row to look for a stop string
+#: decoding loops of :class:`TransformersGenerator` (``engine=``)
+ENGINES = ("hf", "static", "auto")
 
 
 class TransformersGenerator(TextGenerator):
@@ -39,10 +50,16 @@ class TransformersGenerator(TextGenerator):
 
     Prompts may be token-id lists (``accepts_token_ids``); results carry the sampled ids.
 
-    ``max_batch_size`` splits large batches; ``max_context_tokens`` left-truncates over-long prompts
-    (with a warning); ``seed`` seeds the draws of calls whose config has no ``seed``; ``decoding``
-    picks the KV cache and compilation (:class:`~searchgym.agents.decoding.DecodingConfig`: a static
-    cache with a CUDA-graph step on CUDA, the dynamic cache elsewhere).
+    ``max_batch_size`` splits large batches (with ``engine="static"``: the rows decoded at once, the
+    rest waiting for freed slots); ``max_context_tokens`` left-truncates over-long prompts (with a
+    warning); ``seed`` seeds the draws of calls whose config has no ``seed``; ``decoding`` picks the KV
+    cache and compilation of the ``"hf"`` loop (:class:`~searchgym.agents.decoding.DecodingConfig`: a
+    static cache with a CUDA-graph step on CUDA, the dynamic cache elsewhere) and the prefix store's
+    size for both. ``engine``: ``"hf"``, ``"static"`` or ``"auto"`` (see the module docstring);
+    ``rollout_dtype``: the static engine's weights and cache (``"auto"``: the model's; ``"bfloat16"``);
+    ``engine_config``: every setting of the static engine, used as given (its ``max_batch`` and
+    ``prefix_cache_mb`` too: :class:`~searchgym.agents.rollout_engine.EngineConfig`), e.g. ``logprobs=True``
+    to keep each sampled token's log-probability in :attr:`last_logprobs`.
     """
 
     accepts_token_ids = True
@@ -58,11 +75,22 @@ class TransformersGenerator(TextGenerator):
         max_context_tokens: int | None = None,
         seed: int | None = 0,
         decoding: DecodingConfig | None = None,
+        engine: str = "hf",
+        rollout_dtype: str = "auto",
+        engine_config: EngineConfig | None = None,
     ) -> None:
         import torch
 
         if max_batch_size < 1:
             raise InvalidArgumentError("max_batch_size must be >= 1")
+        if engine not in ENGINES:
+            raise InvalidArgumentError(f"engine={engine!r}: use one of {', '.join(ENGINES)}")
+        if rollout_dtype != "auto" and engine == "hf":
+            raise InvalidArgumentError(
+                f"rollout_dtype={rollout_dtype!r} needs engine='static' (today's loop runs the model as it is)"
+            )
+        if engine_config is not None and rollout_dtype != "auto":
+            raise InvalidArgumentError("give the rollout dtype once: in engine_config.dtype or as rollout_dtype")
         self.model = model
         self.tokenizer = tokenizer
         self.device = torch.device(device) if device is not None else next(model.parameters()).device
@@ -83,8 +111,32 @@ class TransformersGenerator(TextGenerator):
         self.decoding = decoding or DecodingConfig()
         self._cache_kind, self._compiled, self._check_every, self._bucket = self.decoding.resolve(self.device)
         self._static: StaticKV | None = None
-        reuse = self._cache_kind == "dynamic" and self.decoding.prefix_cache_mb > 0
-        self.prefix_cache = PrefixKVStore(model, max_bytes=self.decoding.prefix_cache_mb << 20) if reuse else None
+        self.engine: RolloutEngine | None = None
+        if engine != "hf":
+            reason = DecoderRunner.unsupported(model)
+            if engine == "auto" and reason is None and self.device.type != "cpu":
+                reason = f"the engine is not tuned for {self.device.type} yet (no CUDA graphs)"
+            if reason is None:
+                self.engine = RolloutEngine(
+                    model,
+                    engine_config
+                    or EngineConfig(
+                        dtype=rollout_dtype, max_batch=max_batch_size, prefix_cache_mb=self.decoding.prefix_cache_mb
+                    ),
+                )
+            elif engine == "static":
+                raise InvalidArgumentError(f"engine='static' cannot run this model: {reason}; use engine='hf'")
+            else:
+                logger.info("engine=auto: %s; decoding with the transformers loop", reason)
+        self.engine_name = "static" if self.engine is not None else "hf"
+        #: with ``engine_config.logprobs``: the float32 log-probabilities of the last call's sampled ids
+        self.last_logprobs: list[list[float]] | None = None
+        self.prefix_cache: PrefixKVStore | None
+        if self.engine is not None:
+            self.prefix_cache = self.engine.store
+        else:
+            reuse = self._cache_kind == "dynamic" and self.decoding.prefix_cache_mb > 0
+            self.prefix_cache = PrefixKVStore(model, max_bytes=self.decoding.prefix_cache_mb << 20) if reuse else None
         logger.debug(
             "decoding on %s: %s cache, compiled=%s, host check every %d steps",
             self.device,
@@ -118,41 +170,77 @@ class TransformersGenerator(TextGenerator):
         return self.generate_with_stats(prompts, config).texts
 
     def generate_with_stats(
-        self, prompts: Sequence[Prompt], config: GenerationConfig | None = None
+        self,
+        prompts: Sequence[Prompt],
+        config: GenerationConfig | None = None,
+        *,
+        max_new_tokens: Sequence[int] | None = None,
     ) -> GenerationResult:
-        """Like :meth:`generate`, also counting tokens and returning each row's sampled token ids."""
+        """Like :meth:`generate`, also counting tokens and returning each row's sampled token ids.
+
+        ``max_new_tokens``: a cap per prompt (a rollout's room left, say) instead of the config's one cap.
+        The static engine stops each row at its cap; today's loop decodes to the largest cap and cuts each
+        row at its own (the same ids: a row's tokens up to its cap do not depend on the cap)."""
         cfg = config or GenerationConfig()
-        if cfg.max_new_tokens < 1:
+        caps = [cfg.max_new_tokens] * len(prompts) if max_new_tokens is None else [int(c) for c in max_new_tokens]
+        if len(caps) != len(prompts):
+            raise GenerationError(f"max_new_tokens: {len(caps)} caps for {len(prompts)} prompts; give one per prompt")
+        if any(c < 1 for c in caps):
             raise GenerationError("max_new_tokens must be >= 1")
         seed = cfg.seed if cfg.seed is not None else self.rng.randrange(2**63)
         ids = [list(p) if is_token_prompt(p) else self.encode(self.render(p)) for p in prompts]
-        texts: list[str] = []
+        self._truncate(ids, caps)
+        if any(len(row) == 0 for row in ids):
+            raise GenerationError("an empty prompt cannot be continued; give at least one token of text")
         sampled: list[list[int]] = []
-        n_prompt = 0
-        for start in range(0, len(ids), self.max_batch_size):
-            chunk = ids[start : start + self.max_batch_size]
-            rows = self._generate_ids(chunk, cfg, seed + start)
-            texts.extend(truncate_at_stop(self.tokenizer.decode(t, skip_special_tokens=True), cfg.stop) for t in rows)
-            sampled.extend(rows)
-            n_prompt += sum(len(x) for x in chunk)
-        return GenerationResult(texts, n_prompt, sum(len(t) for t in sampled), sampled)
+        if self.engine is not None:
+            sampled = self._engine_ids(ids, cfg, caps, seed)
+        else:
+            for start in range(0, len(ids), self.max_batch_size):
+                chunk = ids[start : start + self.max_batch_size]
+                chunk_caps = caps[start : start + self.max_batch_size]
+                rows = self._generate_ids(chunk, cfg.with_(max_new_tokens=max(chunk_caps)), seed + start)
+                sampled.extend(row[:cap] for row, cap in zip(rows, chunk_caps))
+        texts = [truncate_at_stop(self.tokenizer.decode(t, skip_special_tokens=True), cfg.stop) for t in sampled]
+        return GenerationResult(texts, sum(len(x) for x in ids), sum(len(t) for t in sampled), sampled)
+
+    def _truncate(self, ids: list[list[int]], caps: Sequence[int]) -> None:
+        """Left-truncate prompts that would not leave room for their cap within ``max_context_tokens``."""
+        limit = self.max_context_tokens
+        if limit is None:
+            return
+        for i, (row, cap) in enumerate(zip(ids, caps)):
+            budget = max(1, limit - cap)
+            if len(row) > budget:
+                logger.warning("prompt of %d tokens left-truncated to %d (context limit %d)", len(row), budget, limit)
+                ids[i] = row[-budget:]
+
+    def _engine_ids(self, ids: list[list[int]], cfg: GenerationConfig, caps: list[int], seed: int) -> list[list[int]]:
+        """The static engine's sampled ids: one call for every row, row ``i`` drawing from ``row_seed(seed, i)``."""
+        assert self.engine is not None
+        try:
+            out = self.engine.generate(
+                ids,
+                max_new_tokens=caps,
+                temperature=cfg.temperature,
+                top_p=cfg.top_p,
+                seeds=[row_seed(seed, i) for i in range(len(ids))],
+                eos_ids=self.eos_ids,
+                stop=StopChecker(self.tokenizer, cfg.stop),
+            )
+        except RuntimeError as exc:
+            raise GenerationError(
+                f"generation failed on {self.device} (static rollout engine): {exc}; engine='hf' decodes with "
+                "the transformers loop"
+            ) from exc
+        self.last_logprobs = out.logprobs
+        return out.token_ids
 
     def _generate_ids(self, batch: list[list[int]], cfg: GenerationConfig, seed: int) -> list[list[int]]:
         """The token ids sampled for each row: up to and including the token that completes a stop
         string or an end-of-sequence token (both kept: the policy chose them)."""
         import torch
 
-        limit = self.max_context_tokens
-        if limit is not None:
-            budget = max(1, limit - cfg.max_new_tokens)
-            for i, row in enumerate(batch):
-                if len(row) > budget:
-                    logger.warning(
-                        "prompt of %d tokens left-truncated to %d (context limit %d)", len(row), budget, limit
-                    )
-                    batch[i] = row[-budget:]
-        if any(len(row) == 0 for row in batch):
-            raise GenerationError("an empty prompt cannot be continued; give at least one token of text")
         pad = self.tokenizer.pad_token_id
         dev = self.device
         gen = torch.Generator(device=dev).manual_seed(seed % (2**63))
@@ -206,6 +294,12 @@ class TransformersGenerator(TextGenerator):
         input_ids = torch.tensor([[pad] * (width - len(r)) + r for r in batch], device=dev)
         attn = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in batch], device=dev)
         return self._kv(), input_ids, attn
+
+    @property
+    def engine_stats(self) -> dict:
+        """The static engine's cumulative counters (:class:`~searchgym.agents.rollout_engine.EngineStats`);
+        empty with the transformers loop."""
+        return self.engine.stats.as_dict() if self.engine is not None else {}
 
     def clear_prefix_cache(self) -> None:
         """Forget the reusable KV of earlier calls (needed only after changing the model without

@@ -78,6 +78,13 @@ def register(subparsers) -> None:
     p.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0: greedy)")
     p.add_argument("--dtype", default="float32", help="transformers/vllm dtype (default float32)")
     p.add_argument("--device", help="transformers device, e.g. cuda (default: the model's)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch CPU threads of a transformers/vllm agent (default 1: more than one per process "
+        "oversubscribes a busy machine)",
+    )
     p.add_argument("--trajectories", action="store_true", help="store each full trajectory in eval.jsonl")
     p.add_argument("--out", help="output folder (eval.jsonl, summary.json, summary.md, accuracy.png)")
     p.add_argument("--restart", action="store_true", help="discard the records already in --out instead of resuming")
@@ -96,7 +103,18 @@ def _eval(args: argparse.Namespace) -> int:
         return 2
 
 
+def set_threads(args: argparse.Namespace) -> None:
+    """``--threads`` for the agents that run torch in this process (others never import it)."""
+    if args.threads < 1:
+        raise InvalidArgumentError(f"--threads must be >= 1, got {args.threads}")
+    if args.agent in ("transformers", "vllm"):
+        import torch
+
+        torch.set_num_threads(args.threads)
+
+
 def _run(args: argparse.Namespace) -> int:
+    set_threads(args)
     if args.compare:
         from ..evaluation.report import compare_runs
 

@@ -20,6 +20,8 @@ import argparse
 import json
 import logging
 
+from ..errors import InvalidArgumentError
+
 logger = logging.getLogger(__name__)
 
 
@@ -50,6 +52,11 @@ def register(subparsers) -> None:
     )
     p.add_argument("--output-dir", help="run directory (metrics, checkpoints)")
     p.add_argument("--steps", type=int, help="total training steps")
+    p.add_argument(
+        "--threads",
+        type=int,
+        help="torch CPU threads (sets cpu_threads; default: the recipe's, 1 at size cpu, else torch's)",
+    )
     p.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override any config key (repeatable)"
     )
@@ -90,6 +97,11 @@ def resolve_config(args: argparse.Namespace):
         items.append(f"init={args.init}")
     if args.steps is not None:
         items.append(f"total_steps={args.steps}")
+    threads = getattr(args, "threads", None)
+    if threads is not None:
+        if threads < 1:
+            raise InvalidArgumentError(f"--threads must be >= 1, got {threads}")
+        items.append(f"cpu_threads={threads}")
     cfg = cfg.with_overrides(items + list(args.set))
     return _drop_foreign_shipped_init(cfg, explicit=bool(getattr(args, "init", None)) or "init" in file_values)
 

@@ -1,0 +1,41 @@
+"""``--threads`` on the commands that generate: ``train`` sets ``cpu_threads``, ``eval`` sets torch's threads
+for in-process agents only, and both refuse a count below 1."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from searchgym.cli import build_parser
+from searchgym.errors import InvalidArgumentError
+
+
+def test_train_threads_sets_cpu_threads():
+    from searchgym.commands.train import resolve_config
+
+    def resolve(*argv):
+        return resolve_config(build_parser().parse_args(["train", *argv]))
+
+    assert resolve("--size", "cpu", "--threads", "2").cpu_threads == 2
+    assert resolve("--size", "cpu").cpu_threads == 1  # the cpu size's own setting stays the default
+    with pytest.raises(InvalidArgumentError, match="--threads must be >= 1"):
+        resolve("--threads", "0")
+
+
+def test_eval_threads_defaults_to_one_and_applies_to_in_process_agents():
+    torch = pytest.importorskip("torch")
+    from searchgym.commands.evaluate import set_threads
+
+    args = build_parser().parse_args(["eval", "--agent", "transformers", "--model", "smollm2"])
+    assert args.threads == 1
+    before = torch.get_num_threads()
+    try:
+        set_threads(argparse.Namespace(agent="transformers", threads=1))
+        assert torch.get_num_threads() == 1
+        set_threads(argparse.Namespace(agent="scripted", threads=3))  # no torch work in this process: untouched
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+    with pytest.raises(InvalidArgumentError, match="--threads must be >= 1"):
+        set_threads(argparse.Namespace(agent="openai", threads=0))
