@@ -18,11 +18,11 @@ One run on the machine at hand prints and records:
    temperature 0 (trajectories compared with today's) and 1 (as in training): seconds, generate seconds,
    new and prefilled tokens.
 
-Sides: ``hf`` (today's loop, the reference: ``TransformersGenerator()``), ``static-plain`` (the engine in
-fp32 on the model's own weights through ``F.linear``, transformers' kernels), ``static`` (the engine's
-defaults: fp32, fused and oneDNN-prepacked weight copies), ``static-bf16`` (bf16 weights and cache,
-prepacked: ``rollout_dtype="bfloat16"``). Times are this process's CPU time (one torch thread by default):
-on a shared machine it is what other jobs distort least; wall times are recorded too.
+Sides: ``hf`` (the transformers loop, the reference: ``TransformersGenerator(engine="hf")``), ``static-plain``
+(the engine in fp32 on the model's own weights through ``F.linear``, transformers' kernels), ``static`` (the
+engine's defaults: fp32, fused and oneDNN-prepacked weight copies), ``static-bf16`` (bf16 weights and cache,
+prepacked: ``rollout_dtype="bfloat16"``). Times are this process's CPU time (one torch thread by default): on
+a shared machine it is what other jobs distort least; wall times are recorded too.
 
     nice -n 19 .venv/bin/python benchmarks/bench_rollout.py --size smoke     # about a minute
     .venv/bin/python benchmarks/bench_rollout.py --size full                 # the figures (tens of minutes)
@@ -189,7 +189,7 @@ def make_side(name: str, model, tok, max_batch: int):
     from searchgym.agents.transformers_backend import TransformersGenerator
 
     if name == "hf":
-        return TransformersGenerator(model, tok, max_batch_size=max_batch)
+        return TransformersGenerator(model, tok, engine="hf", max_batch_size=max_batch)
     if name == "static":
         return TransformersGenerator(model, tok, engine="static", max_batch_size=max_batch)
     if name == "static-plain":

@@ -66,6 +66,10 @@ def run_demo(args: argparse.Namespace) -> int:
     from .wrappers.explain import game_lines
 
     out = sys.stdout
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     outdir = Path(args.out)
     outdir.mkdir(parents=True, exist_ok=True)
     world = default_world(seed=args.seed)
@@ -95,9 +99,19 @@ def run_demo(args: argparse.Namespace) -> int:
     env = WaypointCoverageReward(gym.make("KGSelfPlay-v0", **env_kwargs))
     agent = _make_agent(args, model)
 
-    print(f"\nPlaying {args.games} KGSelfPlay-v0 games with the {args.agent} agent ...", file=out)
+    limit = max(args.games, args.max_games)
+    print(
+        f"\nPlaying {args.games} KGSelfPlay-v0 games with the {args.agent} agent (more, up to {limit}, until one "
+        "question is verified) ...",
+        file=out,
+    )
+    verified = 0
     with Progress(args.games, "games", unit="game", enabled=args.agent == "llm") as bar:  # ~a minute each
-        for game in range(args.games):
+        game = 0
+        while game < args.games or (not verified and game < limit):
+            if game == args.games:
+                bar.total = limit
+                bar.write(f"no question verified in {game} games: playing on, up to {limit}", file=out)
             t0 = time.perf_counter()
             obs, info = env.reset(seed=args.seed + game)
             done, events = False, []
@@ -105,10 +119,13 @@ def run_demo(args: argparse.Namespace) -> int:
                 obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
                 done = terminated or truncated
                 events.extend(info["rewards"])
+            verified += bool((info.get("validation") or {}).get("valid"))
             lines = game_lines(game, events, info)
             lines[0] += f" ({time.perf_counter() - t0:.1f} s)"
             bar.update(1)
             bar.write("\n".join(lines), file=out)
+            game += 1
+    print(f"\n{verified} of {game} questions verified", file=out)
     env.close()
     print(f"\nTrajectories written to {outdir / 'trajectories.jsonl'}", file=out)
     return 0
@@ -261,7 +278,19 @@ def register(sub) -> None:
     p.add_argument(
         "--model", default="smollm2", help="model for --agent llm: 'smollm2' (bundled) or a local HF directory"
     )
-    p.add_argument("--games", type=int, default=2)
+    p.add_argument("--games", type=int, default=2, help="self-play games to play")
+    p.add_argument(
+        "--max-games",
+        type=int,
+        default=4,
+        help="when none of the --games games has a verified question, play on until one has, up to this many",
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch CPU threads (default: torch's, every core; the demo runs alone)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--pool-size", type=int, default=200)
     p.add_argument(

@@ -107,12 +107,12 @@ def test_compiled_static_step_gives_the_same_texts_on_cpu(tiny, tok):
     cfg = GenerationConfig(max_new_tokens=12, temperature=1.0, seed=5)
     torch._dynamo.reset()
     counters = torch._dynamo.utils.counters
-    ref = TransformersGenerator(tiny, tok).generate(PROMPTS, cfg)
+    ref = TransformersGenerator(tiny, tok, engine="hf").generate(PROMPTS, cfg)
     gen = TransformersGenerator(
         tiny, tok, decoding=DecodingConfig(cache="static", compile=True, compile_mode="default")
     )
     assert gen.generate(PROMPTS, cfg) == ref
-    assert gen.generate(PROMPTS, cfg.with_(temperature=0.0)) == TransformersGenerator(tiny, tok).generate(
+    assert gen.generate(PROMPTS, cfg.with_(temperature=0.0)) == TransformersGenerator(tiny, tok, engine="hf").generate(
         PROMPTS, cfg.with_(temperature=0.0)
     )
     assert not counters["graph_break"], dict(counters["graph_break"])

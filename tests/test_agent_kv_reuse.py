@@ -30,6 +30,12 @@ def tiny(tok):
     return build_model(tok)
 
 
+@pytest.fixture(params=["hf", "static"])
+def engine(request):
+    """Both decoding loops reuse prefixes: transformers' (dynamic cache) and the static rollout engine."""
+    return request.param
+
+
 def _rollouts(gen, tok, cfg_kw, turns=3):
     """Multi-turn contexts as the agent builds them: prompt ids + sampled ids + env ids, per turn."""
     contexts = [
@@ -62,8 +68,8 @@ def test_multi_turn_rollouts_match_a_full_prefill(tiny, tok, cfg_kw):
     assert len(reuse.prefix_cache) == len(QUESTIONS)  # one entry per rollout: earlier turns were superseded
 
 
-def test_a_shared_system_prompt_is_reused_across_different_questions(tiny, tok):
-    gen = TransformersGenerator(tiny, tok)
+def test_a_shared_system_prompt_is_reused_across_different_questions(tiny, tok, engine):
+    gen = TransformersGenerator(tiny, tok, engine=engine)
     cfg = GenerationConfig(max_new_tokens=4, temperature=0.0)
     msgs = [[{"role": "system", "content": SYSTEM}, {"role": "user", "content": q}] for q in QUESTIONS]
     first = gen.generate(msgs[:1], cfg)
@@ -73,12 +79,14 @@ def test_a_shared_system_prompt_is_reused_across_different_questions(tiny, tok):
         gen.encode("<|im_start|>assistant\n")
     )  # the system turn, without the generation prompt
     assert gen.prefix_cache.stats.reused_tokens >= 2 * shared  # the system prompt was not prefilled again
-    ref = TransformersGenerator(tiny, tok, decoding=DecodingConfig(prefix_cache_mb=0)).generate(msgs, cfg)
+    ref = TransformersGenerator(tiny, tok, engine=engine, decoding=DecodingConfig(prefix_cache_mb=0)).generate(
+        msgs, cfg
+    )
     assert first + rest == ref
 
 
-def test_a_fresh_batch_prefills_its_shared_system_prompt_once(tiny, tok):
-    gen = TransformersGenerator(tiny, tok)
+def test_a_fresh_batch_prefills_its_shared_system_prompt_once(tiny, tok, engine):
+    gen = TransformersGenerator(tiny, tok, engine=engine)
     cfg = GenerationConfig(max_new_tokens=6, temperature=0.0)
     msgs = [[{"role": "system", "content": SYSTEM}, {"role": "user", "content": q}] for q in QUESTIONS]
     got = gen.generate(msgs, cfg)
@@ -86,12 +94,14 @@ def test_a_fresh_batch_prefills_its_shared_system_prompt_once(tiny, tok):
         gen.encode("<|im_start|>assistant\n")
     )
     assert gen.prefix_cache.stats.reused_tokens >= len(QUESTIONS) * shared  # every row took the system turn's KV
-    assert got == TransformersGenerator(tiny, tok, decoding=DecodingConfig(prefix_cache_mb=0)).generate(msgs, cfg)
+    assert got == TransformersGenerator(tiny, tok, engine=engine, decoding=DecodingConfig(prefix_cache_mb=0)).generate(
+        msgs, cfg
+    )
 
 
-def test_a_batch_mixing_cached_and_fresh_rows_of_different_lengths(tiny, tok):
-    gen = TransformersGenerator(tiny, tok)
-    ref = TransformersGenerator(tiny, tok, decoding=DecodingConfig(prefix_cache_mb=0))
+def test_a_batch_mixing_cached_and_fresh_rows_of_different_lengths(tiny, tok, engine):
+    gen = TransformersGenerator(tiny, tok, engine=engine)
+    ref = TransformersGenerator(tiny, tok, engine=engine, decoding=DecodingConfig(prefix_cache_mb=0))
     cfg = GenerationConfig(max_new_tokens=10, temperature=0.0)
     long = tok(
         "Merovia is a country founded in 1204 whose capital is Tarsk, home of Alice Varn and Bob Varn",
@@ -104,9 +114,9 @@ def test_a_batch_mixing_cached_and_fresh_rows_of_different_lengths(tiny, tok):
     assert gen.prefix_cache.stats.reused_tokens >= len(long) + len(out.token_ids[0]) - 1 + 20
 
 
-def test_a_weight_update_empties_the_store(tok):
+def test_a_weight_update_empties_the_store(tok, engine):
     model = build_model(tok, seed=3)
-    gen = TransformersGenerator(model, tok)
+    gen = TransformersGenerator(model, tok, engine=engine)
     cfg = GenerationConfig(max_new_tokens=8, temperature=0.0)
     prompt = tok("Alice Varn was born in Tarsk, a city of Merovia founded in 1204", add_special_tokens=False)[
         "input_ids"
@@ -120,16 +130,16 @@ def test_a_weight_update_empties_the_store(tok):
     assert gen.prefix_cache.stats.invalidations == 1
     assert (
         got
-        == TransformersGenerator(model, tok, decoding=DecodingConfig(prefix_cache_mb=0))
+        == TransformersGenerator(model, tok, engine=engine, decoding=DecodingConfig(prefix_cache_mb=0))
         .generate_with_stats(follow, cfg)
         .texts
     )
 
 
-def test_the_store_stays_within_its_memory_bound(tiny, tok):
+def test_the_store_stays_within_its_memory_bound(tiny, tok, engine):
     store = PrefixKVStore(tiny, max_bytes=0)
     assert len(store) == 0
-    gen = TransformersGenerator(tiny, tok, decoding=DecodingConfig(prefix_cache_mb=1))
+    gen = TransformersGenerator(tiny, tok, engine=engine, decoding=DecodingConfig(prefix_cache_mb=1))
     gen.prefix_cache.max_bytes = 60_000  # a few hundred tokens of this 2-layer model
     cfg = GenerationConfig(max_new_tokens=6, temperature=0.0)
     for q in QUESTIONS * 3:

@@ -126,6 +126,8 @@ def test_printed_games_say_why_a_question_was_rejected_and_what_each_reward_is(d
     text = "\n".join(game_lines(1, events, info))
     assert text.startswith("game 1: question verified") and "= 1 − solver accuracy" in text
     assert "reward 1.00 = outcome 1.00" in text or "reward 0.00 = outcome 0.00" in text
+    answers = [getattr(e["trajectory"], "answer", None) for e in events if e.get("role") == "solver"]
+    assert f"solver answers: 0 {answers[0]!r}" in text  # what each Solver answered, beside its reward
     assert rejection_text(info["validation"]) == ""
     # play_games' summaries carry the same words
     summaries = play_games(gym.make("KGSelfPlay-v0"), ScriptedSelfPlayAgent(), 2, seed=4)

@@ -63,7 +63,9 @@ def tiny(tok):
 
 def _pair(model, tok, **kw):
     """(today's loop, the static engine) over the same model."""
-    return TransformersGenerator(model, tok, **kw), TransformersGenerator(model, tok, engine="static", **kw)
+    return TransformersGenerator(model, tok, engine="hf", **kw), TransformersGenerator(
+        model, tok, engine="static", **kw
+    )
 
 
 def _row_steps(res) -> int:
@@ -82,7 +84,7 @@ def _row_steps(res) -> int:
     ],
 )
 def test_greedy_gives_todays_ids_and_texts(tiny, tok, cfg, pack):
-    hf = TransformersGenerator(tiny, tok)
+    hf = TransformersGenerator(tiny, tok, engine="hf")
     eng = TransformersGenerator(tiny, tok, engine="static", engine_config=EngineConfig(pack=pack))
     assert eng.engine.runner.pack == pack
     ref = hf.generate_with_stats(PROMPTS, cfg)
@@ -133,7 +135,7 @@ def _rollouts(gen, tok, cfg_kw, turns=3):
 
 def test_multi_turn_prefix_reuse_matches_a_full_prefill(tiny, tok):
     cfg_kw = dict(max_new_tokens=12, temperature=0.0, stop=("re",))
-    full = TransformersGenerator(tiny, tok, decoding=DecodingConfig(prefix_cache_mb=0))
+    full = TransformersGenerator(tiny, tok, engine="hf", decoding=DecodingConfig(prefix_cache_mb=0))
     eng = TransformersGenerator(tiny, tok, engine="static")
     assert _rollouts(eng, tok, cfg_kw) == _rollouts(full, tok, cfg_kw)
     stats = eng.prefix_cache.stats
@@ -151,7 +153,9 @@ def test_a_fresh_batch_prefills_its_shared_system_prompt_once(tiny, tok):
         eng.encode("<|im_start|>assistant\n")
     )
     assert eng.prefix_cache.stats.reused_tokens >= len(QUESTIONS) * shared
-    assert got == TransformersGenerator(tiny, tok, decoding=DecodingConfig(prefix_cache_mb=0)).generate(msgs, cfg)
+    assert got == TransformersGenerator(tiny, tok, engine="hf", decoding=DecodingConfig(prefix_cache_mb=0)).generate(
+        msgs, cfg
+    )
 
 
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
@@ -284,11 +288,12 @@ def test_engine_choice_and_refusals(tiny, tok):
     auto = TransformersGenerator(scripted, tok, engine="auto")
     assert auto.engine_name == "hf" and auto.engine is None
     assert TransformersGenerator(tiny, tok, engine="auto").engine_name == "static"
-    assert TransformersGenerator(tiny, tok).engine_name == "hf"  # today's loop stays the default
+    assert TransformersGenerator(tiny, tok).engine_name == "static"  # the default: "auto"
+    assert TransformersGenerator(tiny, tok, engine="hf").engine_name == "hf"
     with pytest.raises(ValueError, match="engine='paged'"):
         TransformersGenerator(tiny, tok, engine="paged")
     with pytest.raises(ValueError, match="needs engine='static'"):
-        TransformersGenerator(tiny, tok, rollout_dtype="bfloat16")
+        TransformersGenerator(tiny, tok, engine="hf", rollout_dtype="bfloat16")
     with pytest.raises(ValueError, match="rollout dtype"):
         EngineConfig(dtype="int8")
     with pytest.raises(ValueError, match="refill"):

@@ -39,3 +39,12 @@ def test_eval_threads_defaults_to_one_and_applies_to_in_process_agents():
         torch.set_num_threads(before)
     with pytest.raises(InvalidArgumentError, match="--threads must be >= 1"):
         set_threads(argparse.Namespace(agent="openai", threads=0))
+
+
+def test_sft_and_demo_take_threads():
+    from searchgym.commands.sft import resolve_sft_config
+
+    parser = build_parser()
+    assert resolve_sft_config(parser.parse_args(["sft", "--data", "d.jsonl", "--threads", "1"])).cpu_threads == 1
+    assert parser.parse_args(["demo", "--threads", "2"]).threads == 2
+    assert parser.parse_args(["demo"]).threads is None  # the demo runs alone: torch's default, every core

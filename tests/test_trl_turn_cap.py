@@ -8,6 +8,7 @@ closing tag on its own: without the cap its first turn would take the rollout's 
 from __future__ import annotations
 
 import ast
+import copy
 import itertools
 import os
 import subprocess
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+torch = pytest.importorskip("torch")
 pytest.importorskip("trl", reason="needs the trl extra (pip install -e '.[trl]')")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
@@ -79,6 +81,60 @@ def test_turns_stop_at_their_first_stop_string(setup):
         else:
             assert len(row) == 32 or row[-1] == tok.eos_token_id
     assert early >= 2
+
+
+def _check_rows(ids, caps, tok, stops, eos, *, skip_special: bool = True):
+    """Each row within its own cap, ending at its first stop string, at an EOS or at its cap (transformers'
+    StopStringCriteria also sees stop strings inside special tokens' names: ``skip_special=False``)."""
+    for row, cap in zip(ids, caps):
+        assert 1 <= len(row) <= cap
+        assert cut_at_stop(row, tok, stops) == len(row)
+        text = tok.decode(row, skip_special_tokens=skip_special)
+        if not any(s in text for s in stops) and row[-1] not in eos:
+            assert len(row) == cap, (row, text)
+
+
+def test_the_rollout_engine_samples_with_per_row_caps(setup):
+    """On one CPU process with plain sampling the rollout engine samples TRL's transformers path: each row
+    stops inside generation at its own cap or first stop string, reproducibly from torch's seed."""
+    rows, trainer, tok = setup
+    prompt = tok.apply_chat_template(rows[0]["prompt"], add_generation_prompt=True, tokenize=False)
+    ids = [tok(prompt, add_special_tokens=False)["input_ids"]] * 6
+    caps = [3, 7, 12, 32, 5, 20]
+    eos = set(trainer.eos_token_ids)
+    generation = TrainerGeneration(trainer, ["e"])
+    torch.manual_seed(0)
+    out, logprobs = generation(ids, caps)
+    assert generation.engine_used and logprobs is None
+    _check_rows(out, caps, tok, ["e"], eos)
+    torch.manual_seed(0)
+    assert generation(ids, caps)[0] == out  # the engine is kept per trainer, and seeded from torch's generator
+    hf = TrainerGeneration(trainer, ["e"], engine="hf")
+    out_hf, _ = hf(ids, caps)
+    assert not hf.engine_used
+    _check_rows(out_hf, caps, tok, ["e"], eos, skip_special=False)
+    with pytest.raises(InvalidArgumentError, match="2 turn caps for 6 prompts"):
+        generation(ids, [4, 4])
+
+
+def test_the_engine_stands_aside_where_it_would_sample_differently(setup):
+    rows, trainer, tok = setup
+    prompt = tok.apply_chat_template(rows[0]["prompt"], add_generation_prompt=True, tokenize=False)
+    ids = [tok(prompt, add_special_tokens=False)["input_ids"]] * 2
+    config = copy.deepcopy(trainer.generation_config)
+    config.top_k = 5
+    old = trainer.generation_config
+    trainer.generation_config = config
+    try:
+        auto = TrainerGeneration(trainer, ["e"])
+        out, _ = auto(ids, 4)
+        assert not auto.engine_used and all(1 <= len(r) <= 4 for r in out)  # model.generate, with top-k
+        with pytest.raises(InvalidArgumentError, match="engine='static' cannot sample this TRL run: top_k=5"):
+            TrainerGeneration(trainer, ["e"], engine="static")(ids, 4)
+    finally:
+        trainer.generation_config = old
+    with pytest.raises(InvalidArgumentError, match="engine='paged'"):
+        TrainerGeneration(trainer, engine="paged")
 
 
 def test_bad_turn_caps_are_refused(setup):

@@ -38,12 +38,18 @@ RESUME_MUTABLE = frozenset(
         "eval_limit",
         "share_prompt",
         "rollout_cache",
+        "rollout_engine",
+        "rollout_dtype",
         "vllm_server_url",
         "recipe",  # a name only: the recipe's values are the other fields, checked one by one
         "recipe_size",
     }
 )
 ROLLOUT_BACKENDS = ("transformers", "vllm", "vllm-server")
+#: decoding loops of the transformers rollout backend (``TransformersGenerator(engine=...)``)
+ROLLOUT_ENGINES = ("auto", "static", "hf")
+#: weights and KV cache of transformers rollouts (``auto``: the policy's ``dtype``)
+ROLLOUT_DTYPES = ("auto", "float32", "bfloat16")
 
 
 @dataclass
@@ -92,6 +98,16 @@ class TrainConfig(ModelOptions, ConfigIO):
     max_batch_generate: int = 64
     rollout_backend: str = "transformers"
     rollout_cache: str = "auto"
+    # the transformers backend's decoding loop: "auto" (the static rollout engine on CPU for Llama-family
+    # models -- rows leave the batch when they stop, a slot KV cache, a lean forward -- transformers' loop
+    # elsewhere), "static" (the engine, refused for a model it cannot run), "hf" (transformers' loop)
+    rollout_engine: str = "auto"
+    # weights and KV cache of the static engine's rollouts: "auto" (= dtype), "float32", "bfloat16" (half the
+    # bytes per decode step; a rollout dtype other than dtype turns on the truncated importance correction)
+    rollout_dtype: str = "auto"
+    # cap C of the truncated importance weight min(pi_train_old / pi_rollout, C) applied per token when the
+    # rollouts run in another dtype than the policy (TIS, as verl's rollout_is_threshold; docs/fidelity.md)
+    rollout_is_cap: float = 2.0
     vllm_server_url: str | None = None
     # optimisation
     total_steps: int = 200
@@ -173,6 +189,21 @@ class TrainConfig(ModelOptions, ConfigIO):
             )
         if self.rollout_cache not in CACHES:
             raise InvalidArgumentError(f"rollout_cache={self.rollout_cache!r}: use one of {', '.join(CACHES)}")
+        if self.rollout_engine not in ROLLOUT_ENGINES:
+            raise InvalidArgumentError(
+                f"rollout_engine={self.rollout_engine!r}: use one of {', '.join(ROLLOUT_ENGINES)}"
+            )
+        if self.rollout_dtype not in ROLLOUT_DTYPES:
+            raise InvalidArgumentError(f"rollout_dtype={self.rollout_dtype!r}: use one of {', '.join(ROLLOUT_DTYPES)}")
+        if self.rollout_dtype not in ("auto", self.dtype) and (
+            self.rollout_engine == "hf" or self.rollout_backend != "transformers"
+        ):
+            raise InvalidArgumentError(
+                f"rollout_dtype={self.rollout_dtype} runs in the static rollout engine of the transformers backend; "
+                f"set rollout_engine=auto or static (and rollout_backend=transformers), or rollout_dtype=auto"
+            )
+        if not self.rollout_is_cap > 0:
+            raise InvalidArgumentError(f"rollout_is_cap={self.rollout_is_cap} must be > 0 (2.0: verl's TIS default)")
         if self.dtype not in DTYPES:
             raise InvalidArgumentError(f"dtype={self.dtype!r}: use one of {', '.join(DTYPES)}")
         positive = (

@@ -49,6 +49,8 @@ class AgentSpec:
     dtype: str = "float32"
     device: Optional[str] = None
     seed: int = 0
+    engine: str = "auto"
+    rollout_dtype: str = "auto"
 
     def __post_init__(self) -> None:
         if self.kind not in AGENTS:
@@ -61,6 +63,16 @@ class AgentSpec:
             )
         if self.concurrency < 1 or self.timeout <= 0 or self.retries < 0 or self.max_new_tokens < 1:
             raise InvalidArgumentError("need concurrency >= 1, timeout > 0, retries >= 0 and max_new_tokens >= 1")
+        from .transformers_backend import ENGINES
+
+        if self.engine not in ENGINES:
+            raise InvalidArgumentError(f"--engine {self.engine}: use one of {', '.join(ENGINES)}")
+        if self.rollout_dtype not in ("auto", "float32", "bfloat16"):
+            raise InvalidArgumentError(f"--rollout-dtype {self.rollout_dtype}: use auto, float32 or bfloat16")
+        if self.rollout_dtype != "auto" and (self.kind != "transformers" or self.engine == "hf"):
+            raise InvalidArgumentError(
+                "--rollout-dtype runs in the static rollout engine of --agent transformers; use --engine auto or static"
+            )
 
     def record_settings(self) -> dict:
         """The settings that can change what this agent answers -- model identity, sampling, seed -- for
@@ -83,6 +95,11 @@ class AgentSpec:
             settings["endpoint"] = self.endpoint
         else:
             settings["dtype"] = self.dtype
+        if self.kind == "transformers":  # recorded only where they change answers, so older fingerprints hold
+            if self.temperature > 0:  # greedy ids are the same in either loop; seeded draws are not
+                settings["engine"] = self.engine
+            if self.rollout_dtype != "auto":
+                settings["rollout_dtype"] = self.rollout_dtype
         return settings
 
 
@@ -211,5 +228,13 @@ def _build_agent(spec: AgentSpec, world: Any) -> EvalAgent:
 
     # a model name or folder, a trainer/SFT checkpoint or a LoRA adapter (merged), as `train --init` opens them
     policy, tokenizer = open_model(model, dtype=spec.dtype)
-    gen = TransformersGenerator(policy, tokenizer, device=spec.device, seed=spec.seed, max_batch_size=spec.concurrency)
+    gen = TransformersGenerator(
+        policy,
+        tokenizer,
+        device=spec.device,
+        seed=spec.seed,
+        max_batch_size=spec.concurrency,
+        engine=spec.engine,
+        rollout_dtype="auto" if spec.rollout_dtype == spec.dtype else spec.rollout_dtype,
+    )
     return LLMEvalAgent(gen, f"transformers:{spec.model}", gen_cfg)

@@ -138,9 +138,9 @@ class LLMAgent:
             plan.append((slots, g, len(contexts)))
             contexts.extend(self.context(t) for t in trajs)
             rollouts.extend(trajs)
-        texts, sampled = self._generate(contexts, config) if contexts else ([], [])
-        for traj, ids in zip(rollouts, sampled):
-            record_sampled(traj, ids)
+        texts, sampled, logprobs = self._generate(contexts, config) if contexts else ([], [], [])
+        for traj, ids, lps in zip(rollouts, sampled, logprobs):
+            record_sampled(traj, ids, lps)
         actions: list[str | tuple[str, ...]] = []
         for slots, g, start in plan:
             if g is None:
@@ -167,8 +167,9 @@ class LLMAgent:
         """One generate call over ``contexts`` (a fresh seed from the agent's stream unless ``config`` has one)."""
         return self._generate(contexts, config)[0]
 
-    def _generate(self, contexts: Sequence[Prompt], config: GenerationConfig | None) -> tuple[list[str], list]:
-        """Texts and the sampled token ids of each context (``None`` where the backend gave text only)."""
+    def _generate(self, contexts: Sequence[Prompt], config: GenerationConfig | None) -> tuple[list[str], list, list]:
+        """Texts, the sampled token ids of each context (``None`` where the backend gave text only) and
+        their log-probabilities (``None`` where the backend gave none)."""
         cfg = config if config is not None else self.generation_config()
         if cfg.seed is None:
             cfg = cfg.with_(seed=self._rng.randrange(2**31))
@@ -183,6 +184,7 @@ class LLMAgent:
         ]
         texts: list[str] = [""] * len(contexts)
         sampled: list = [None] * len(contexts)
+        logprobs: list = [None] * len(contexts)
         calls = []
         for flag in (False, True):
             idx = [i for i, f in enumerate(cont) if f == flag]
@@ -200,21 +202,23 @@ class LLMAgent:
                 results = list(pool.map(lambda c: self._call(c[1], c[2]), calls))
         else:
             results = [self._call(c[1], c[2]) for c in calls]
-        for (idx, _, _), (texts_k, ids_k, new_tokens) in zip(calls, results):
+        for (idx, _, _), (texts_k, ids_k, new_tokens, lps_k) in zip(calls, results):
             self.stats.new_tokens += new_tokens
-            for i, t, ids in zip(idx, texts_k, ids_k):
-                texts[i], sampled[i] = t, ids
+            for i, t, ids, lps in zip(idx, texts_k, ids_k, lps_k):
+                texts[i], sampled[i], logprobs[i] = t, ids, lps
         self.stats.calls += 1
         self.stats.prompts += len(contexts)
-        return texts, sampled
+        return texts, sampled, logprobs
 
-    def _call(self, contexts: list, cfg: GenerationConfig) -> tuple[list[str], list, int]:
-        """Texts, sampled token ids (``None`` each for text-only backends) and the number of new tokens
-        (estimated at ~4 characters each for text-only backends)."""
+    def _call(self, contexts: list, cfg: GenerationConfig) -> tuple[list[str], list, int, list]:
+        """Texts, sampled token ids (``None`` each for text-only backends), the number of new tokens
+        (estimated at ~4 characters each for text-only backends) and the ids' log-probabilities (``None``
+        each unless the backend returned them)."""
         with_stats = getattr(self.generator, "generate_with_stats", None)
         if callable(with_stats):
             res = with_stats(contexts, cfg)
             ids = list(res.token_ids) if res.token_ids is not None else [None] * len(res.texts)
-            return res.texts, ids, res.new_tokens
+            lps = getattr(res, "logprobs", None)
+            return res.texts, ids, res.new_tokens, list(lps) if lps is not None else [None] * len(res.texts)
         texts = self.generator.generate(contexts, cfg)
-        return texts, [None] * len(texts), sum(max(1, len(t) // 4) for t in texts)
+        return texts, [None] * len(texts), sum(max(1, len(t) // 4) for t in texts), [None] * len(texts)

@@ -9,10 +9,14 @@ Kept free of any trainer state so each piece is unit-testable:
   the loss mask (env-inserted tokens excluded from both sum and normaliser), then mean over sequences;
   ``aggregation="token_sum"`` sums over each sequence's tokens instead (the REINFORCE objective of SSP
   Eq. 5 and kg-paths-wcr Eq. 9, ``R · Σ_t log π``).
+* :func:`truncated_is_weights` — the truncated importance ratio ``min(exp(old − rollout), cap)`` that
+  corrects a rollout sampler which differs from the trained policy (bf16 rollouts of a float32 policy);
+  :func:`policy_loss` multiplies each token's policy-gradient term by it (``is_weights``).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..core.advantages import (  # noqa: F401
@@ -77,6 +81,30 @@ class LossStats:
     kl: float
     clip_frac: float
     ratio_mean: float
+    is_weight_mean: float = 1.0
+
+
+def truncated_is_weights(old_logp, rollout_logp, mask, cap: float):
+    """Per-token weights ``min(exp(old_logp − rollout_logp), cap)`` (detached), 1 where ``rollout_logp`` is
+    NaN (no rollout log-prob recorded) or ``mask`` is 0.
+
+    Truncated importance sampling (TIS) for a rollout engine whose numerics differ from the trainer's
+    (Yao et al. 2025, "Your Efficient RL Framework Secretly Brings You Off-Policy RL Training"), as verl
+    0.9 implements it: ``verl/trainer/ppo/rollout_corr_helper.py::compute_rollout_correction_weights`` with
+    ``rollout_is="token"`` and ``rollout_is_threshold=2.0`` (the ratio of the training policy's old
+    log-probs to the rollout's, clamped above, detached), applied by ``core_algos.compute_policy_loss_vanilla``
+    as ``pg_losses * rollout_is_weights`` -- the policy-gradient term only, the KL term unweighted.
+    ``old_logp``, ``rollout_logp``, ``mask``: ``[B, T]``; ``cap`` > 0."""
+    import torch
+
+    if not cap > 0:
+        raise InvalidArgumentError(f"the importance-ratio cap must be > 0, got {cap}")
+    with torch.no_grad():
+        known = ~torch.isnan(rollout_logp) & (mask > 0)
+        diff = torch.where(known, old_logp.detach().to(torch.float32) - rollout_logp, torch.zeros_like(rollout_logp))
+        # exp(min(d, log cap)) == min(exp(d), cap), without overflowing for a large d
+        weights = torch.exp(torch.clamp(diff, max=math.log(cap)))
+        return torch.where(known, weights, torch.ones_like(weights)).to(old_logp.dtype)
 
 
 def policy_loss(
@@ -90,14 +118,17 @@ def policy_loss(
     clip_high: float = 0.28,
     kl_coef: float = 0.01,
     aggregation: str = "token_mean",
+    is_weights=None,
 ):
     """PPO-clip + k3 KL over ``mask``, aggregated per sequence (``token_mean`` or ``token_sum``, see
     :data:`LOSS_AGGREGATIONS`), then the mean over sequences.
 
     All tensors are ``[B, T]``; ``advantages`` is per token (a per-sequence scalar broadcast, or
-    step-level SAPO advantages). ``ref_logp`` may be ``None`` when ``kl_coef`` is 0. Returns
-    ``(loss, LossStats)``; the statistics are token means whatever the aggregation. Sequences with
-    no loss token contribute 0 (and are not counted).
+    step-level SAPO advantages). ``ref_logp`` may be ``None`` when ``kl_coef`` is 0. ``is_weights``
+    (``[B, T]``, no gradient; :func:`truncated_is_weights`) multiply each token's policy-gradient term
+    (``None``: no correction, the same loss as all ones). Returns ``(loss, LossStats)``; the statistics
+    are token means whatever the aggregation. Sequences with no loss token contribute 0 (and are not
+    counted).
     """
     import torch
 
@@ -109,6 +140,8 @@ def policy_loss(
     unclipped = ratio * advantages
     clipped = torch.clamp(ratio, 1.0 - clip_low, 1.0 + clip_high) * advantages
     pg = -torch.minimum(unclipped, clipped)
+    if is_weights is not None:
+        pg = pg * is_weights.detach()
     if ref_logp is not None and kl_coef > 0:
         d = ref_logp - logp
         kl = torch.exp(d) - d - 1.0
@@ -132,5 +165,6 @@ def policy_loss(
             kl=seq_mean(kl),
             clip_frac=seq_mean(clip_ind.to(logp.dtype)),
             ratio_mean=seq_mean(ratio),
+            is_weight_mean=1.0 if is_weights is None else seq_mean(is_weights),
         )
     return loss, stats

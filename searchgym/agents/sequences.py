@@ -12,6 +12,10 @@ conditioned on and sampled.
   without token ids, scripted agents, hand-made trajectories) is the segment's text tokenised; the
   result says how many segments that was (:attr:`EncodedTrajectory.retokenised`).
 * ``env`` segments (``<information>…``, corrective messages) are tokenised on their own.
+* When the generator returned them, each sampled id's log-probability under the weights that sampled
+  it is kept next to the ids (``metadata["sampled_logprobs"]``, one entry per turn) and encoded
+  alongside them (:attr:`EncodedTrajectory.rollout_logprobs`): the trainer's importance correction of
+  a rollout sampler that differs from the trained policy (bf16 rollouts of a float32 policy).
 
 A trajectory of the function-calling protocol (``metadata["protocol"] == "function_calling"``) is
 encoded the same way with the chat template doing the env's part: the prompt is rendered with the
@@ -29,6 +33,7 @@ Hand-built segments without a turn are numbered in order.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -38,6 +43,7 @@ from ..envs.types import Trajectory, Turn
 from ..errors import InvalidArgumentError
 
 SAMPLED_IDS_KEY = "sampled_token_ids"
+SAMPLED_LOGPROBS_KEY = "sampled_logprobs"
 
 
 def render_prompt(tokenizer, prompt: str) -> str:
@@ -124,17 +130,34 @@ def trajectory_encoder(tokenizer, trajectory: Trajectory):
     return turn_encoder(tokenizer, meta.get("protocol", "tags"), meta.get("tools"))
 
 
-def record_sampled(trajectory: Trajectory, token_ids: Optional[Sequence[int]]) -> None:
+def record_sampled(
+    trajectory: Trajectory, token_ids: Optional[Sequence[int]], logprobs: Optional[Sequence[float]] = None
+) -> None:
     """Remember the ids sampled for the turn the env is about to record on ``trajectory``.
 
     Call it once per action, before ``env.step``: entry ``i`` belongs to turn ``i``. ``None`` marks
     a turn whose ids are unknown (a text-only backend); earlier turns played without a record (e.g.
-    by another agent) are padded with ``None``.
+    by another agent) are padded with ``None``. ``logprobs``: the ids' log-probabilities under the
+    sampler (one per id), kept in ``metadata["sampled_logprobs"]`` the same way; that table exists only
+    once some turn recorded them.
     """
+    n = len(trajectory.turns)
     table = trajectory.metadata.setdefault(SAMPLED_IDS_KEY, [])
-    table.extend([None] * (len(trajectory.turns) - len(table)))
-    del table[len(trajectory.turns) :]
+    table.extend([None] * (n - len(table)))
+    del table[n:]
     table.append(None if token_ids is None else [int(x) for x in token_ids])
+    lp_table = trajectory.metadata.get(SAMPLED_LOGPROBS_KEY)
+    if logprobs is None and lp_table is None:
+        return
+    if logprobs is not None and (token_ids is None or len(logprobs) != len(token_ids)):
+        raise InvalidArgumentError(
+            f"{0 if logprobs is None else len(logprobs)} log-probs for "
+            f"{'no' if token_ids is None else len(token_ids)} sampled ids; give one log-prob per sampled id"
+        )
+    lp_table = trajectory.metadata.setdefault(SAMPLED_LOGPROBS_KEY, [])
+    lp_table.extend([None] * (n - len(lp_table)))
+    del lp_table[n:]
+    lp_table.append(None if logprobs is None else [float(x) for x in logprobs])
 
 
 def sampled_ids_of_segments(trajectory: Trajectory) -> list:
@@ -147,10 +170,18 @@ def sampled_ids_of_segments(trajectory: Trajectory) -> list:
     return [table[t.index] if t.index < len(table) else None for t in trajectory.turns if t.action]
 
 
+def sampled_logprobs_of_segments(trajectory: Trajectory) -> list:
+    """The sampler's log-probabilities of each ``agent`` segment's ids, in order (``None`` where unknown)."""
+    table = trajectory.metadata.get(SAMPLED_LOGPROBS_KEY) or []
+    return [table[t.index] if t.index < len(table) else None for t in trajectory.turns if t.action]
+
+
 @dataclass
 class EncodedTrajectory:
-    """Token ids, the loss mask (1 = agent token), the step index of each token (-1 = not agent) and
-    how many agent segments had no sampled ids and were tokenised from text."""
+    """Token ids, the loss mask (1 = agent token), the step index of each token (-1 = not agent), how
+    many agent segments had no sampled ids and were tokenised from text, and -- when the trajectory
+    recorded them -- each token's log-probability under the rollout sampler (``rollout_logprobs``, NaN
+    for tokens without one: prompt, env text, turns recorded without log-probs)."""
 
     input_ids: list[int]
     loss_mask: list[int]
@@ -158,6 +189,7 @@ class EncodedTrajectory:
     truncated: bool = False
     retokenised: int = 0
     prompt_len: int = 0
+    rollout_logprobs: Optional[list[float]] = None
 
     @property
     def first_agent_token(self) -> int:
@@ -212,6 +244,9 @@ def encode_trajectory(
     mask = [0] * len(ids)
     steps = [-1] * len(ids)
     sampled = iter(sampled_ids_of_segments(trajectory))
+    has_lps = SAMPLED_LOGPROBS_KEY in trajectory.metadata
+    sampled_lps = iter(sampled_logprobs_of_segments(trajectory))
+    lps: list[float] = [math.nan] * len(ids)
     step = -1
     retok = 0
     for seg in trajectory.segments:
@@ -220,24 +255,39 @@ def encode_trajectory(
         if seg.source == "agent":
             step = seg.turn if seg.turn is not None else step + 1
             known = next(sampled, None)
+            known_lps = next(sampled_lps, None)
             retok += known is None
             seg_ids = _agent_ids(tokenizer, seg.text, known)
             mask.extend([1] * len(seg_ids))
             steps.extend([step] * len(seg_ids))
+            if known is not None and known_lps is not None and len(known_lps) == len(seg_ids):
+                lps.extend(float(x) for x in known_lps)
+            elif known_lps is not None:
+                raise InvalidArgumentError(
+                    f"an agent turn recorded {len(known_lps)} sampled log-probs for {len(seg_ids)} ids: "
+                    f"metadata[{SAMPLED_LOGPROBS_KEY!r}] does not belong to this trajectory (record both with "
+                    "record_sampled(), or drop the key)"
+                )
+            else:
+                lps.extend([math.nan] * len(seg_ids))
         else:
             turn = trajectory.turns[seg.turn] if seg.turn is not None and seg.turn < len(trajectory.turns) else None
             seg_ids = encoder.env_ids(seg.text, turn, ids)
             mask.extend([0] * len(seg_ids))
             steps.extend([-1] * len(seg_ids))
+            lps.extend([math.nan] * len(seg_ids))
         ids.extend(seg_ids)
+    rollout = lps if has_lps else None
     if for_generation:
-        return EncodedTrajectory(ids, mask, steps, False, retok, prompt_len)
+        return EncodedTrajectory(ids, mask, steps, False, retok, prompt_len, rollout)
     last = max((i for i, m in enumerate(mask) if m), default=len(ids) - 1)
     ids, mask, steps = ids[: last + 1], mask[: last + 1], steps[: last + 1]  # trailing env text trains nothing
     truncated = max_tokens is not None and len(ids) > max_tokens
     if truncated:
         ids, mask, steps = ids[:max_tokens], mask[:max_tokens], steps[:max_tokens]
-    return EncodedTrajectory(ids, mask, steps, truncated, retok, min(prompt_len, len(ids)))
+    if rollout is not None:
+        rollout = rollout[: len(ids)]
+    return EncodedTrajectory(ids, mask, steps, truncated, retok, min(prompt_len, len(ids)), rollout)
 
 
 def collate(encoded: list[EncodedTrajectory], pad_id: int, step_advantages: list[list[float]], device=None):
@@ -266,3 +316,20 @@ def collate(encoded: list[EncodedTrajectory], pad_id: int, step_advantages: list
     if device is not None:
         return tuple(t.to(device) for t in out)
     return out
+
+
+def collate_rollout_logprobs(encoded: list[EncodedTrajectory], device=None):
+    """The rollout sampler's log-probability of each token, right-padded and shifted like
+    :func:`collate`'s mask (``[B, T - 1]``: position t holds token t + 1's), NaN where unknown; ``None``
+    when no sequence of the batch recorded any."""
+    import torch
+
+    if all(e.rollout_logprobs is None for e in encoded):
+        return None
+    width = max(len(e.input_ids) for e in encoded)
+    out = torch.full((len(encoded), width), math.nan, dtype=torch.float32)
+    for i, e in enumerate(encoded):
+        if e.rollout_logprobs is not None:
+            out[i, : len(e.rollout_logprobs)] = torch.tensor(e.rollout_logprobs, dtype=torch.float32)
+    out = out[:, 1:].contiguous()
+    return out.to(device) if device is not None else out

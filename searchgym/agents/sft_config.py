@@ -59,6 +59,8 @@ class SFTConfig(ModelOptions, ConfigIO):
     max_new_tokens: int = 256
     temperature: float = 1.0
     max_batch_generate: int = 16
+    # the sampling loop: "auto" (the static rollout engine on CPU for Llama-family models), "static", "hf"
+    rollout_engine: str = "auto"
     # optimisation
     lr: float = 5e-5
     lr_schedule: str = "constant"
@@ -99,6 +101,7 @@ class SFTConfig(ModelOptions, ConfigIO):
             ("source", SOURCES),
             ("on_error", ("skip", "stop")),
             ("mixed_precision", MIXED_PRECISION),
+            ("rollout_engine", ("auto", "static", "hf")),
         )
         for name, allowed in choices:
             if getattr(self, name) not in allowed:

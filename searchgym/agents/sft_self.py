@@ -66,7 +66,9 @@ def sample_rollouts(config: SFTConfig, model_name: str, out_path: Path, round_in
     ensure_chat_template(tok, config.chat_template, model_name)
     model.to(device).eval()
     seed = config.seed + 1000 * round_index
-    generator = TransformersGenerator(model, tok, max_batch_size=config.max_batch_generate, seed=seed)
+    generator = TransformersGenerator(
+        model, tok, max_batch_size=config.max_batch_generate, seed=seed, engine=config.rollout_engine
+    )
     agent = LLMAgent(
         generator, config=AgentConfig(max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=seed)
     )

@@ -54,10 +54,10 @@ from .base import GenerationConfig, TextGenerator
 from .checkpoint import CheckpointManager
 from .config import ModelOptions, TrainConfig
 from .llm_agent import AgentConfig, LLMAgent
-from .losses import group_advantages, policy_loss, proposer_advantages, token_logprobs
+from .losses import group_advantages, policy_loss, proposer_advantages, token_logprobs, truncated_is_weights
 from .metrics import MetricsLogger
 from .prefix import pack_shared, shared_token_logprobs, worth_sharing
-from .sequences import EncodedTrajectory, collate, encode_trajectory
+from .sequences import EncodedTrajectory, collate, collate_rollout_logprobs, encode_trajectory
 
 logger = logging.getLogger(__name__)
 
@@ -225,6 +225,9 @@ class SelfPlayTrainer:
             torch.set_num_threads(config.cpu_threads)
         self.policy, self.tokenizer, self.ref_model = self._open_policy(model, tokenizer)
         self.optimizer, self.scheduler = self._make_optimizer()
+        #: True when rollouts sample in another dtype than the policy trains in: the update then weights each
+        #: token by the truncated importance ratio (set by _make_generator)
+        self.rollout_correction = False
         self.generator = self._make_generator()
         self.agent = LLMAgent(
             self.generator,
@@ -320,6 +323,8 @@ class SelfPlayTrainer:
             from .decoding import DecodingConfig
             from .transformers_backend import TransformersGenerator
 
+            policy_dtype = str(next(self.policy.parameters()).dtype).removeprefix("torch.")
+            rollout_dtype = "auto" if config.rollout_dtype in ("auto", policy_dtype) else config.rollout_dtype
             generator = TransformersGenerator(
                 self.policy,
                 self.tokenizer,
@@ -327,7 +332,19 @@ class SelfPlayTrainer:
                 max_context_tokens=config.max_prompt_tokens + config.max_response_tokens,
                 seed=config.seed,
                 decoding=DecodingConfig(cache=config.rollout_cache),
+                engine=config.rollout_engine,
+                rollout_dtype=rollout_dtype,
+                logprobs=rollout_dtype != "auto",
             )
+            if rollout_dtype != "auto" and generator.engine is None:
+                logger.warning(
+                    "rollout_dtype=%s is not used: rollout_engine=auto decodes with transformers' loop on %s, "
+                    "in the policy's %s",
+                    rollout_dtype,
+                    generator.device,
+                    policy_dtype,
+                )
+            self.rollout_correction = generator.engine is not None and rollout_dtype != "auto"
         return generator
 
     # ================================================================ rollout
@@ -555,6 +572,11 @@ class SelfPlayTrainer:
                     lp = self._scorer([enc[i] for i in chunk], ids, attn, mask)(self.policy)[0]
                     for k, i in enumerate(chunk):
                         old[i] = lp[k, : len(enc[i].input_ids) - 1].detach()
+        rollout_lp: list = [None] * n  # the sampler's log-probs, shifted like the mask (importance correction)
+        if self.rollout_correction:
+            for i, e in enumerate(enc):
+                lp_i = collate_rollout_logprobs([e])
+                rollout_lp[i] = None if lp_i is None else lp_i[0]
         agg = _Mean()
         params = [p for p in self.policy.parameters() if p.requires_grad]
         for _ in range(c.epochs):
@@ -574,6 +596,9 @@ class SelfPlayTrainer:
                         for k, i in enumerate(micro):
                             old_lp[k, : old[i].shape[0]] = old[i]
                     ref = self._ref_logp(score)
+                    weights = None
+                    if self.rollout_correction:
+                        weights = self._rollout_weights([rollout_lp[i] for i in micro], old_lp, mask, agg)
                     loss, st = policy_loss(
                         logp,
                         old_lp,
@@ -584,6 +609,7 @@ class SelfPlayTrainer:
                         clip_high=c.clip_high,
                         kl_coef=c.kl_coef,
                         aggregation=aggregation,
+                        is_weights=weights,
                     )
                     (loss * (len(micro) / len(mb))).backward()
                     w = len(micro)
@@ -605,6 +631,32 @@ class SelfPlayTrainer:
             out["skipped_zero_advantage"] = skipped
         out["lr"] = self.scheduler.get_last_lr()[0]
         return out
+
+    def _rollout_weights(self, rollout: Sequence, old_lp, mask, agg: "_Mean"):
+        """The truncated importance weights ``min(exp(old − rollout), rollout_is_cap)`` of one micro-batch
+        (``rollout[k]``: sequence k's sampler log-probs shifted like the mask, or ``None``; 1 where unknown),
+        logging their mean, the share of tokens at the cap and the mean log-ratio over the known tokens."""
+        import math
+
+        import torch
+
+        roll = torch.full_like(old_lp, math.nan, dtype=torch.float32)
+        for k, r in enumerate(rollout):
+            if r is not None:
+                width = min(r.shape[0], roll.shape[1])
+                roll[k, :width] = r[:width].to(roll.device)
+        cap = self.config.rollout_is_cap
+        weights = truncated_is_weights(old_lp, roll, mask, cap)
+        with torch.no_grad():
+            known = (~torch.isnan(roll)) & (mask > 0)
+            n_known = float(known.sum())
+            if n_known:
+                gap = torch.where(known, old_lp.detach().float() - roll, torch.zeros_like(roll))
+                agg.add("rollout_is/weight", float(weights[known].float().mean()), n_known)
+                agg.add("rollout_is/capped_frac", float((gap >= math.log(cap)).float()[known].mean()), n_known)
+                agg.add("rollout_is/log_ratio", float(gap[known].mean()), n_known)
+            agg.add("rollout_is/covered", n_known / max(1.0, float(mask.sum())), float(mask.sum()))
+        return weights
 
     # ================================================================ validation
     def validate(self, tasks: Optional[Sequence[Task]] = None) -> dict:

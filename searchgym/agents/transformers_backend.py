@@ -9,10 +9,12 @@ Chat-message prompts go through the tokenizer's chat template; raw ``str`` promp
 a list of token ids continues exactly those ids. :meth:`TransformersGenerator.generate_with_stats`
 returns the sampled ids of every row (the trainer trains on them, never on a re-tokenisation).
 
-``engine`` picks the decoding loop: ``"hf"`` (the default, and the reference) is the loop above, over
-transformers' forward; ``"static"`` is :mod:`searchgym.agents.rollout_engine` (rows leave the batch when
-they stop, a slot KV cache, a lean layer loop, per-row sampling streams, optional bf16 weights via
-``rollout_dtype``); ``"auto"`` is ``"static"`` on CPU where the engine supports the model and ``"hf"`` elsewhere.
+``engine`` picks the decoding loop: ``"hf"`` (the reference) is the loop above, over transformers'
+forward; ``"static"`` is :mod:`searchgym.agents.rollout_engine` (rows leave the batch when they stop, a
+slot KV cache, a lean layer loop, per-row sampling streams, optional bf16 weights via ``rollout_dtype``);
+``"auto"`` (the default) is ``"static"`` on CPU where the engine supports the model and ``"hf"`` elsewhere,
+or when ``decoding`` sets a knob only the transformers loop has (``cache``, ``compile``, ``check_every``,
+``bucket``: asking for that loop's cache is asking for that loop).
 Greedy decoding gives the same token ids either way (up to float rounding of differently shaped
 matmuls); seeded sampling is reproducible in each, but the two draw differently (the engine's draws
 are per row, today's per call).
@@ -58,8 +60,10 @@ class TransformersGenerator(TextGenerator):
     size for both. ``engine``: ``"hf"``, ``"static"`` or ``"auto"`` (see the module docstring);
     ``rollout_dtype``: the static engine's weights and cache (``"auto"``: the model's; ``"bfloat16"``);
     ``engine_config``: every setting of the static engine, used as given (its ``max_batch`` and
-    ``prefix_cache_mb`` too: :class:`~searchgym.agents.rollout_engine.EngineConfig`), e.g. ``logprobs=True``
-    to keep each sampled token's log-probability in :attr:`last_logprobs`.
+    ``prefix_cache_mb`` too: :class:`~searchgym.agents.rollout_engine.EngineConfig`). ``logprobs``: the
+    static engine also returns each sampled token's float32 log-probability under the rollout weights
+    (temperature 1), in :attr:`GenerationResult.logprobs` and :attr:`last_logprobs` (the transformers loop
+    returns none; ``engine_config.logprobs`` says the same when ``engine_config`` is given).
     """
 
     accepts_token_ids = True
@@ -75,9 +79,10 @@ class TransformersGenerator(TextGenerator):
         max_context_tokens: int | None = None,
         seed: int | None = 0,
         decoding: DecodingConfig | None = None,
-        engine: str = "hf",
+        engine: str = "auto",
         rollout_dtype: str = "auto",
         engine_config: EngineConfig | None = None,
+        logprobs: bool = False,
     ) -> None:
         import torch
 
@@ -91,6 +96,10 @@ class TransformersGenerator(TextGenerator):
             )
         if engine_config is not None and rollout_dtype != "auto":
             raise InvalidArgumentError("give the rollout dtype once: in engine_config.dtype or as rollout_dtype")
+        if logprobs and engine == "hf":
+            raise InvalidArgumentError("logprobs=True needs engine='static' or 'auto' (today's loop returns none)")
+        if engine_config is not None and logprobs and not engine_config.logprobs:
+            raise InvalidArgumentError("give logprobs once: engine_config=EngineConfig(logprobs=True) or logprobs=True")
         self.model = model
         self.tokenizer = tokenizer
         self.device = torch.device(device) if device is not None else next(model.parameters()).device
@@ -116,12 +125,17 @@ class TransformersGenerator(TextGenerator):
             reason = DecoderRunner.unsupported(model)
             if engine == "auto" and reason is None and self.device.type != "cpu":
                 reason = f"the engine is not tuned for {self.device.type} yet (no CUDA graphs)"
+            if engine == "auto" and reason is None and _loop_settings(self.decoding):
+                reason = f"decoding sets {', '.join(_loop_settings(self.decoding))} of the transformers loop"
             if reason is None:
                 self.engine = RolloutEngine(
                     model,
                     engine_config
                     or EngineConfig(
-                        dtype=rollout_dtype, max_batch=max_batch_size, prefix_cache_mb=self.decoding.prefix_cache_mb
+                        dtype=rollout_dtype,
+                        max_batch=max_batch_size,
+                        prefix_cache_mb=self.decoding.prefix_cache_mb,
+                        logprobs=logprobs,
                     ),
                 )
             elif engine == "static":
@@ -193,6 +207,7 @@ class TransformersGenerator(TextGenerator):
         if any(len(row) == 0 for row in ids):
             raise GenerationError("an empty prompt cannot be continued; give at least one token of text")
         sampled: list[list[int]] = []
+        self.last_logprobs = None
         if self.engine is not None:
             sampled = self._engine_ids(ids, cfg, caps, seed)
         else:
@@ -202,7 +217,9 @@ class TransformersGenerator(TextGenerator):
                 rows = self._generate_ids(chunk, cfg.with_(max_new_tokens=max(chunk_caps)), seed + start)
                 sampled.extend(row[:cap] for row, cap in zip(rows, chunk_caps))
         texts = [truncate_at_stop(self.tokenizer.decode(t, skip_special_tokens=True), cfg.stop) for t in sampled]
-        return GenerationResult(texts, sum(len(x) for x in ids), sum(len(t) for t in sampled), sampled)
+        return GenerationResult(
+            texts, sum(len(x) for x in ids), sum(len(t) for t in sampled), sampled, self.last_logprobs
+        )
 
     def _truncate(self, ids: list[list[int]], caps: Sequence[int]) -> None:
         """Left-truncate prompts that would not leave room for their cap within ``max_context_tokens``."""
@@ -324,6 +341,12 @@ class TransformersGenerator(TextGenerator):
     def _hit_stop(self, tokens: list[int], stop: Sequence[str]) -> bool:
         tail = self.tokenizer.decode(tokens[-_STOP_TAIL_TOKENS:], skip_special_tokens=True)
         return any(s and s in tail for s in stop)
+
+
+def _loop_settings(decoding: DecodingConfig) -> list[str]:
+    """The settings of ``decoding`` that only the transformers loop reads, where they differ from the defaults."""
+    defaults = DecodingConfig()
+    return [k for k in ("cache", "compile", "check_every", "bucket") if getattr(decoding, k) != getattr(defaults, k)]
 
 
 def _sample(logits, temperature: float, top_p: float, gen):

@@ -85,6 +85,20 @@ def register(subparsers) -> None:
         help="torch CPU threads of a transformers/vllm agent (default 1: more than one per process "
         "oversubscribes a busy machine)",
     )
+    p.add_argument(
+        "--engine",
+        choices=("auto", "static", "hf"),
+        default="auto",
+        help="transformers decoding loop: auto (the static rollout engine on CPU for Llama-family models, "
+        "transformers' loop elsewhere), static (the engine), hf (transformers' loop) (default auto)",
+    )
+    p.add_argument(
+        "--rollout-dtype",
+        choices=("auto", "float32", "bfloat16"),
+        default="auto",
+        help="weights and KV cache of the static engine: auto (= --dtype), bfloat16 (half the bytes per "
+        "decode step on CPUs with AVX-512 BF16; answers may differ from float32) (default auto)",
+    )
     p.add_argument("--trajectories", action="store_true", help="store each full trajectory in eval.jsonl")
     p.add_argument("--out", help="output folder (eval.jsonl, summary.json, summary.md, accuracy.png)")
     p.add_argument("--restart", action="store_true", help="discard the records already in --out instead of resuming")
@@ -150,6 +164,8 @@ def _run(args: argparse.Namespace) -> int:
         dtype=args.dtype,
         device=args.device,
         seed=args.seed,
+        engine=args.engine,
+        rollout_dtype=args.rollout_dtype,
     )
     judge = None
     if "llm_judge" in config.metrics:

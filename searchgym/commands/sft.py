@@ -32,6 +32,7 @@ _FLAGS = {
     "dtype": "dtype",
     "chat_template": "chat_template",
     "env_id": "env_id",
+    "threads": "cpu_threads",
 }
 
 
@@ -70,6 +71,7 @@ def register(subparsers) -> None:
     p.add_argument("--batch-size", type=int, help="sequences per optimizer step")
     p.add_argument("--device", help="auto, cpu, cuda, cuda:1 ...")
     p.add_argument("--dtype", help="float32, bfloat16 or float16")
+    p.add_argument("--threads", type=int, help="torch CPU threads (config cpu_threads; 1 on a busy 2-core machine)")
     p.add_argument("--chat-template", help="for a model without one: 'chatml' or a Jinja template file")
     p.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override any config key (repeatable)"

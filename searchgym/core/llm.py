@@ -63,12 +63,16 @@ class GenerationResult:
     ``token_ids[i]`` is the exact list of token ids sampled for prompt ``i`` (the token that completed
     a stop string included, an end-of-sequence token included when one was sampled), or ``None`` when
     the backend only returned text. ``texts[i]`` is their decoding cut after the first stop string.
+    ``logprobs[i]`` (same length as ``token_ids[i]``), when the backend was asked for them: each sampled
+    token's log-probability under the weights that sampled it (temperature 1), for a trainer's
+    importance correction of a sampler that differs from the trained policy (bf16 rollouts, say).
     """
 
     texts: list[str]
     prompt_tokens: int
     new_tokens: int
     token_ids: list | None = None
+    logprobs: list | None = None
 
 
 class TextGenerator(ABC):

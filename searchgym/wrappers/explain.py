@@ -128,7 +128,8 @@ _SOURCE = {True: "a verified question replayed from the buffer", "dummy": "the f
 
 
 def game_lines(game: int, events: Sequence[Mapping], info: Mapping) -> list[str]:
-    """The lines that describe one finished game: question, verification, Solvers' task, rewards."""
+    """The lines that describe one finished game: question, verification, Solvers' task, their answers (when
+    the events carry the trajectories) and every reward as the sum of its terms."""
     lines: list[str] = []
     proposer = info.get("proposer") or next((e.get("trajectory") for e in events if e.get("role") == "proposer"), None)
     task = info.get("task")
@@ -153,6 +154,9 @@ def game_lines(game: int, events: Sequence[Mapping], info: Mapping) -> list[str]
         if ev.get("role") == "proposer":
             lines.append(f"  proposer reward {reward_text(ev)}")
     solver = [e for e in events if e.get("role") == "solver"]
+    said = [(int(e.get("slot", 0)), getattr(e.get("trajectory"), "answer", None)) for e in solver]
+    if any(answer is not None for _, answer in said):
+        lines.append("  solver answers: " + ", ".join(f"{slot} {answer!r}" for slot, answer in sorted(said)))
     groups: dict[str, list[int]] = {}
     for ev in sorted(solver, key=lambda e: e.get("slot", 0)):
         groups.setdefault(reward_text(ev), []).append(int(ev.get("slot", 0)))

@@ -228,8 +228,8 @@ class SearchGymRollout:
                 return
             texts: dict[int, dict] = {id(ep): {} for ep in episodes}
             if live:
-                cap = min(self.max_turn_tokens, max(s.room(budget) for _, _, s in live))
-                ids, logprobs = generation([s.prompt_ids + s.response_ids for _, _, s in live], cap)
+                caps = [min(self.max_turn_tokens, s.room(budget)) for _, _, s in live]  # each stream's own room
+                ids, logprobs = generation([s.prompt_ids + s.response_ids for _, _, s in live], caps)
             elif generation.processes > 1:
                 generation.idle()
             with STATS.timed():
