@@ -13,11 +13,9 @@ from searchgym.agents.base import GenerationConfig  # noqa: E402
 from searchgym.agents.decoding import DecodingConfig  # noqa: E402
 from searchgym.agents.kv_reuse import PrefixKVStore  # noqa: E402
 from searchgym.agents.transformers_backend import TransformersGenerator  # noqa: E402
+from tests.support.multiturn import QUESTIONS, SYSTEM  # noqa: E402
+from tests.support.multiturn import multiturn_rollouts as _rollouts  # noqa: E402
 from tests.support.tiny_lm import build_model, build_tokenizer  # noqa: E402
-
-SYSTEM = "You are a search agent. Think, then <search> a query </search>, then <answer> it </answer>."
-QUESTIONS = ["Where was Alice Varn born?", "What is the capital of Merovia?", "Who founded Dura Labs?"]
-ENV = "\n<information> Tarsk is a city of Merovia founded in 1204 by Bob Varn. </information>\n"
 
 
 @pytest.fixture(scope="module")
@@ -34,24 +32,6 @@ def tiny(tok):
 def engine(request):
     """Both decoding loops reuse prefixes: transformers' (dynamic cache) and the static rollout engine."""
     return request.param
-
-
-def _rollouts(gen, tok, cfg_kw, turns=3):
-    """Multi-turn contexts as the agent builds them: prompt ids + sampled ids + env ids, per turn."""
-    contexts = [
-        tok(
-            f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n",
-            add_special_tokens=False,
-        )["input_ids"]
-        for q in QUESTIONS
-    ]
-    env = tok(ENV, add_special_tokens=False)["input_ids"]
-    history = []
-    for turn in range(turns):
-        res = gen.generate_with_stats(contexts, GenerationConfig(seed=100 + turn, **cfg_kw))
-        history.append((res.texts, res.token_ids))
-        contexts = [c + list(ids) + env for c, ids in zip(contexts, res.token_ids)]
-    return history
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,8 @@ from searchgym.agents.rollout_engine import (  # noqa: E402
     sample_rows,
 )
 from searchgym.agents.transformers_backend import TransformersGenerator  # noqa: E402
+from tests.support.multiturn import QUESTIONS, SYSTEM  # noqa: E402
+from tests.support.multiturn import multiturn_rollouts as _rollouts  # noqa: E402
 from tests.support.scripted_lm import ScriptedLM  # noqa: E402
 from tests.support.tiny_lm import build_model, build_tokenizer  # noqa: E402
 
@@ -35,9 +37,6 @@ PROMPTS = [
     [{"role": "user", "content": "Where was Alice Varn born?"}],
     [{"role": "user", "content": "Question: who founded Dura Labs, and in which city of Merovia?"}],
 ]
-SYSTEM = "You are a search agent. Think, then <search> a query </search>, then <answer> it </answer>."
-QUESTIONS = ["Where was Alice Varn born?", "What is the capital of Merovia?", "Who founded Dura Labs?"]
-ENV = "\n<information> Tarsk is a city of Merovia founded in 1204 by Bob Varn. </information>\n"
 
 
 @pytest.fixture(scope="module")
@@ -113,24 +112,6 @@ def test_per_row_caps_are_honoured_inside_generation(tiny, tok):
     assert all(a[: len(t)] == t for a, t in zip(alone.token_ids, got.token_ids))  # change what it wrote
     with pytest.raises(GenerationError, match="one per prompt"):
         eng.generate_with_stats(PROMPTS, cfg, max_new_tokens=[3])
-
-
-def _rollouts(gen, tok, cfg_kw, turns=3):
-    """Multi-turn contexts as the agent builds them: prompt ids + sampled ids + env ids, per turn."""
-    contexts = [
-        tok(
-            f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n",
-            add_special_tokens=False,
-        )["input_ids"]
-        for q in QUESTIONS
-    ]
-    env = tok(ENV, add_special_tokens=False)["input_ids"]
-    history = []
-    for turn in range(turns):
-        res = gen.generate_with_stats(contexts, GenerationConfig(seed=100 + turn, **cfg_kw))
-        history.append((res.texts, res.token_ids))
-        contexts = [c + list(ids) + env for c, ids in zip(contexts, res.token_ids)]
-    return history
 
 
 def test_multi_turn_prefix_reuse_matches_a_full_prefill(tiny, tok):
