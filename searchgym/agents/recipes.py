@@ -287,7 +287,7 @@ SIZES: dict[str, dict[str, Any]] = {
         dtype="bfloat16",
         init=SHIPPED_INIT,
         val_every=0,
-        env_kwargs=dict(_COLD_START_ENV),
+        env_kwargs={**_COLD_START_ENV, "pool_hops": [2, 3]},
     ),
     "cpu": dict(
         batch_size=2,
@@ -313,7 +313,7 @@ SIZES: dict[str, dict[str, Any]] = {
         val_every=0,
         tensorboard=False,
         init=SHIPPED_INIT,
-        env_kwargs=dict(_COLD_START_ENV),
+        env_kwargs={**_COLD_START_ENV, "pool_hops": [2, 3]},
     ),
 }
 #: what each size is for, printed by ``--list-recipes``

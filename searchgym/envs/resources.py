@@ -13,7 +13,7 @@ import os
 import threading
 import weakref
 from pathlib import Path
-from typing import Any, Callable, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 from ..construction.record import Subgraph
 from ..errors import InvalidArgumentError, InvalidTypeError
@@ -100,13 +100,50 @@ def default_pool(world: World) -> list[Subgraph]:
     return _per_world(_pools, world, build)
 
 
+_hop_pools: "weakref.WeakKeyDictionary[World, dict]" = weakref.WeakKeyDictionary()
+
+
+def hop_curriculum_pool(world: World, hops: Sequence[int]) -> list[Subgraph]:
+    """Training-side subgraphs whose target paths have the given hop counts, ``DEFAULT_POOL_SIZE // len(hops)``
+    of each, the hop counts in the order given (each block in curriculum order): the hop-count curriculum of a
+    recipe's small sizes, which play paths a cold-started small model can already reach (kg-paths-wcr orders its
+    subgraphs easy to hard) instead of the default pool's 3-7 hops. Built once per process, world and hops."""
+    from ..construction import order_pool
+    from .heldout import training_subgraphs
+
+    key = tuple(int(h) for h in hops)
+    if not key or min(key) < 1:
+        raise InvalidArgumentError(f"pool_hops must be hop counts >= 1, got {list(hops)!r}")
+    per_world = _per_world(_hop_pools, world, dict)
+    with _lock:
+        if key not in per_world:
+            n = max(1, DEFAULT_POOL_SIZE // len(key))
+            per_world[key] = [
+                s
+                for h in key
+                for s in order_pool(training_subgraphs(world, n, seed=DEFAULT_POOL_SEED, hops=h), "curriculum", 0)
+            ]
+        return list(per_world[key])
+
+
 def resolve_pool(
-    world: World, pool: Union[Sequence[Subgraph], str, Path, None], order: str = "curriculum", seed: int = 0
+    world: World,
+    pool: Union[Sequence[Subgraph], str, Path, None],
+    order: str = "curriculum",
+    seed: int = 0,
+    hops: Optional[Sequence[int]] = None,
 ) -> list[Subgraph]:
-    """A subgraph list: given, loaded from a JSONL pool file, or the cached default pool.
+    """A subgraph list: given, loaded from a JSONL pool file, or the cached default pool (``hops``: the
+    :func:`hop_curriculum_pool` of those hop counts instead; a given ``pool`` is more specific and wins, said in
+    the log, so a recipe size's hop counts never override the pool a user or benchmark passes).
 
     ``order`` re-orders a given/loaded pool (``"curriculum"``, ``"shuffle"`` or ``"given"`` to keep it).
     """
+    if hops is not None and pool is not None:
+        logger.info("a subgraph pool was given: it is played as it is, pool_hops=%s is not used", list(hops))
+    elif hops is not None:
+        subgraphs = hop_curriculum_pool(world, hops)
+        return subgraphs if order in ("curriculum", "given") else _order(subgraphs, order, seed)
     if pool is None:
         subgraphs = default_pool(world)
         return list(subgraphs) if order in ("curriculum", "given") else _order(subgraphs, order, seed)

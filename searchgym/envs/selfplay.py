@@ -65,6 +65,8 @@ class KGSelfPlayEnv(TextEnvBase):
 
     ``pool``: subgraphs (list, JSONL pool path, or ``None`` for the world's cached heuristic pool);
     ``order``: ``"curriculum"`` (default; descending node count), ``"shuffle"`` or ``"given"``.
+    ``pool_hops`` (with ``pool=None``): play training-side subgraphs of these path lengths instead, in that
+    order (:func:`~searchgym.envs.resources.hop_curriculum_pool`; the recipes' ``cpu``/``gpu`` sizes use 2 then 3).
     ``group_size``: Solver rollouts per question (G, default 5). ``proposer_mode``: ``"kg"`` or
     ``"vanilla"``. ``verifier``, ``filter_config``, ``n_noise``, ``noise_window``: see
     :class:`~searchgym.envs.proposer.ProposerValidation`. ``replay_capacity``,
@@ -87,6 +89,7 @@ class KGSelfPlayEnv(TextEnvBase):
         replay_capacity: int = 256,
         replay_reset_every: Optional[int] = 10,
         pool_seed: int = 0,
+        pool_hops: Optional[Sequence[int]] = None,
         **kwargs: Any,
     ) -> None:
         if group_size < 1:
@@ -94,7 +97,7 @@ class KGSelfPlayEnv(TextEnvBase):
         if proposer_mode not in PROPOSER_MODES:
             raise InvalidArgumentError(f"proposer_mode must be one of {PROPOSER_MODES}, got {proposer_mode!r}")
         super().__init__(world, **kwargs)
-        self.pool = resolve_pool(self.world, pool, order, pool_seed)
+        self.pool = resolve_pool(self.world, pool, order, pool_seed, hops=pool_hops)
         self.group_size = group_size
         self.proposer_mode = proposer_mode
         self.validation = ProposerValidation(

@@ -1,0 +1,34 @@
+"""A hop-count curriculum for the self-play pool: ``KGSelfPlay-v0(pool_hops=[2, 3])`` plays training-side
+subgraphs of 2 hops, then 3, and the recipes' small sizes use it (their cold-started model reaches 2-3 hops, the
+default pool's paths run 3-7)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+
+from searchgym.agents.recipes import recipe_config
+from searchgym.envs.heldout import is_heldout_answer
+from searchgym.envs.resources import hop_curriculum_pool, resolve_pool
+from searchgym.errors import InvalidArgumentError
+from searchgym.world.synthetic import default_world
+
+
+def test_the_pool_plays_the_given_hop_counts_in_order_on_the_training_side():
+    world = default_world()
+    pool = hop_curriculum_pool(world, [2, 3])
+    hops = [len(s.path) - 1 for s in pool]
+    assert set(hops) == {2, 3} and hops == sorted(hops)  # every 2-hop subgraph before any 3-hop one
+    assert not any(is_heldout_answer(world, s.path[-1]) for s in pool)
+    env = gym.make("KGSelfPlay-v0", pool_hops=[2, 3])
+    assert [len(s.path) - 1 for s in env.unwrapped.pool] == hops
+    given = pool[:3]  # a given pool is more specific: played as it is
+    assert resolve_pool(world, given, "given", hops=[2, 3]) == given
+    with pytest.raises(InvalidArgumentError, match="pool_hops"):
+        hop_curriculum_pool(world, [0])
+
+
+@pytest.mark.parametrize("size", ["cpu", "gpu"])
+def test_the_small_recipe_sizes_play_two_then_three_hops(size):
+    assert recipe_config("kg-wcr", size).env_kwargs["pool_hops"] == [2, 3]
+    assert "pool_hops" not in recipe_config("kg-wcr", "paper").env_kwargs  # the paper's own pool
