@@ -11,9 +11,6 @@ cost of the compression before scoring it.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -68,6 +65,7 @@ def extract_lora(
     import torch
     from peft import LoraConfig, get_peft_model
 
+    from ..core.folders import write_folder
     from .pretrained import MODEL_META, check_same_family, model_fingerprint, open_model, read_model_meta
 
     if rank < 1:
@@ -115,35 +113,29 @@ def extract_lora(
                 b, a = factors[name]
                 module.lora_A["default"].weight.copy_(a)
                 module.lora_B["default"].weight.copy_(b)
-    out = Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
+    report = ExtractReport(
+        rank=rank,
+        layers=len(factors),
+        energy_kept=kept / total if total > 0 else 1.0,
+        worst_layer=worst[0],
+        worst_energy_kept=worst[1],
+        untargeted_changed=untargeted,
+        out_dir=str(out_dir),
+    )
+    meta = {
+        **read_model_meta(tuned),
+        "kind": "searchgym-lora-extract",
+        "base_model": base,
+        "fingerprint": model_fingerprint(base_model.config, base_tok),
+        "adapter": True,
+        "extracted_from": str(tuned),
+        "extract": report.as_dict(),
+    }
+
+    def write(tmp: Path) -> None:
         peft_model.save_pretrained(str(tmp))
         base_tok.save_pretrained(tmp)
-        report = ExtractReport(
-            rank=rank,
-            layers=len(factors),
-            energy_kept=kept / total if total > 0 else 1.0,
-            worst_layer=worst[0],
-            worst_energy_kept=worst[1],
-            untargeted_changed=untargeted,
-            out_dir=str(out),
-        )
-        meta = {
-            **read_model_meta(tuned),
-            "kind": "searchgym-lora-extract",
-            "base_model": base,
-            "fingerprint": model_fingerprint(base_model.config, base_tok),
-            "adapter": True,
-            "extracted_from": str(tuned),
-            "extract": report.as_dict(),
-        }
         (tmp / MODEL_META).write_text(json.dumps(meta, indent=1))
-        if out.exists():
-            shutil.rmtree(out)
-        os.rename(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
+
+    write_folder(out_dir, write)
     return report

@@ -141,23 +141,25 @@ def record_sampled(
     sampler (one per id), kept in ``metadata["sampled_logprobs"]`` the same way; that table exists only
     once some turn recorded them.
     """
-    n = len(trajectory.turns)
-    table = trajectory.metadata.setdefault(SAMPLED_IDS_KEY, [])
-    table.extend([None] * (n - len(table)))
-    del table[n:]
-    table.append(None if token_ids is None else [int(x) for x in token_ids])
-    lp_table = trajectory.metadata.get(SAMPLED_LOGPROBS_KEY)
-    if logprobs is None and lp_table is None:
+    _record_turn(trajectory, SAMPLED_IDS_KEY, None if token_ids is None else [int(x) for x in token_ids])
+    if logprobs is None and SAMPLED_LOGPROBS_KEY not in trajectory.metadata:
         return
     if logprobs is not None and (token_ids is None or len(logprobs) != len(token_ids)):
         raise InvalidArgumentError(
             f"{0 if logprobs is None else len(logprobs)} log-probs for "
             f"{'no' if token_ids is None else len(token_ids)} sampled ids; give one log-prob per sampled id"
         )
-    lp_table = trajectory.metadata.setdefault(SAMPLED_LOGPROBS_KEY, [])
-    lp_table.extend([None] * (n - len(lp_table)))
-    del lp_table[n:]
-    lp_table.append(None if logprobs is None else [float(x) for x in logprobs])
+    _record_turn(trajectory, SAMPLED_LOGPROBS_KEY, None if logprobs is None else [float(x) for x in logprobs])
+
+
+def _record_turn(trajectory: Trajectory, key: str, entry: Optional[list]) -> None:
+    """Set ``metadata[key]``'s entry for the turn about to be recorded (index ``len(trajectory.turns)``),
+    padding turns played without one with ``None`` and dropping entries of turns never recorded."""
+    n = len(trajectory.turns)
+    table = trajectory.metadata.setdefault(key, [])
+    table.extend([None] * (n - len(table)))
+    del table[n:]
+    table.append(entry)
 
 
 def sampled_ids_of_segments(trajectory: Trajectory) -> list:
@@ -166,13 +168,17 @@ def sampled_ids_of_segments(trajectory: Trajectory) -> list:
     The env appends an agent segment for every turn with a non-empty action, so agent segment k is
     the k-th such turn.
     """
-    table = trajectory.metadata.get(SAMPLED_IDS_KEY) or []
-    return [table[t.index] if t.index < len(table) else None for t in trajectory.turns if t.action]
+    return _per_agent_segment(trajectory, SAMPLED_IDS_KEY)
 
 
 def sampled_logprobs_of_segments(trajectory: Trajectory) -> list:
     """The sampler's log-probabilities of each ``agent`` segment's ids, in order (``None`` where unknown)."""
-    table = trajectory.metadata.get(SAMPLED_LOGPROBS_KEY) or []
+    return _per_agent_segment(trajectory, SAMPLED_LOGPROBS_KEY)
+
+
+def _per_agent_segment(trajectory: Trajectory, key: str) -> list:
+    """``metadata[key]``'s per-turn entries for the turns with an action (one agent segment each)."""
+    table = trajectory.metadata.get(key) or []
     return [table[t.index] if t.index < len(table) else None for t in trajectory.turns if t.action]
 
 

@@ -29,10 +29,7 @@ import hashlib
 import json
 import logging
 import math
-import os
 import random
-import shutil
-import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import replace
@@ -341,24 +338,15 @@ class SFTRun:
 
     def _save_model(self, folder: Path, *, adapter: bool, model=None) -> None:
         """Write ``model`` (default: the policy; an adapter if it is one) to ``folder`` atomically."""
+        from ..core.folders import write_folder
         from .pretrained import MODEL_META
 
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
-        try:
+        def write(tmp: Path) -> None:
             (model or self.policy).save_pretrained(tmp)
             self.tokenizer.save_pretrained(tmp)
             (tmp / MODEL_META).write_text(json.dumps(self._meta(adapter), indent=1))
-            if folder.exists():
-                old = folder.parent / f".{folder.name}.old-{os.getpid()}"
-                os.rename(folder, old)
-                os.rename(tmp, folder)
-                shutil.rmtree(old)
-            else:
-                os.rename(tmp, folder)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp)
+
+        write_folder(folder, write)
 
     def state_dict(self) -> dict:
         """Everything but the weights needed to continue exactly (plain data and tensors only)."""
