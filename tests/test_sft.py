@@ -452,3 +452,22 @@ def test_bfloat16_mixed_precision_matches_float32_and_keeps_float32_weights(tmp_
         assert metrics["bfloat16"][key] != metrics["none"][key]  # it did run in another precision
     with pytest.raises(ValueError, match="mixed_precision"):
         SFTConfig(mixed_precision="fp8").validate()
+
+
+def test_trainable_modules_freezes_all_but_those_linear_layers(tmp_path, tok):
+    """A full fine-tune with trainable_modules moves only the named linear layers: embeddings, norms and the
+    other projections keep the base values (so lora_extract carries the whole change but its rank)."""
+    data = write_demos(tmp_path / "d.jsonl", n=8)
+    train, _ = load_demonstrations(data)
+    model = build_model(tok, seed=3)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    cfg = _cfg(tmp_path / "run", data, val_fraction=0.0, micro_batch_size=4, trainable_modules=["q_proj", "down_proj"])
+    run = SFTRun(cfg, train, train[:2], model=model, tokenizer=tok)
+    run.train_step()
+    moved = {n for n, p in run.policy.named_parameters() if not torch.equal(p, before[n])}
+    assert moved and all(n.endswith(("q_proj.weight", "down_proj.weight")) for n in moved)
+    assert any("q_proj" in n for n in moved) and any("down_proj" in n for n in moved)
+    with pytest.raises(ValueError, match="no linear layer"):
+        SFTRun(_cfg(tmp_path / "r2", data, trainable_modules=["nope"]), train, [], model=build_model(tok), tokenizer=tok)
+    with pytest.raises(ValueError, match="full fine-tune"):
+        SFTConfig(lora=True, trainable_modules=["q_proj"]).validate()

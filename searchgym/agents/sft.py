@@ -146,6 +146,8 @@ class SFTRun:
                 model = apply_lora(model, c)
             if c.gradient_checkpointing:
                 model.enable_input_require_grads()
+        elif c.trainable_modules:
+            freeze_except_linear(model, c.trainable_modules)
         self.policy = model
         self.report = report or DataReport()
         self.truncated = 0
@@ -523,6 +525,26 @@ def load_training_data(config: SFTConfig) -> tuple[list, list, DataReport]:
         return demos, val, report
     train, val = split_validation(demos, config.val_fraction, config.seed)
     return train, val, report
+
+
+def freeze_except_linear(model, names) -> int:
+    """Freeze every parameter but the weights and biases of the linear layers whose last name is in ``names``
+    (a full fine-tune that :func:`searchgym.agents.lora_extract.extract_lora` can carry whole but its rank);
+    returns the number of trainable parameters. Raises when no layer matches."""
+    import torch
+
+    wanted = set(names)
+    keep = {
+        id(p)
+        for name, module in model.named_modules()
+        if isinstance(module, torch.nn.Linear) and name.rsplit(".", 1)[-1] in wanted
+        for p in module.parameters(recurse=False)
+    }
+    if not keep:
+        raise InvalidArgumentError(f"trainable_modules={sorted(wanted)}: no linear layer of the model has these names")
+    for p in model.parameters():
+        p.requires_grad_(id(p) in keep)
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 def run_sft(config: SFTConfig, *, model=None, tokenizer=None, resume: bool = True) -> SFTResult:

@@ -39,6 +39,10 @@ class SFTConfig(ModelOptions, ConfigIO):
     # model: the ModelOptions fields, then
     chat_template: str | None = None  # for a model without one: "chatml" or a Jinja template file
     save_adapter: bool = False
+    # full fine-tune only: train just the linear layers with these names (e.g. the seven of lora_extract.ALL_LINEAR)
+    # and freeze embeddings and norms, so a LoRA extracted from the result carries all of the change but its rank;
+    # null: every weight trains
+    trainable_modules: list | None = None
     # data
     source: str = "data"
     data: list = field(default_factory=list)
@@ -106,6 +110,11 @@ class SFTConfig(ModelOptions, ConfigIO):
         for name, allowed in choices:
             if getattr(self, name) not in allowed:
                 raise InvalidArgumentError(f"{name}={getattr(self, name)!r}: use one of {', '.join(allowed)}")
+        if self.trainable_modules is not None and (self.lora or not self.trainable_modules):
+            raise InvalidArgumentError(
+                "trainable_modules applies to a full fine-tune: drop --lora (LoRA picks lora_target_modules), "
+                "or give at least one layer name"
+            )
         for name in (
             "batch_size",
             "micro_batch_size",
