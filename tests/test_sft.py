@@ -468,6 +468,7 @@ def test_trainable_modules_freezes_all_but_those_linear_layers(tmp_path, tok):
     assert moved and all(n.endswith(("q_proj.weight", "down_proj.weight")) for n in moved)
     assert any("q_proj" in n for n in moved) and any("down_proj" in n for n in moved)
     with pytest.raises(ValueError, match="no linear layer"):
-        SFTRun(_cfg(tmp_path / "r2", data, trainable_modules=["nope"]), train, [], model=build_model(tok), tokenizer=tok)
+        cfg = _cfg(tmp_path / "r2", data, trainable_modules=["nope"])
+        SFTRun(cfg, train, [], model=build_model(tok), tokenizer=tok)
     with pytest.raises(ValueError, match="full fine-tune"):
         SFTConfig(lora=True, trainable_modules=["q_proj"]).validate()
