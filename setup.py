@@ -2,7 +2,7 @@
 
 ``searchgym.wrappers._substring_scan`` speeds up WCR waypoint matching. It is ``optional``: where no
 C compiler is available the install still succeeds and the matcher uses its pure-Python strategies
-(``searchgym.wrappers.wcr.NATIVE_AVAILABLE`` says which one you got).
+(``searchgym.wrappers.waypoint_coverage_reward.NATIVE_AVAILABLE`` says which one you got).
 """
 
 from setuptools import Extension, setup

@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from searchgym.evaluation import AgentSpec, EvalConfig, evaluate, load_tasksets, make_agent  # noqa: E402
-from searchgym.evaluation.tasksets import TaskSet  # noqa: E402
+from searchgym.tasks.tasksets import TaskSet  # noqa: E402
 from searchgym.world.synthetic import default_world  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -42,8 +42,8 @@ def baseline_generate(gen, prompts, cfg) -> list[str]:
     import torch
     from transformers import DynamicCache
 
-    from searchgym.agents.base import truncate_at_stop
-    from searchgym.agents.transformers_backend import _sample
+    from searchgym.core.llm import truncate_at_stop
+    from searchgym.llm.transformers_backend import _sample
 
     batch = [gen.encode(gen.render(p)) for p in prompts]
     pad = gen.tokenizer.pad_token_id
@@ -95,9 +95,9 @@ def baseline_generate(gen, prompts, cfg) -> list[str]:
 def make_prompts(n: int, kind: str) -> list:
     """``n`` chat prompts for template questions of the default world's pool: the bare question
     (``short``, ~40 tokens) or the full Solver prompt (``solver``, ~350 tokens)."""
-    from searchgym.agents.prompts import render_solver
     from searchgym.construction.pool import build_pool
-    from searchgym.envs.templates import path_question
+    from searchgym.construction.question_templates import path_question
+    from searchgym.core.prompts import render_solver
     from searchgym.world.synthetic import default_world
 
     pool = build_pool(default_world(), n, seed=0, progress=False).subgraphs
@@ -140,10 +140,10 @@ def main(argv=None) -> dict:
 
     import torch
 
-    from searchgym.agents.base import GenerationConfig
-    from searchgym.agents.decoding import DecodingConfig
-    from searchgym.agents.smollm import load_policy
-    from searchgym.agents.transformers_backend import TransformersGenerator
+    from searchgym.core.llm import GenerationConfig
+    from searchgym.llm.bundled_model import load_policy
+    from searchgym.llm.decoding import DecodingConfig
+    from searchgym.llm.transformers_backend import TransformersGenerator
 
     info = device_info(args.device)
     torch.set_num_threads(args.threads)

@@ -4,7 +4,7 @@ Serves the default world's BM25 index with ``searchgym serve``'s :class:`Retriev
 127.0.0.1 and times ``--n`` single-query ``/retrieve`` requests three ways, interleaved so load
 from other jobs hits all equally: a plain keep-alive ``http.client`` exchange (what the client did
 before, no total deadline: the baseline), the same exchange through
-:func:`searchgym.http_deadline.exchange`, and :class:`RemoteRetriever` end to end. Prints a table
+:func:`searchgym.core.http_deadline.exchange`, and :class:`RemoteRetriever` end to end. Prints a table
 and writes ``benchmarks/results/http_deadline.json``.
 
     .venv/bin/python benchmarks/bench_http_deadline.py [--n 2000]
@@ -34,7 +34,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "http_deadline.json"))
     args = ap.parse_args(argv)
 
-    from searchgym.http_deadline import exchange, open_connection
+    from searchgym.core.http_deadline import exchange, open_connection
     from searchgym.retrieval import BM25Retriever, RemoteRetriever
     from searchgym.retrieval.server import RetrievalServer
     from searchgym.world.synthetic import default_world

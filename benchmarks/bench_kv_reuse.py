@@ -23,11 +23,11 @@ RESULTS = Path(__file__).parent / "results"
 
 def run_eval(model, tok, world, per_hop: dict, prefix_cache_mb: int, out_dir: Path) -> dict:
     """One held-out evaluation; its seconds, accuracy, per-question predictions and reuse counters."""
-    from searchgym.agents.base import GenerationConfig
-    from searchgym.agents.decoding import DecodingConfig
     from searchgym.agents.eval_agents import LLMEvalAgent
-    from searchgym.agents.learning import heldout_report
-    from searchgym.agents.transformers_backend import TransformersGenerator
+    from searchgym.core.llm import GenerationConfig
+    from searchgym.llm.decoding import DecodingConfig
+    from searchgym.llm.transformers_backend import TransformersGenerator
+    from searchgym.training.learning_checks import heldout_report
 
     gen = TransformersGenerator(
         model, tok, seed=0, decoding=DecodingConfig(cache="dynamic", prefix_cache_mb=prefix_cache_mb)
@@ -60,9 +60,9 @@ def main() -> None:
     args = ap.parse_args()
     import torch
 
-    from searchgym.agents.cold_start import SHIPPED_ADAPTER
-    from searchgym.agents.pretrained import open_model
-    from searchgym.agents.smollm import ensure_smollm2
+    from searchgym.llm.bundled_model import ensure_smollm2
+    from searchgym.llm.pretrained import open_model
+    from searchgym.training.cold_start import SHIPPED_ADAPTER
     from searchgym.world.synthetic import default_world
 
     per_hop = {int(h): int(n) for h, n in (x.split(":") for x in args.hops.split(","))}

@@ -3,17 +3,17 @@
 Stages, all with the bundled SmolLM2-135M-Instruct on the default world:
 
 0. **base**: the model as shipped.
-1. **cold start**: SFT (``searchgym.agents.sft.run_sft``) on demonstrations that scripted experts made by
-   playing the real envs (``searchgym.agents.demonstrations``), with held-out-loss early stopping.
+1. **cold start**: SFT (``searchgym.training.sft_trainer.run_sft``) on demonstrations that scripted experts made by
+   playing the real envs (``searchgym.training.demonstrations``), with held-out-loss early stopping.
 2. **GRPO (binary)**, 2'. **GRPO + WCR** and 2''. **GRPO + DynaSearcher**, each from the cold-start checkpoint
    with equal budgets, one run per seed, on the size's training tasks (``RL_STAGES``).
 
 Every stage is scored on the same held-out tasks: the built-in benchmark's questions
-(``searchgym.envs.heldout.builtin_benchmark``), whose answer titles are never an answer of any
+(``searchgym.tasks.heldout.builtin_benchmark``), whose answer titles are never an answer of any
 training task (demonstrations and RL tasks come from ``hop_tasks(..., split="train")``). Reported per
 stage: Solver exact match by hop count (1, 2, 3) with 95 % bootstrap intervals, searches per rollout,
 the same exact match on the same questions reworded in held-out wordings (``solver_reworded``: phrasings and
-sentence shapes no demonstration or training task uses, ``searchgym.envs.rewording``), the KG Proposer's
+sentence shapes no demonstration or training task uses, ``searchgym.tasks.rewording``), the KG Proposer's
 valid-question rate on held-out targets (rule filters + RAG verification; a rollout that writes no question
 counts as invalid) and, for SFT, the policy's token entropy before and after.
 
@@ -73,9 +73,9 @@ _CPU_RL = dict(steps=10, batch=4, group=4, lr=1e-4, lora=True, tasks={1: 150, 2:
 
 
 def _shipped_size() -> dict:
-    """The shipped adapter's recipe (``searchgym.agents.cold_start.RECIPE_DEMOS`` / ``RECIPE_SFT``), scored like
+    """The shipped adapter's recipe (``searchgym.training.cold_start.RECIPE_DEMOS`` / ``RECIPE_SFT``), scored like
     the other sizes: ``--size shipped --check-shipped`` re-makes the adapter and compares it with the shipped one."""
-    from searchgym.agents.cold_start import RECIPE_DEMOS, RECIPE_SFT
+    from searchgym.training.cold_start import RECIPE_DEMOS, RECIPE_SFT
 
     return dict(
         demo_solver=RECIPE_DEMOS["solver"],
@@ -171,7 +171,7 @@ SIZES = {
 
 def stage_demos(world, size: dict, work: Path) -> dict:
     """Demonstrations from the envs (training-side answers only); cached in ``work/demos.jsonl``."""
-    from searchgym.agents.demonstrations import demonstrations_by_hops
+    from searchgym.training.demonstrations import demonstrations_by_hops
 
     path, meta = work / "demos.jsonl", work / "demos.json"
     if meta.is_file():
@@ -195,7 +195,7 @@ def stage_demos(world, size: dict, work: Path) -> dict:
 
 def stage_sft(size: dict, work: Path, device: str, demos: dict) -> dict:
     """Cold start: SFT on the demonstrations (resumes from its own checkpoints)."""
-    from searchgym.agents.sft import SFTConfig, run_sft
+    from searchgym.training.sft_trainer import SFTConfig, run_sft
 
     meta = work / "sft.json"
     if meta.is_file():
@@ -217,9 +217,9 @@ def stage_sft(size: dict, work: Path, device: str, demos: dict) -> dict:
 
 
 def stage_extract(size: dict, work: Path, sft_final: str) -> dict:
-    """The fine-tune as a rank-``extract_rank`` LoRA adapter (:func:`searchgym.agents.lora_extract.extract_lora`),
+    """The fine-tune as a rank-``extract_rank`` LoRA adapter (:func:`searchgym.training.lora_extract.extract_lora`),
     the form the package can ship; cached in ``work/extract.json``."""
-    from searchgym.agents.lora_extract import extract_lora
+    from searchgym.training.lora_extract import extract_lora
 
     meta = work / "extract.json"
     if meta.is_file():
@@ -250,7 +250,7 @@ def rl_dir(work: Path, stage: str, seed: int) -> Path:
 
 def evaluate_stage(name: str, model_dir: str, world, size: dict, work: Path, device: str) -> dict:
     """Held-out Solver accuracy by hop and the Proposer's valid-question rate for one model (cached)."""
-    from searchgym.agents.pretrained import open_model
+    from searchgym.llm.pretrained import open_model
 
     hops, n_proposer = size["eval_hops"], size["eval_proposer"]
     if name.startswith("grpo") and "eval_hops" in size["rl"]:  # RL trains the Solver only: no Proposer check
@@ -284,11 +284,11 @@ def evaluate_model(
     proposer_modes: Sequence[str] = ("kg",),
     reworded: bool = True,
 ) -> dict:
-    """:func:`~searchgym.agents.learning.heldout_report` of the model ``load()`` returns (greedy), cached in
+    """:func:`~searchgym.training.learning_checks.heldout_report` of the model ``load()`` returns (greedy), cached in
     ``work/eval_<name>.json`` with its per-question records in :func:`eval_dir`: the model is only loaded
     when the stage has no result yet, so a rerun skips it. ``reworded``: also score the same questions in
     held-out wordings (``solver_reworded``)."""
-    from searchgym.agents.learning import heldout_report, llm_eval_agent
+    from searchgym.training.learning_checks import heldout_report, llm_eval_agent
 
     meta = work / f"eval_{name}.json"
     if meta.is_file():
@@ -315,9 +315,9 @@ def evaluate_model(
 def expert_proposer(world, size: dict) -> dict:
     """The scripted KG Proposer that wrote the demonstrations, on the same held-out Proposer targets: the
     rate the cold start imitates (seconds; no model)."""
-    from searchgym.agents.demonstrations import ProposerExpert
     from searchgym.agents.eval_agents import ScriptedEvalAgent
-    from searchgym.agents.learning import heldout_proposer_tasks, proposer_valid_rate
+    from searchgym.training.demonstrations import ProposerExpert
+    from searchgym.training.learning_checks import heldout_proposer_tasks, proposer_valid_rate
 
     tasks = heldout_proposer_tasks(world, size["eval_proposer"])
     return proposer_valid_rate(ScriptedEvalAgent(ProposerExpert(0), "expert"), world, tasks)
@@ -328,10 +328,10 @@ def stage_rl(name: str, reward: str, seed: int, init_dir: str, world, size: dict
     import gymnasium as gym
 
     import searchgym  # noqa: F401
-    from searchgym.agents.demonstrations import cold_start_env_kwargs, rl_tasks
-    from searchgym.agents.learning import cold_start_rl_config
-    from searchgym.agents.trainer import SelfPlayTrainer
-    from searchgym.envs.tasks import ListTaskSource
+    from searchgym.tasks.sources import ListTaskSource
+    from searchgym.training.demonstrations import cold_start_env_kwargs, rl_tasks
+    from searchgym.training.learning_checks import cold_start_rl_config
+    from searchgym.training.selfplay_trainer import SelfPlayTrainer
     from searchgym.wrappers.registry import reward_plan
 
     out = rl_dir(work, name, seed)
@@ -375,7 +375,7 @@ def rl_curve(work: Path, stage: str, seed: int) -> dict:
     """One RL run's training curve from its metrics.jsonl: Solver reward (WCR's includes coverage credit), its
     exact-match share (comparable across rewards), the share of groups skipped for zero
     advantage (all rollouts scored alike: no gradient) and the policy's entropy on updated tokens, per step."""
-    from searchgym.agents.metrics import read_metrics
+    from searchgym.training.metrics import read_metrics
 
     steps = [m for m in read_metrics(rl_dir(work, stage, seed) / "metrics.jsonl") if "solver/reward" in m]
     return {
@@ -529,12 +529,12 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     import torch
 
-    from searchgym.agents.smollm import ensure_smollm2
+    from searchgym.llm.bundled_model import ensure_smollm2
     from searchgym.world.synthetic import default_world
 
     size: dict[str, Any] = _shipped_size() if args.size == "shipped" else SIZES[args.size]
     if args.rl_tasks:
-        from searchgym.commands.demos import parse_hop_counts
+        from searchgym.commands.demonstrations import parse_hop_counts
 
         size = {**size, "rl": {**size["rl"], "tasks": parse_hop_counts(args.rl_tasks)}}
     if args.rl_steps is not None:
@@ -589,7 +589,7 @@ def main() -> None:
             results["stages"]["cold start"] = [evaluate_stage("sft", sft["final_dir"], world, size, work, args.device)]
         results["expert_proposer"] = expert_proposer(world, size)
         if args.check_shipped:
-            from searchgym.agents.cold_start import SHIPPED_ADAPTER
+            from searchgym.training.cold_start import SHIPPED_ADAPTER
 
             results["stages"]["shipped cold start"] = [
                 evaluate_stage("shipped", str(SHIPPED_ADAPTER), world, size, work, args.device)

@@ -41,7 +41,7 @@ def main(argv=None) -> int:
     import ray
 
     from searchgym.construction.pool import build_pool
-    from searchgym.ray_support import RayConfig
+    from searchgym.core.ray_support import RayConfig
     from searchgym.world.synthetic import default_world
 
     world = default_world()

@@ -1,7 +1,7 @@
 """Accuracy and speed of the offline ExtractiveReader used for RAG verification.
 
 For ``--n`` subgraphs of the default world's pool, the question is the template question of the
-target path (``searchgym.envs.templates.path_question``) and the materials are the documents of
+target path (``searchgym.construction.question_templates.path_question``) and the materials are the documents of
 the path nodes v0 … v(K-1) in Search-R1 format (what a proposer that searched every hop has
 retrieved), plus ``--noise`` documents of other subgraphs' paths. Prints a markdown table and
 writes ``benchmarks/results/reader.json``.
@@ -30,10 +30,10 @@ def main(argv=None) -> dict:
     args = ap.parse_args(argv)
 
     from searchgym.construction.pool import build_pool
-    from searchgym.envs.extractive import ExtractiveReader
-    from searchgym.envs.judge import exact_match
-    from searchgym.envs.templates import path_question
+    from searchgym.construction.question_templates import path_question
     from searchgym.retrieval.base import Hit, format_hits
+    from searchgym.scoring.extractive_reader import ExtractiveReader
+    from searchgym.scoring.judge import exact_match
     from searchgym.world.synthetic import default_world
 
     world = default_world()

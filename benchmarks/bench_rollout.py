@@ -146,8 +146,8 @@ def step_floor_ms(fig: dict, floors: dict, dtype: str, batch: float, context: fl
 # ====================================================================== model and prompts
 def load_model(name: str):
     """``(model, tokenizer, label)``: the shipped cold start (merged) when asked for and present, else SmolLM2."""
-    from searchgym.agents.cold_start import load_cold_start, shipped_adapter
-    from searchgym.agents.smollm import load_policy
+    from searchgym.llm.bundled_model import load_policy
+    from searchgym.training.cold_start import load_cold_start, shipped_adapter
 
     if name == "cold-start" and shipped_adapter() is not None:
         model, tok = load_cold_start()
@@ -158,7 +158,7 @@ def load_model(name: str):
 
 def solver_tasks(world, n: int, seed: int = 0) -> list:
     """``n`` of the learning benchmark's RL training tasks (1- and 2-hop, half each)."""
-    from searchgym.agents.demonstrations import rl_tasks
+    from searchgym.training.demonstrations import rl_tasks
 
     return rl_tasks(world, {1: (n + 1) // 2, 2: n // 2}, seed=seed)[:n]
 
@@ -168,9 +168,9 @@ def first_turn_contexts(gen, world, n: int) -> list[list[int]]:
     import gymnasium as gym
 
     import searchgym  # noqa: F401  (registration)
-    from searchgym.agents.demonstrations import cold_start_env_kwargs
     from searchgym.agents.llm_agent import LLMAgent
-    from searchgym.envs.tasks import ListTaskSource
+    from searchgym.tasks.sources import ListTaskSource
+    from searchgym.training.demonstrations import cold_start_env_kwargs
 
     tasks = solver_tasks(world, n)
     env = gym.make("KGSolver-v0", tasks=ListTaskSource(tasks), **cold_start_env_kwargs(world))
@@ -185,8 +185,8 @@ def first_turn_contexts(gen, world, n: int) -> list[list[int]]:
 # ====================================================================== sides
 def make_side(name: str, model, tok, max_batch: int):
     """The generator of one side."""
-    from searchgym.agents.rollout_engine import EngineConfig
-    from searchgym.agents.transformers_backend import TransformersGenerator
+    from searchgym.llm.rollout_engine import EngineConfig
+    from searchgym.llm.transformers_backend import TransformersGenerator
 
     if name == "hf":
         return TransformersGenerator(model, tok, engine="hf", max_batch_size=max_batch)
@@ -209,8 +209,8 @@ def timed_call(fn: Callable[[], Any]) -> tuple[Any, float, float]:
 
 def run_batches(gens: dict, contexts: list, size: dict, fig: dict, floors: dict) -> list[dict]:
     """Every side at every batch size: two calls per repeat (1 token: the prefill; the full call), round-robin."""
-    from searchgym.agents.base import GenerationConfig
     from searchgym.agents.llm_agent import STOP_STRINGS
+    from searchgym.core.llm import GenerationConfig
 
     rows = []
     cfg = GenerationConfig(max_new_tokens=size["new_tokens"], temperature=0.0, stop=STOP_STRINGS, seed=0)
@@ -289,9 +289,9 @@ def play(gen, world, ep: dict, temperature: float) -> dict:
     import gymnasium as gym
 
     import searchgym  # noqa: F401  (registration)
-    from searchgym.agents.demonstrations import cold_start_env_kwargs
     from searchgym.agents.llm_agent import AgentConfig, LLMAgent
-    from searchgym.envs.tasks import ListTaskSource
+    from searchgym.tasks.sources import ListTaskSource
+    from searchgym.training.demonstrations import cold_start_env_kwargs
 
     kw = cold_start_env_kwargs(world)
     if ep["max_turns"]:

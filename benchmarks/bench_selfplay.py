@@ -19,7 +19,7 @@ every model; the answer-only prompt too for the cold start and arm (a), which tr
 
 **Held out.** The held-out Solver questions are the built-in benchmark's (``heldout_solver_tasks``), the
 Proposer's targets its 2-/3-hop subgraphs (``heldout_proposer_tasks``): every answer title is on the held-out
-side of ``searchgym.envs.heldout``, and the self-play pool holds only training-side subgraphs, whose answer
+side of ``searchgym.tasks.heldout``, and the self-play pool holds only training-side subgraphs, whose answer
 names (title and aliases) are never held out. Everything the Solvers train on comes from the pool (a question
 the Proposer wrote for a pool subgraph, a replayed one, or the subgraph's own template question), so
 :func:`check_disjoint` -- run on every invocation, recorded in the JSON, and tested -- checks the pool against
@@ -55,7 +55,7 @@ from machine import device_info, machine_info
 RESULTS = Path(__file__).parent / "results"
 logger = logging.getLogger("bench_selfplay")
 
-SHIPPED_INIT = "shipped-cold-start"  # searchgym.agents.recipes.SHIPPED_INIT (imported lazily: keeps --help fast)
+SHIPPED_INIT = "shipped-cold-start"  # searchgym.training.recipes.SHIPPED_INIT (imported lazily: keeps --help fast)
 COLD = "cold_start"  # the cold start's evaluation stage
 #: the config fields that make a run's rollout budget: equal in every run a results file compares
 BUDGET = ("batch_size", "group_size", "max_turns", "max_new_tokens", "max_response_tokens", "total_steps")
@@ -73,7 +73,7 @@ class Arm:
     @property
     def proposer_mode(self) -> str:
         """The Proposer prompt the recipe trains (``kg`` or ``vanilla``)."""
-        from searchgym.agents.recipes import get_recipe
+        from searchgym.training.recipes import get_recipe
 
         return str(get_recipe(self.recipe).env_kwargs.get("proposer_mode", "kg"))
 
@@ -208,7 +208,7 @@ def stage_pool(world, hops: dict, work: Path) -> Path:
     ``work/pool.jsonl`` in play order (ids prefixed with the hop count, ``seed_index`` = position, so the pool
     loads in this order); made once per workdir."""
     from searchgym.construction import Subgraph
-    from searchgym.envs.heldout import training_subgraphs
+    from searchgym.tasks.heldout import training_subgraphs
 
     path = work / "pool.jsonl"
     with wait_lock(work / "pool.stage"):
@@ -238,8 +238,8 @@ def check_disjoint(pool: Sequence, heldout: dict) -> dict:
     a pool answer, or its question is a pool subgraph's template question. Raises :class:`BenchError` naming the
     clashes; returns the counts, and (for information, not a clash) how many held-out answers appear inside pool
     subgraphs as intermediate or distractor nodes -- the world is shared, only answers are held out."""
-    from searchgym.envs.heldout import is_heldout_name
-    from searchgym.envs.templates import path_question
+    from searchgym.construction.question_templates import path_question
+    from searchgym.tasks.heldout import is_heldout_name
     from searchgym.world.world import normalize_name
 
     names = {normalize_name(n) for sg in pool for n in sg.answer_node.names}
@@ -271,7 +271,7 @@ def check_disjoint(pool: Sequence, heldout: dict) -> dict:
     report["statement"] = (
         "no held-out Solver question or Proposer target shares an answer name, answer entity or question text "
         "with the self-play pool every training game is built on; all held-out answer titles are on the held-out "
-        "side of searchgym.envs.heldout, whose training side the cold start's demonstrations came from"
+        "side of searchgym.tasks.heldout, whose training side the cold start's demonstrations came from"
     )
     return report
 
@@ -279,7 +279,7 @@ def check_disjoint(pool: Sequence, heldout: dict) -> dict:
 def heldout_sets(world, size: dict) -> dict:
     """The held-out Solver questions (in the benchmark's wording and reworded) and Proposer targets of ``size``
     (fixed: the built-in benchmark's)."""
-    from searchgym.agents.learning import heldout_proposer_tasks, heldout_solver_tasks
+    from searchgym.training.learning_checks import heldout_proposer_tasks, heldout_solver_tasks
 
     return {
         "solver": heldout_solver_tasks(world, size["eval_hops"]),
@@ -291,7 +291,7 @@ def heldout_sets(world, size: dict) -> dict:
 def train_config(arm: Arm, seed: int, size: dict, opts: dict, pool: Path, work: Path):
     """The arm's ``TrainConfig``: its recipe at the size, then what every arm shares (``size["train"]``, the pool
     in play order, model/init/device/seed), so the arms differ only in what their recipes set."""
-    from searchgym.agents.recipes import recipe_config
+    from searchgym.training.recipes import recipe_config
 
     fields = {
         **size["train"],
@@ -314,7 +314,7 @@ def train_config(arm: Arm, seed: int, size: dict, opts: dict, pool: Path, work: 
 def stage_train(arm: Arm, seed: int, cfg, start: str, work: Path) -> Path:
     """Train one run (resuming from its last checkpoint) and save its ``final/`` policy: the LoRA adapter alone
     when the run trains one (merged over ``start`` to evaluate), else the whole model. Skipped when done."""
-    from searchgym.agents.trainer import SelfPlayTrainer
+    from searchgym.training.selfplay_trainer import SelfPlayTrainer
 
     final = work / run_name(arm.key, seed) / "final"
     if (final / DONE).is_file():
@@ -378,7 +378,7 @@ def stage_start(start: str, work: Path, *, record: bool = True) -> dict:
 
 def open_trained(start: str, final: Path):
     """``(model, tokenizer)`` of a finished run: ``start`` with the run's adapter merged in, or its whole model."""
-    from searchgym.agents.pretrained import open_model
+    from searchgym.llm.pretrained import open_model
 
     if not (final / "adapter_config.json").is_file():
         return open_model(str(final))
@@ -439,7 +439,7 @@ def _finite(x: Any) -> Any:
 def train_curve(run: Path) -> dict:
     """One run's per-step curves from its ``metrics.jsonl`` (the last record of a step wins), rejection reasons
     as per-step shares, and the questions of its first and last step (all of them stay in metrics.jsonl)."""
-    from searchgym.agents.metrics import read_metrics
+    from searchgym.training.metrics import read_metrics
 
     rows = list({m["step"]: m for m in read_metrics(run / "metrics.jsonl") if "games" in m}.values())
     rows.sort(key=lambda m: m["step"])
@@ -463,7 +463,7 @@ def proposer_cells(work: Path, name: str, modes: Sequence[str]) -> dict:
 
 def proposer_valid(work: Path, name: str, mode: str) -> dict:
     """target id -> 1.0 if the stage's Proposer (prompt ``mode``) wrote a valid question for it ({} if not scored)."""
-    from searchgym.agents.learning import proposer_records_name
+    from searchgym.training.learning_checks import proposer_records_name
 
     path = eval_dir(work, name) / proposer_records_name(mode)
     if not path.is_file():
@@ -492,7 +492,7 @@ def collect(work: Path, size_name: str, header: dict) -> dict:
             f"{work} has no finished run to collect (a trained and evaluated arm and the cold start's evaluation); "
             "run the benchmark without --collect first"
         )
-    from searchgym.agents.config import TrainConfig
+    from searchgym.training.selfplay_config import TrainConfig
 
     cold = json.loads(cold_path.read_text())
     cold["proposer_cells"] = proposer_cells(work, COLD, ("kg", "vanilla"))
@@ -693,7 +693,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         ap.error(f"--steps must be at least 1; got {args.steps}")
     args.device = args.device or size["device"]
     if args.size == "toy" and not args.model:
-        ap.error("--size toy needs --model DIR: a small model folder (searchgym.agents.tiny.save_tiny makes one)")
+        ap.error("--size toy needs --model DIR: a small model folder (searchgym.llm.tiny_models.save_tiny makes one)")
     args.model = args.model or "smollm2"
     init = args.init if args.init is not None else size["init"]
     args.init = None if init in (None, "none") else init
@@ -737,7 +737,7 @@ def run(args: argparse.Namespace) -> None:
     disjoint = check_disjoint(load_pool(pool_path), heldout_sets(world, size))
     opts = {"model": args.model, "init": args.init, "device": args.device, "steps": args.steps}
     if args.init:
-        from searchgym.agents.trainer import resolve_init
+        from searchgym.training.selfplay_trainer import resolve_init
 
         start = resolve_init(args.init)
     else:
@@ -761,7 +761,7 @@ def run(args: argparse.Namespace) -> None:
                     args.device,
                     str(final),
                 )
-        from searchgym.agents.pretrained import open_model
+        from searchgym.llm.pretrained import open_model
 
         with wait_lock(work / f"{COLD}.stage"):  # the cold start once per workdir, whichever process gets here first
             stage_eval(COLD, lambda: open_model(start), ("kg", "vanilla"), world, size, work, args.device, start)

@@ -3,7 +3,7 @@
 Data: Solver demonstrations made by the scripted path-following Solver on ``KGSolver-v0`` (default
 world, real BM25 searches and ``<information>``), cut to ``--tokens`` tokens (default 300). Each mode
 runs ``--steps`` optimizer steps of ``--batch`` sequences (micro-batch = batch) through
-:class:`searchgym.agents.sft.SFTRun`; the first step is a warm-up and is not timed. tokens/s counts
+:class:`searchgym.training.sft_trainer.SFTRun`; the first step is a warm-up and is not timed. tokens/s counts
 every token of the sequences (forward + backward); agent tokens/s only the tokens that carry loss.
 
     .venv/bin/python benchmarks/bench_sft.py                    # SmolLM2-135M on CPU
@@ -33,8 +33,8 @@ def demonstrations(path: Path, n: int) -> Path:
     import gymnasium as gym
 
     import searchgym.envs  # noqa: F401
-    from searchgym.agents.play import play_games
     from searchgym.agents.scripted import PathFollowingSolver
+    from searchgym.evaluation.games import play_games
 
     env = gym.make("KGSolver-v0", max_turns=4)
     play_games(env, PathFollowingSolver(), n, export_path=path, seed=0)
@@ -45,8 +45,8 @@ def measure(
     model_name: str, data: Path, *, lora: bool, steps: int, batch: int, tokens: int, threads: int, device: str
 ) -> dict:
     """Median tokens/s over ``steps - 1`` timed steps of one mode."""
-    from searchgym.agents.sft import SFTConfig, SFTRun
-    from searchgym.agents.sft_data import load_demonstrations
+    from searchgym.training.sft_data import load_demonstrations
+    from searchgym.training.sft_trainer import SFTConfig, SFTRun
 
     cfg = SFTConfig(
         model=model_name,
@@ -93,7 +93,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     model = args.model
     if model == "tiny":
-        from searchgym.agents.tiny import tiny_policy
+        from searchgym.llm.tiny_models import tiny_policy
 
         policy, tok = tiny_policy("tiny", seed=0)  # a random 4-layer, 256-wide Llama
         model = str(Path(tempfile.mkdtemp()) / "tiny")

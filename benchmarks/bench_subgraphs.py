@@ -27,8 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from searchgym.agents.openai_compat import OpenAICompatibleGenerator  # noqa: E402
 from searchgym.construction import ExtractionConfig, LLMSelector, build_pool, pool_stats  # noqa: E402
+from searchgym.llm.openai_client import OpenAICompatibleGenerator  # noqa: E402
 from searchgym.world.synthetic import default_world  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

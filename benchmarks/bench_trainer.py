@@ -44,14 +44,14 @@ from machine import machine_line as machine
 def model_dir(model_name: str) -> str:
     """A local HF folder for the model (TRL needs a path to build its reference model)."""
     if model_name == "tiny":
-        from searchgym.agents.tiny import tiny_policy
+        from searchgym.llm.tiny_models import tiny_policy
 
         model, tok = tiny_policy("tiny", seed=0)  # a random 4-layer, 256-wide Llama
         path = Path(tempfile.mkdtemp()) / "tiny"
         model.save_pretrained(path)
         tok.save_pretrained(path)
         return str(path)
-    from searchgym.agents.smollm import resolve_model_path
+    from searchgym.llm.bundled_model import resolve_model_path
 
     return resolve_model_path(model_name)
 
@@ -70,8 +70,8 @@ def ours_trainer(model, tok, world, tasks, args, *, share: bool):
     """A searchgym trainer on the bench task with every setting matched to TRL's (see the module docstring)."""
     import gymnasium as gym
 
-    from searchgym.agents.config import TrainConfig
-    from searchgym.agents.trainer import SelfPlayTrainer
+    from searchgym.training.selfplay_config import TrainConfig
+    from searchgym.training.selfplay_trainer import SelfPlayTrainer
 
     envs = [
         gym.make("KGSolverGroup-v0", world=world, tasks=tasks, group_size=args.group, max_turns=1)
@@ -143,8 +143,8 @@ def trl_trainer(path, tok, tasks, args, between):
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from searchgym.agents.prompts import render_solver
-    from searchgym.envs.judge import exact_match
+    from searchgym.core.prompts import render_solver
+    from searchgym.scoring.judge import exact_match
 
     golds = {t.question: t.answers for t in tasks}
     pat = re.compile(r"<answer>(.*?)</answer>", re.S)
@@ -258,7 +258,7 @@ def main() -> int:
         ap.error("--device cuda but CUDA is not available here")
     torch.set_num_threads(args.threads)
     logging.disable(logging.WARNING)
-    from searchgym.agents.smollm import load_policy
+    from searchgym.llm.bundled_model import load_policy
     from searchgym.world.synthetic import default_world
 
     world = default_world()

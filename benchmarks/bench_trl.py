@@ -36,22 +36,22 @@ from machine import machine_line, write_result
 def load(model: str):
     """``(model, tokenizer)`` for a ``--model`` name."""
     if model in ("tiny", "tiny-qwen"):
-        from searchgym.agents.tiny import tiny_policy
+        from searchgym.llm.tiny_models import tiny_policy
 
         return tiny_policy(model)
     if model == "cold-start":
-        from searchgym.agents.cold_start import load_cold_start
+        from searchgym.training.cold_start import load_cold_start
 
         return load_cold_start()
-    from searchgym.agents.smollm import load_policy, resolve_model_path
+    from searchgym.llm.bundled_model import load_policy, resolve_model_path
 
     return load_policy(resolve_model_path(model))
 
 
 def scripted(tok, rows, protocol: str):
-    """A tiny model whose turns search the task's first path entity, then answer (searchgym.agents.tiny)."""
-    from searchgym.agents.tiny import question_of, scripted_model
+    """A tiny model whose turns search the task's first path entity, then answer (searchgym.llm.tiny_models)."""
     from searchgym.integrations.trl import task_of_row
+    from searchgym.llm.tiny_models import question_of, scripted_model
 
     tasks = {task_of_row(r).task.question: task_of_row(r).task for r in rows}
     counter = itertools.count()

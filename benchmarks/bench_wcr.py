@@ -38,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from searchgym.wrappers.wcr import (  # noqa: E402
+from searchgym.wrappers.waypoint_coverage_reward import (  # noqa: E402
     AUTOMATON_THRESHOLD,
     NATIVE_AVAILABLE,
     WaypointMatcher,

@@ -1,7 +1,7 @@
 """A scripted OpenAI-compatible endpoint for the benchmarks that time searchgym's HTTP client.
 
-searchgym's own server (:class:`searchgym.agents.openai_server.OpenAIServer`, the one
-``python -m searchgym.agents.openai_server`` runs) in front of :class:`DelayedScript`, a generator that
+searchgym's own server (:class:`searchgym.llm.openai_server.OpenAIServer`, the one
+``python -m searchgym.llm.openai_server`` runs) in front of :class:`DelayedScript`, a generator that
 waits ``delay`` seconds per request (a model's latency) and answers with ``reply(prompt)``. The
 requests go through the real protocol on loopback: the official request shapes, stop strings dropped
 and named in ``stop_reason``, ``usage``. Up to ``concurrency`` requests wait at once, as on a batching
@@ -14,8 +14,8 @@ from __future__ import annotations
 import time
 from typing import Callable, Sequence
 
-from searchgym.agents.base import GenerationConfig, Prompt, TextGenerator
-from searchgym.agents.openai_server import OpenAIServer
+from searchgym.core.llm import GenerationConfig, Prompt, TextGenerator
+from searchgym.llm.openai_server import OpenAIServer
 
 __all__ = ["DelayedScript", "scripted_endpoint"]
 

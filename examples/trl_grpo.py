@@ -35,15 +35,15 @@ import sys
 def load(name: str):
     """``(model, tokenizer)``: cold-start (bundled SmolLM2 + shipped adapter), smollm2, tiny, tiny-qwen, a path
     or a cached hub id."""
-    if name in ("tiny", "tiny-qwen"):  # random tiny Llamas built in a second (searchgym.agents.tiny)
-        from searchgym.agents.tiny import tiny_policy
+    if name in ("tiny", "tiny-qwen"):  # random tiny Llamas built in a second (searchgym.llm.tiny_models)
+        from searchgym.llm.tiny_models import tiny_policy
 
         return tiny_policy(name)
     if name == "cold-start":
-        from searchgym.agents.cold_start import load_cold_start
+        from searchgym.training.cold_start import load_cold_start
 
         return load_cold_start()
-    from searchgym.agents.smollm import load_policy, resolve_model_path
+    from searchgym.llm.bundled_model import load_policy, resolve_model_path
 
     return load_policy(resolve_model_path(name))
 

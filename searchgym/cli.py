@@ -22,13 +22,13 @@ from .core.progress import interrupted_message, reset_phases
 from .errors import SearchGymError
 
 COMMAND_MODULES = [
-    "searchgym.demo",
+    "searchgym.commands.demo",
     "searchgym.commands.world",
     "searchgym.commands.retrieval",
     "searchgym.commands.subgraphs",
     "searchgym.commands.train",
     "searchgym.commands.sft",
-    "searchgym.commands.demos",
+    "searchgym.commands.demonstrations",
     "searchgym.commands.play",
     "searchgym.commands.diagnose",
     "searchgym.commands.evaluate",

@@ -7,12 +7,12 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from searchgym.agents.base import GenerationConfig, GenerationError, TextGenerator  # noqa: E402
 from searchgym.agents.llm_agent import STOP_STRINGS, AgentConfig, LLMAgent  # noqa: E402
-from searchgym.agents.openai_compat import OpenAICompatibleGenerator  # noqa: E402
-from searchgym.agents.smollm import load_policy, resolve_model_path  # noqa: E402
-from searchgym.agents.transformers_backend import TransformersGenerator  # noqa: E402
-from searchgym.envs.types import Segment, Task, Trajectory  # noqa: E402
+from searchgym.core.llm import GenerationConfig, GenerationError, TextGenerator  # noqa: E402
+from searchgym.core.types import Segment, Task, Trajectory  # noqa: E402
+from searchgym.llm.bundled_model import load_policy, resolve_model_path  # noqa: E402
+from searchgym.llm.openai_client import OpenAICompatibleGenerator  # noqa: E402
+from searchgym.llm.transformers_backend import TransformersGenerator  # noqa: E402
 from tests.support.openai_server import OpenAIStubServer  # noqa: E402
 from tests.support.scripted_lm import ScriptedLM  # noqa: E402
 from tests.support.tiny_lm import build_model, build_tokenizer, save_tiny  # noqa: E402
@@ -274,7 +274,7 @@ def test_agent_plays_a_real_solver_group_env(tiny_world):
 def test_vllm_backend_import_is_lazy_and_missing_vllm_is_clear():
     import importlib.util
 
-    import searchgym.agents.vllm_backend as vb  # importing the module never needs vllm
+    import searchgym.llm.vllm_backend as vb  # importing the module never needs vllm
 
     if importlib.util.find_spec("vllm") is not None:
         pytest.skip("vllm is installed; the GPU test covers it")

@@ -12,9 +12,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from searchgym.agents.base import GenerationConfig  # noqa: E402
-from searchgym.agents.decoding import DecodingConfig  # noqa: E402
-from searchgym.agents.transformers_backend import TransformersGenerator  # noqa: E402
+from searchgym.core.llm import GenerationConfig  # noqa: E402
+from searchgym.llm.decoding import DecodingConfig  # noqa: E402
+from searchgym.llm.transformers_backend import TransformersGenerator  # noqa: E402
 from tests.support.scripted_lm import ScriptedLM  # noqa: E402
 from tests.support.tiny_lm import build_model, build_tokenizer  # noqa: E402
 
@@ -123,7 +123,7 @@ def test_compiled_static_step_gives_the_same_texts_on_cpu(tiny, tok):
 @pytest.fixture(scope="module")
 def smollm():
     pytest.importorskip("gguf")
-    from searchgym.agents.smollm import load_policy
+    from searchgym.llm.bundled_model import load_policy
 
     return load_policy("smollm2")
 

@@ -13,9 +13,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from searchgym.agents.base import GenerationConfig  # noqa: E402
-from searchgym.agents.decoding import DecodingConfig  # noqa: E402
-from searchgym.agents.transformers_backend import TransformersGenerator  # noqa: E402
+from searchgym.core.llm import GenerationConfig  # noqa: E402
+from searchgym.llm.decoding import DecodingConfig  # noqa: E402
+from searchgym.llm.transformers_backend import TransformersGenerator  # noqa: E402
 from tests.support.tiny_lm import build_model, build_tokenizer, save_tiny  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -45,7 +45,7 @@ def test_cuda_default_is_static_compiled_and_matches_the_dynamic_cache(tok):
 @needs_cuda
 def test_vllm_in_process_generation_and_weight_sync(tmp_path, tok):
     pytest.importorskip("vllm")
-    from searchgym.agents.vllm_backend import VLLMGenerator
+    from searchgym.llm.vllm_backend import VLLMGenerator
 
     path = save_tiny(tmp_path / "tiny", seed=0)
     gen = VLLMGenerator(str(path), dtype="float32", gpu_memory_utilization=0.2, max_model_len=512)

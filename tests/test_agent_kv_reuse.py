@@ -9,10 +9,10 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from searchgym.agents.base import GenerationConfig  # noqa: E402
-from searchgym.agents.decoding import DecodingConfig  # noqa: E402
-from searchgym.agents.kv_reuse import PrefixKVStore  # noqa: E402
-from searchgym.agents.transformers_backend import TransformersGenerator  # noqa: E402
+from searchgym.core.llm import GenerationConfig  # noqa: E402
+from searchgym.llm.decoding import DecodingConfig  # noqa: E402
+from searchgym.llm.kv_reuse import PrefixKVStore  # noqa: E402
+from searchgym.llm.transformers_backend import TransformersGenerator  # noqa: E402
 from tests.support.multiturn import QUESTIONS, SYSTEM  # noqa: E402
 from tests.support.multiturn import multiturn_rollouts as _rollouts  # noqa: E402
 from tests.support.tiny_lm import build_model, build_tokenizer  # noqa: E402

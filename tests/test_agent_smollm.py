@@ -8,9 +8,9 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("gguf")
 
-from searchgym.agents import smollm  # noqa: E402
-from searchgym.agents.base import GenerationConfig  # noqa: E402
-from searchgym.agents.transformers_backend import TransformersGenerator  # noqa: E402
+from searchgym.core.llm import GenerationConfig  # noqa: E402
+from searchgym.llm import bundled_model as smollm  # noqa: E402
+from searchgym.llm.transformers_backend import TransformersGenerator  # noqa: E402
 
 
 def test_missing_package_names_the_fix(monkeypatch):

@@ -12,10 +12,10 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from searchgym.agents.base import GenerationConfig, GenerationError  # noqa: E402
-from searchgym.agents.config import TrainConfig  # noqa: E402
-from searchgym.agents.transformers_backend import TransformersGenerator  # noqa: E402
-from searchgym.agents.vllm_server import NCCLWeightTransport, VLLMServerGenerator  # noqa: E402
+from searchgym.core.llm import GenerationConfig, GenerationError  # noqa: E402
+from searchgym.llm.transformers_backend import TransformersGenerator  # noqa: E402
+from searchgym.llm.vllm_server import NCCLWeightTransport, VLLMServerGenerator  # noqa: E402
+from searchgym.training.selfplay_config import TrainConfig  # noqa: E402
 from tests.support.openai_server import OpenAIStubServer  # noqa: E402
 from tests.support.tiny_lm import build_model, build_tokenizer  # noqa: E402
 from tests.support.vllm_server import LoopbackVLLMServer, QueueTransport  # noqa: E402
@@ -131,8 +131,8 @@ def test_config_checks_the_server_backend_settings():
 @pytest.mark.slow
 def test_trainer_steps_with_server_rollouts_and_pushes_weights(tmp_path, tok, monkeypatch):
     """A real training step: rollouts come from the server; after the update the server holds the new policy."""
-    import searchgym.agents.vllm_server as vs
-    from searchgym.agents.trainer import SelfPlayTrainer
+    import searchgym.llm.vllm_server as vs
+    from searchgym.training.selfplay_trainer import SelfPlayTrainer
     from tests.test_trainer_mechanics import _config, _selfplay_envs
 
     transport = QueueTransport()

@@ -75,8 +75,8 @@ def test_wait_lock_lets_the_second_process_in_after_the_first(tmp_path):
 def test_the_solvers_are_scored_apart_on_the_models_own_questions():
     """The per-step 'Solver reward on the proposed questions': games on a question the model wrote (fresh or
     replayed, task source ``proposer``) apart from games on the fallback template question."""
-    from searchgym.agents.trainer import Sample, rollout_metrics
-    from searchgym.envs.types import Task
+    from searchgym.core.types import Task
+    from searchgym.training.selfplay_trainer import Sample, rollout_metrics
     from tests.support.trajectories import segmented_trajectory
 
     def solver(source: str, reward: float, game: int) -> Sample:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from benchmarks.scripted_endpoint import DelayedScript, scripted_endpoint
-from searchgym.agents.base import GenerationConfig
-from searchgym.agents.openai_compat import OpenAICompatibleGenerator
-from searchgym.agents.openai_server import OpenAIServer
+from searchgym.core.llm import GenerationConfig
+from searchgym.llm.openai_client import OpenAICompatibleGenerator
+from searchgym.llm.openai_server import OpenAIServer
 
 ROOT = Path(__file__).resolve().parents[1]
 # an import statement of the tests package, also inside a script a benchmark runs in a child process

@@ -10,10 +10,10 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
-from searchgym.agents.cold_start import SHIPPED_ADAPTER, ship_adapter, shipped_adapter  # noqa: E402
-from searchgym.agents.pretrained import MODEL_META, open_model  # noqa: E402
-from searchgym.agents.sft import run_sft  # noqa: E402
 from searchgym.errors import MissingFileError  # noqa: E402
+from searchgym.llm.pretrained import MODEL_META, open_model  # noqa: E402
+from searchgym.training.cold_start import SHIPPED_ADAPTER, ship_adapter, shipped_adapter  # noqa: E402
+from searchgym.training.sft_trainer import run_sft  # noqa: E402
 from tests.support.tiny_lm import save_tiny  # noqa: E402
 from tests.test_sft import _cfg, write_demos  # noqa: E402
 
@@ -53,9 +53,9 @@ def test_the_recipe_commands_parse_to_the_recipe_settings():
     command-line parsers must read the one as the other."""
     import shlex
 
-    from searchgym.agents.cold_start import RECIPE, RECIPE_DEMOS, RECIPE_SFT
     from searchgym.cli import build_parser
     from searchgym.commands.sft import resolve_sft_config
+    from searchgym.training.cold_start import RECIPE, RECIPE_DEMOS, RECIPE_SFT
 
     demos_cmd, sft_cmd, ship_cmd = RECIPE
     parser = build_parser()

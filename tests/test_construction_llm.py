@@ -10,8 +10,6 @@ import time
 
 import pytest
 
-from searchgym.agents.base import GenerationError, TextGenerator
-from searchgym.agents.openai_compat import OpenAICompatibleGenerator
 from searchgym.construction import (
     ExtractionConfig,
     LLMSelector,
@@ -22,6 +20,8 @@ from searchgym.construction import (
     rejections_path,
 )
 from searchgym.construction.selectors import Candidate
+from searchgym.core.llm import GenerationError, TextGenerator
+from searchgym.llm.openai_client import OpenAICompatibleGenerator
 from tests.support.construction_world import build_random_world
 from tests.support.openai_server import OpenAIStubServer
 from tests.support.trickle_server import TrickleServer

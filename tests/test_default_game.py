@@ -9,16 +9,16 @@ import gymnasium as gym
 import pytest
 
 import searchgym  # noqa: F401  (registers the ids)
-from searchgym.agents.play import play_games
 from searchgym.agents.scripted import ScriptedSelfPlayAgent
-from searchgym.envs.judge import ExactMatchJudge
+from searchgym.construction.question_templates import path_question, read_path_question, relation_key
 from searchgym.envs.resources import default_pool, resolve_world
-from searchgym.envs.templates import path_question, read_path_question, relation_key
-from searchgym.envs.verifier import ExtractiveReader, RAGVerifier
+from searchgym.evaluation.game_text import game_lines, rejection_text, reward_text
+from searchgym.evaluation.games import play_games
 from searchgym.retrieval.base import Hit, format_hits
+from searchgym.scoring.judge import ExactMatchJudge
+from searchgym.scoring.rag_verifier import ExtractiveReader, RAGVerifier
 from searchgym.world import WorldBuilder
 from searchgym.wrappers import DynaSearcherReward, WaypointCoverageReward
-from searchgym.wrappers.explain import game_lines, rejection_text, reward_text
 from tests.support.env_helpers import tiny_subgraph
 
 GAMES = 20

@@ -64,8 +64,8 @@ def test_live_rl_updates_the_shipped_cold_start_only_when_a_group_has_signal(tmp
 
     import torch
 
-    from searchgym.agents.cold_start import load_cold_start
-    from searchgym.demo import live_rl
+    from searchgym.commands.demo import live_rl
+    from searchgym.training.cold_start import load_cold_start
     from searchgym.world.synthetic import default_world
 
     model, tok = load_cold_start()

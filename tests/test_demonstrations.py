@@ -4,7 +4,10 @@ import json
 
 import pytest
 
-from searchgym.agents.demonstrations import (
+from searchgym.commands.demonstrations import parse_hop_counts
+from searchgym.retrieval.passages import passage_retriever, split_passages
+from searchgym.tasks.heldout import hop_tasks, is_heldout_name
+from searchgym.training.demonstrations import (
     ProposerExpert,
     SolverExpert,
     cold_start_env_kwargs,
@@ -16,9 +19,6 @@ from searchgym.agents.demonstrations import (
     plan_text,
     rl_tasks,
 )
-from searchgym.commands.demos import parse_hop_counts
-from searchgym.envs.heldout import hop_tasks, is_heldout_name
-from searchgym.retrieval.passages import passage_retriever, split_passages
 from searchgym.world.synthetic import default_world
 
 
@@ -93,7 +93,7 @@ def test_solver_plans_one_step_per_hop_then_names_each_step_it_solves(demos):
 def test_plan_follows_the_path_direction_of_each_hop(world):
     from dataclasses import replace
 
-    from searchgym.envs.templates import relation_phrase
+    from searchgym.construction.question_templates import relation_phrase
 
     sg = hop_tasks(world, 2, 1, seed=4)[0].subgraph
     backwards = replace(sg, forward=[sg.forward[0], False])  # a path that walks its second edge backwards
@@ -175,8 +175,8 @@ def test_rl_tasks_deal_one_training_side_draw_in_an_order_per_seed(world):
 def test_experts_need_kg_tasks_and_vanilla_walks_backwards(world):
     import gymnasium as gym
 
-    from searchgym.envs.tasks import ListTaskSource
-    from searchgym.envs.types import Task
+    from searchgym.core.types import Task
+    from searchgym.tasks.sources import ListTaskSource
 
     env = gym.make(
         "KGSolver-v0",

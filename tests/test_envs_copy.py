@@ -20,7 +20,7 @@ import searchgym  # noqa: F401
 from searchgym.agents.scripted import ScriptedSelfPlayAgent
 from searchgym.envs.registration import ENV_IDS
 from searchgym.envs.solver import KGSolverEnv
-from searchgym.envs.tasks import SubgraphTaskSource
+from searchgym.tasks.sources import SubgraphTaskSource
 from searchgym.world.synthetic import default_world
 from tests.support.env_helpers import tiny_subgraph
 

@@ -12,7 +12,7 @@ import searchgym  # noqa: F401
 from searchgym.envs.group import KGSolverGroupEnv
 from searchgym.envs.registration import ENV_IDS
 from searchgym.envs.selfplay import KGSelfPlayEnv
-from searchgym.envs.tasks import SubgraphTaskSource
+from searchgym.tasks.sources import SubgraphTaskSource
 from tests.support.env_helpers import AcceptAll, tiny_subgraph
 
 TEXT_ENV_IDS = [e for e in ENV_IDS if e != "KGNavigate-v0"]

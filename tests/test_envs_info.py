@@ -12,17 +12,17 @@ import pytest
 
 import searchgym  # noqa: F401  (registration)
 from searchgym.agents.scripted import LeakyProposer, PathFollowingSolver, ScriptedProposer, ScriptedSelfPlayAgent
-from searchgym.construction.record import Subgraph
+from searchgym.core.info import INFO_KINDS, has_slots, info_kind
+from searchgym.core.subgraph import Subgraph
+from searchgym.core.types import Task, Trajectory, Turn
 from searchgym.envs.group import KGSolverGroupEnv
-from searchgym.envs.info import INFO_KINDS, has_slots, info_kind
 from searchgym.envs.navigate import KGNavigateEnv
 from searchgym.envs.proposer import KGProposerEnv
 from searchgym.envs.registration import ENV_IDS
 from searchgym.envs.selfplay import KGSelfPlayEnv
 from searchgym.envs.solver import KGSolverEnv
-from searchgym.envs.tasks import SubgraphTaskSource
-from searchgym.envs.types import Task, Trajectory, Turn
 from searchgym.errors import InvalidArgumentError
+from searchgym.tasks.sources import SubgraphTaskSource
 from tests.support.env_helpers import AcceptAll, RejectAll, play, tiny_subgraph
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "envs.md"

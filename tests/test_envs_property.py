@@ -15,7 +15,7 @@ from searchgym.envs.proposer import KGProposerEnv
 from searchgym.envs.selfplay import KGSelfPlayEnv
 from searchgym.envs.solver import KGSolverEnv
 from searchgym.envs.spaces import UnicodeText, text_space
-from searchgym.envs.tasks import SubgraphTaskSource
+from searchgym.tasks.sources import SubgraphTaskSource
 from tests.conftest import build_tiny_world
 from tests.support.env_helpers import tiny_subgraph
 

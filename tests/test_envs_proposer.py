@@ -7,10 +7,10 @@ import pytest
 
 import searchgym  # noqa: F401
 from searchgym.agents.scripted import LeakyProposer, RandomAgent, ScriptedProposer
-from searchgym.envs.judge import ExactMatchJudge
 from searchgym.envs.proposer import KGProposerEnv
-from searchgym.envs.tasks import JsonlTaskSource, SubgraphTaskSource
-from searchgym.envs.verifier import RAGVerifier, ReaderError
+from searchgym.scoring.judge import ExactMatchJudge
+from searchgym.scoring.rag_verifier import RAGVerifier, ReaderError
+from searchgym.tasks.sources import JsonlTaskSource, SubgraphTaskSource
 from tests.support.env_helpers import AcceptAll, RecordingVerifier, play, tiny_subgraph
 
 

@@ -11,10 +11,10 @@ import pytest
 import searchgym  # noqa: F401
 from searchgym.agents.scripted import LeakyProposer, PathFollowingSolver, ScriptedProposer, ScriptedSelfPlayAgent
 from searchgym.cli import main as cli_main
+from searchgym.core.types import Task
 from searchgym.envs.export import TrajectoryWriter, read_trajectories
 from searchgym.envs.replay import ReplayBuffer
 from searchgym.envs.selfplay import KGSelfPlayEnv
-from searchgym.envs.types import Task
 from tests.support.env_helpers import AcceptAll, RejectAll, play, tiny_subgraph
 
 

@@ -11,10 +11,10 @@ from gymnasium.utils.env_checker import check_env
 
 import searchgym  # noqa: F401  (registers the envs)
 from searchgym.agents.scripted import MalformedAgent, PathFollowingSolver, RandomAgent
+from searchgym.core.types import Task
 from searchgym.envs.registration import ENV_IDS
 from searchgym.envs.solver import KGSolverEnv
-from searchgym.envs.tasks import JsonlTaskSource, ListTaskSource, SubgraphTaskSource, TaskFormatError
-from searchgym.envs.types import Task
+from searchgym.tasks.sources import JsonlTaskSource, ListTaskSource, SubgraphTaskSource, TaskFormatError
 from tests.support.env_helpers import UselessRetriever, play, tiny_subgraph
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from searchgym.core.answers import normalize_answer
-from searchgym.envs.heldout import builtin_benchmark, is_heldout_answer, is_heldout_name
-from searchgym.evaluation.tasksets import load_tasksets
+from searchgym.tasks.heldout import builtin_benchmark, is_heldout_answer, is_heldout_name
+from searchgym.tasks.tasksets import load_tasksets
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +48,8 @@ def test_disjoint_from_the_default_pool(default_world, bench):
 
 
 def test_disjoint_from_the_trainers_default_envs(default_world, bench):
-    from searchgym.agents.config import TrainConfig
-    from searchgym.agents.trainer import make_envs
+    from searchgym.training.selfplay_config import TrainConfig
+    from searchgym.training.selfplay_trainer import make_envs
 
     cfg = TrainConfig()  # KGSelfPlay-v0 on the default world, as `searchgym train` builds it
     envs = make_envs(cfg, 1)
@@ -60,8 +60,8 @@ def test_disjoint_from_the_trainers_default_envs(default_world, bench):
 
 def test_disjoint_from_the_demo_pool(default_world, bench, monkeypatch, tmp_path):
     """The demo's pool, captured from a real `searchgym demo --agent scripted` run."""
-    import searchgym.envs.heldout as heldout
-    from searchgym.demo import run_demo
+    import searchgym.tasks.heldout as heldout
+    from searchgym.commands.demo import run_demo
 
     captured = []
     real = heldout.training_subgraphs

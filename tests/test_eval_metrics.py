@@ -62,7 +62,7 @@ def test_answer_scores_zero_for_no_or_invalid_answer():
 
 
 def test_env_judge_and_eval_share_one_definition():
-    from searchgym.envs import judge
+    from searchgym.scoring import judge
 
     assert (
         judge.exact_match is exact_match and judge.token_f1 is token_f1 and judge.normalize_answer is normalize_answer

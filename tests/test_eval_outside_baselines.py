@@ -1,7 +1,7 @@
 """Baselines on outside data: ``searchgym eval --agent scripted`` answers FlashRAG / Search-R1 questions
 (no KG path, no world) from the text it retrieved, scored on a file in Search-R1's ``test.parquet``
 layout; ``--agent openai`` scores records through a real OpenAI-compatible server process on loopback
-(:mod:`searchgym.agents.openai_server` serving the tiny model through the transformers backend), whose
+(:mod:`searchgym.llm.openai_server` serving the tiny model through the transformers backend), whose
 request and reply shapes the official ``openai`` client accepts."""
 
 from __future__ import annotations
@@ -81,10 +81,10 @@ def test_scripted_baseline_reads_answers_without_a_world(retrieval_server, tmp_p
 
 @pytest.fixture(scope="module")
 def served_tiny():
-    """``python -m searchgym.agents.openai_server --model tiny --port 0``: a real server process."""
+    """``python -m searchgym.llm.openai_server --model tiny --port 0``: a real server process."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "searchgym.agents.openai_server", "--model", "tiny", "--port", "0"]
+        [sys.executable, "-m", "searchgym.llm.openai_server", "--model", "tiny", "--port", "0"]
         + ["--max-new-tokens", "24", "--threads", "1"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

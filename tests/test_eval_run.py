@@ -106,7 +106,7 @@ def test_search_r1_layout_is_byte_exact(tiny_world, retrieval_server):
             config=EvalConfig(layout="search-r1", concurrency=1, progress=False),
         )
         agent.close()
-    from searchgym.evaluation.tasksets import search_r1_prompt
+    from searchgym.tasks.tasksets import search_r1_prompt
 
     second = srv.requests[1]["messages"]
     # Search-R1's own prompt, byte for byte ("as many times as your want" included)
@@ -124,9 +124,9 @@ def test_eval_seed_seeds_every_episode(tiny_world, monkeypatch):
     a seed made from it and the question, so another seed draws anew and the same seed repeats."""
     import gymnasium as gym
 
+    from searchgym.core.rng_state import stable_seed
     from searchgym.evaluation import runner
-    from searchgym.evaluation.tasksets import task_key
-    from searchgym.rng_state import stable_seed
+    from searchgym.tasks.tasksets import task_key
 
     seen: dict[str, int] = {}
 
@@ -178,8 +178,8 @@ def test_endpoint_down_keeps_partial_results(tiny_world, tmp_path):
 
 
 def test_llm_judge_fails_closed_and_counts_errors(tiny_world):
-    from searchgym.agents.openai_compat import OpenAICompatibleGenerator
-    from searchgym.envs.judge import LLMJudge
+    from searchgym.llm.openai_client import OpenAICompatibleGenerator
+    from searchgym.scoring.judge import LLMJudge
 
     def judge_reply(messages, body):
         return "Correct" if "1204" in messages[0]["content"] else "I am not sure."

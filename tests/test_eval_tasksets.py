@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from searchgym.evaluation.tasksets import (
+from searchgym.tasks.tasksets import (
     DatasetFormatError,
     load_flashrag_jsonl,
     load_searchr1_parquet,
@@ -81,7 +81,7 @@ def test_search_r1_parquet_grouped_by_data_source(tmp_path):
 
 
 def test_search_r1_prompt_rule():
-    from searchgym.evaluation.tasksets import search_r1_prompt, with_search_r1_prompts
+    from searchgym.tasks.tasksets import search_r1_prompt, with_search_r1_prompts
 
     assert search_r1_prompt(" who wrote hamlet ").endswith("Question: who wrote hamlet?\n")  # '?' added like Search-R1
     ts = with_search_r1_prompts([load_flashrag_jsonl(FIX / "tiny_qa.jsonl")])[0]

@@ -6,15 +6,15 @@ import math
 
 import pytest
 
-from searchgym.agents.losses import group_advantages, proposer_advantages
-from searchgym.agents.prompts import JUDGE_CRITERIA, render_judge
-from searchgym.envs.judge import LLMJudge
-from searchgym.envs.rollout import Rollout, SearchEngine, advance
-from searchgym.envs.types import THINK_SEPARATOR, Task
+from searchgym.core.advantages import grpo_advantages, sapo_group_advantages
+from searchgym.core.prompts import JUDGE_CRITERIA, render_judge
+from searchgym.core.types import THINK_SEPARATOR, Task
+from searchgym.envs.episode import Rollout, SearchEngine, advance
 from searchgym.retrieval.bm25 import BM25Retriever
+from searchgym.scoring.judge import LLMJudge
+from searchgym.training.losses import group_advantages, proposer_advantages
 from searchgym.wrappers import EvidenceVerifierReward, WaypointMatcher, format_score, trajectory_coverage
-from searchgym.wrappers.gdcr import gdcr_step_rewards
-from searchgym.wrappers.sapo import grpo_advantages, sapo_group_advantages
+from searchgym.wrappers.graph_distance_reward import gdcr_step_rewards
 from tests.support.wrapper_fakes import EventEnv, chain_subgraph, make_task, make_traj
 
 DOCS = [
@@ -51,7 +51,7 @@ def test_segments_record_their_turn_even_after_an_empty_turn():
 def test_sapo_advantages_land_on_their_turn_after_an_empty_turn():
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from searchgym.agents.sequences import collate, encode_trajectory
+    from searchgym.llm.sequences import collate, encode_trajectory
     from tests.support.tiny_lm import build_tokenizer
 
     tok = build_tokenizer()
@@ -80,8 +80,8 @@ def test_proposer_baseline_is_taken_over_verified_questions():
 
 def test_trainer_uses_the_verified_baseline_by_default():
     pytest.importorskip("torch")
-    from searchgym.agents.config import TrainConfig
-    from searchgym.agents.trainer import Sample, SelfPlayTrainer
+    from searchgym.training.selfplay_config import TrainConfig
+    from searchgym.training.selfplay_trainer import Sample, SelfPlayTrainer
 
     task = make_task("p")
     samples = [
@@ -274,8 +274,8 @@ def test_the_first_question_of_a_turn_is_read_as_ssp_does():
 
 
 def test_more_than_ten_answers_is_invalid_by_default_and_a_quarter_under_ssp():
-    from searchgym.envs.judge import ExactMatchJudge
-    from searchgym.envs.scoring import score_solver
+    from searchgym.scoring.judge import ExactMatchJudge
+    from searchgym.scoring.outcomes import score_solver
 
     spray = " ".join(f"<answer> {a} </answer>" for a in ["x"] * 10 + ["Merovia"])
     task = Task(id="q", question="In which country was Alice Varn born?", answers=["Merovia"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from searchgym.envs.filters import REASONS, FilterConfig, check_question
+from searchgym.scoring.question_filters import REASONS, FilterConfig, check_question
 from tests.support.trajectories import proposer_trajectory
 
 GOOD_Q = "Which city is the capital of the country in which the chemist Alice Varn was born?"

@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 
 import searchgym  # noqa: F401  (registers the envs)
 from searchgym.agents.scripted import PathFollowingSolver, ScriptedProposer
-from searchgym.agents.sequences import encode_trajectory, record_sampled, turn_encoder
 from searchgym.core.chat_template import ChatTemplateError, ToolChatEncoder, supports_tools
 from searchgym.envs.export import read_trajectories
 from searchgym.envs.function_calling import parse_message, tool_messages, tool_schemas
 from searchgym.envs.protocol import parse_action
+from searchgym.llm.sequences import encode_trajectory, record_sampled, turn_encoder
 from searchgym.wrappers.registry import wrap_rewards
 from tests.support.env_helpers import AcceptAll
 from tests.support.tiny_lm import build_tokenizer, build_tool_tokenizer
@@ -271,7 +271,7 @@ def test_tool_templates_are_told_apart(qwen_tok):
 def test_smollm2_plain_template_is_refused_with_the_fix_and_tags_still_work(default_world):
     from transformers import AutoTokenizer
 
-    from searchgym.agents.smollm import ensure_smollm2
+    from searchgym.llm.bundled_model import ensure_smollm2
 
     tok = AutoTokenizer.from_pretrained(ensure_smollm2())
     assert not supports_tools(tok)

@@ -4,7 +4,8 @@ from collections import Counter
 
 import pytest
 
-from searchgym.envs.heldout import (
+from searchgym.envs.resources import default_pool
+from searchgym.tasks.heldout import (
     BENCHMARK_SIZES,
     HELDOUT_FRACTION,
     builtin_benchmark,
@@ -13,7 +14,6 @@ from searchgym.envs.heldout import (
     is_heldout_name,
     training_subgraphs,
 )
-from searchgym.envs.resources import default_pool
 from searchgym.world.synthetic import default_world
 
 

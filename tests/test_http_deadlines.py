@@ -7,14 +7,14 @@ import time
 
 import pytest
 
-from searchgym.agents.base import GenerationError
-from searchgym.agents.openai_compat import OpenAICompatibleGenerator
 from searchgym.construction import LLMSelector, SelectionContext, SelectorError
 from searchgym.construction.selectors import Candidate
-from searchgym.envs.judge import LLMJudge
-from searchgym.envs.verifier import LLMReader, ReaderError
-from searchgym.http_deadline import DeadlineExceeded, exchange, open_connection
+from searchgym.core.http_deadline import DeadlineExceeded, exchange, open_connection
+from searchgym.core.llm import GenerationError
+from searchgym.llm.openai_client import OpenAICompatibleGenerator
 from searchgym.retrieval.client import RemoteRetriever, RetrievalError
+from searchgym.scoring.judge import LLMJudge
+from searchgym.scoring.rag_verifier import LLMReader, ReaderError
 from tests.support.trickle_server import TrickleServer
 
 DEADLINE = 1.0

@@ -13,8 +13,8 @@ from gem.utils.constants import TERMINAL_STATE  # noqa: E402
 from gem.wrappers.observation_wrapper import ObservationWrapper  # noqa: E402
 
 import searchgym.integrations.gem as sggem  # noqa: E402
-from searchgym.agents.tiny import build_tokenizer  # noqa: E402
 from searchgym.errors import InvalidArgumentError  # noqa: E402
+from searchgym.llm.tiny_models import build_tokenizer  # noqa: E402
 from searchgym.wrappers import WaypointCoverageReward  # noqa: E402
 
 

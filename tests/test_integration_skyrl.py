@@ -18,12 +18,12 @@ skyrl_gym = pytest.importorskip("skyrl_gym", reason="needs the skyrl extra (pip 
 from omegaconf import OmegaConf  # noqa: E402
 from skyrl_gym.envs.base_text_env import BaseTextEnv  # noqa: E402
 
-from searchgym.agents.tiny import build_tokenizer  # noqa: E402
 from searchgym.errors import InvalidArgumentError  # noqa: E402
 from searchgym.integrations.environments import EnvSpec, cached_env  # noqa: E402
 from searchgym.integrations.episode import play_solver_episode  # noqa: E402
 from searchgym.integrations.skyrl import SkyRLRowError, dataset_rows, register_env  # noqa: E402
 from searchgym.integrations.skyrl.env import SearchGymSkyRLEnv  # noqa: E402
+from searchgym.llm.tiny_models import build_tokenizer  # noqa: E402
 
 
 @pytest.fixture(scope="module")

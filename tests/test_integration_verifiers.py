@@ -1,7 +1,7 @@
 """searchgym's verifiers environment (``searchgym-verifiers``), run through the real verifiers package (0.4.0,
 ``verifiers.v1``): its loader, its serving / interception stack and eval client, its scoring (``@reward`` /
 ``@metric``), and its own command line ``vf-eval``. The model is searchgym's OpenAI-compatible server
-(:mod:`searchgym.agents.openai_server`) in front of a scripted generator (exact rewards) or the tiny random model
+(:mod:`searchgym.llm.openai_server`) in front of a scripted generator (exact rewards) or the tiny random model
 (the CLI run); the function-calling path goes through the tests' stub server, which can send ``tool_calls``.
 Skipped without the ``verifiers`` extra."""
 
@@ -18,13 +18,13 @@ import pytest
 
 vf = pytest.importorskip("verifiers.v1", reason="needs the verifiers extra (pip install -e '.[verifiers]')")
 
-from searchgym.agents.openai_server import OpenAIServer, load_generator  # noqa: E402
-from searchgym.agents.tiny import question_of  # noqa: E402
 from searchgym.core.llm import TextGenerator  # noqa: E402
 from searchgym.integrations.environments import EnvSpec  # noqa: E402
 from searchgym.integrations.episode import TURN_STOPS  # noqa: E402
 from searchgym.integrations.text_rollout import TextRollout  # noqa: E402
 from searchgym.integrations.verifiers import ENV_ID, load_environment, result_of  # noqa: E402
+from searchgym.llm.openai_server import OpenAIServer, load_generator  # noqa: E402
+from searchgym.llm.tiny_models import question_of  # noqa: E402
 from tests.support.openai_server import OpenAIStubServer  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -165,6 +165,6 @@ def test_bad_settings_fail_when_the_config_is_read():
 
 
 def _task(vf_task):
-    from searchgym.envs.types import Task
+    from searchgym.core.types import Task
 
     return Task.from_dict(vf_task.data.searchgym["task"])

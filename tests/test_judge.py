@@ -6,9 +6,9 @@ import socket
 
 import pytest
 
-from searchgym.agents.base import GenerationConfig, GenerationError, TextGenerator
-from searchgym.agents.openai_compat import OpenAICompatibleGenerator
-from searchgym.envs.judge import (
+from searchgym.core.llm import GenerationConfig, GenerationError, TextGenerator
+from searchgym.llm.openai_client import OpenAICompatibleGenerator
+from searchgym.scoring.judge import (
     CoverEMJudge,
     ExactMatchJudge,
     F1Judge,

@@ -1,17 +1,21 @@
-"""The package's floors hold: no module imports from a floor above its own, and no module reaches into
-another module's private (``_underscore``) names.
+"""The package's floors hold: no module imports from a floor above its own, no two modules import each other
+(directly or round a loop), and no module reaches into another module's private (``_underscore``) names.
 
-Floors, bottom to top (a module may import its own floor and any floor below):
+Floors, bottom to top (a module may import its own floor and any floor below; docs/architecture.md):
 
-0. ``core``: ``searchgym/core/``, ``errors.py``, ``http_deadline.py``, ``rng_state.py``, ``ray_support.py`` -- what
-   every layer shares (the LLM client interface, role prompts, answer metrics, advantage estimators, errors)
-1. ``world``  2. ``retrieval``  3. ``construction``  4. ``envs``  5. ``wrappers``
-6. ``evaluation`` (the harness: task sets, rollout loop, metrics, reports -- for any agent)
-7. ``agents`` (LLM agents, trainer, SFT, the eval agents that wrap them)  8. ``integrations`` (verl)
-9. ``commands``: ``searchgym/commands/``, ``cli.py``, ``demo.py`` -- the command line, which wires every floor
+0. ``core``: ``searchgym/core/`` and ``errors.py`` -- the shared types (Task, Trajectory, Subgraph, info),
+   the LLM client interface, role prompts, answer metrics, advantage estimators, files and progress
+1. ``llm`` (backends: transformers, vLLM, OpenAI-compatible; decoding, the bundled model)
+2. ``world``  3. ``retrieval``  4. ``construction``
+5. ``scoring`` (judge, rule filters, RAG verifier and reader, outcome rewards)
+6. ``tasks`` (task sources, the built-in benchmark and its splits, QA sets)
+7. ``envs``  8. ``wrappers``  9. ``evaluation`` (the harness, for any agent)
+10. ``agents``  11. ``training`` (self-play RL, SFT, rejection sampling, recipes, cold start)
+12. ``integrations`` (TRL, verl, SkyRL, GEM, verifiers)
+13. ``commands``: ``searchgym/commands/``, ``cli.py`` -- the command line, which wires every floor
 
 Imports inside functions count the same as top-level ones: a lazy import does not change which floor
-depends on which. Run as a script to print the floor-to-floor import table.
+depends on which, nor hide a cycle. There is no whitelist. Run as a script to print the floor-to-floor table.
 """
 
 from __future__ import annotations
@@ -25,35 +29,27 @@ import searchgym
 PACKAGE = Path(searchgym.__file__).parent
 FLOORS = [
     "core",
+    "llm",
     "world",
     "retrieval",
     "construction",
+    "scoring",
+    "tasks",
     "envs",
     "wrappers",
     "evaluation",
     "agents",
+    "training",
     "integrations",
     "commands",
 ]
 TOP_LEVEL_MODULES = {
     "errors": "core",
-    "http_deadline": "core",
-    "rng_state": "core",
-    "ray_support": "core",
     "cli": "commands",
-    "demo": "commands",
     "__init__": "commands",
     "assets": "core",
 }
-# the package's own __init__ re-exports the public API of every floor: it sits on top, like the CLI
-# Documented import paths kept after a module moved up a floor, served lazily (module __getattr__) so that
-# importing the lower floor never imports the higher one: (file, imported module) pairs, each still needed.
-FACADES = {
-    (
-        "searchgym/evaluation/__init__.py",
-        "searchgym.agents.eval_agents",
-    ): "`from searchgym.evaluation import make_agent, AgentSpec` (docs/evaluation.md); the agents moved to agents/"
-}
+# the package's own __init__ registers the envs and offers the world API: it sits on top, like the CLI
 
 
 def floor_of(module: str) -> str:
@@ -149,7 +145,6 @@ def private_module_attributes(path: Path):
 def violations():
     """Upward imports and cross-module private names, as ``file:line: message`` strings."""
     bad, table = [], Counter()
-    facades_seen = set()
     for path in sorted(PACKAGE.rglob("*.py")):
         module = module_name(path)
         src = floor_of(module)
@@ -158,18 +153,13 @@ def violations():
             table[(src, dst)] += 1
             where = f"{path.relative_to(PACKAGE.parent)}:{lineno}"
             if FLOORS.index(dst) > FLOORS.index(src):
-                key = (str(path.relative_to(PACKAGE.parent)), target)
-                if key in FACADES:
-                    facades_seen.add(key)
-                else:
-                    bad.append(f"{where}: {src} imports {target} ({dst}, a higher floor)")
+                bad.append(f"{where}: {src} imports {target} ({dst}, a higher floor)")
             private = [n for n in names if n.startswith("_") and not n.startswith("__")]
             if private:
                 bad.append(f"{where}: imports private name(s) {', '.join(private)} from {target}")
     for path in sorted(PACKAGE.rglob("*.py")):
         for lineno, text in private_module_attributes(path):
             bad.append(f"{path.relative_to(PACKAGE.parent)}:{lineno}: uses another module's private {text}")
-    bad += [f"FACADES entry {k} is no longer used: remove it" for k in set(FACADES) - facades_seen]
     return bad, table
 
 
@@ -177,6 +167,66 @@ def test_no_import_runs_up_a_floor_and_no_private_name_crosses_modules():
     bad, table = violations()
     assert sum(table.values()) > 300  # the scan did see the package's imports
     assert not bad, "layering violations:\n" + "\n".join(bad)
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Module -> the searchgym modules it imports (package ``__init__`` files left out: they gather their own
+    modules' names for users, so an ``__init__`` and its modules would always form a loop)."""
+    modules = {module_name(p): p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py"}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module, path in modules.items():
+        for _, target, _ in imports(path):
+            while target not in modules and "." in target:  # a name imported from a module -> that module
+                target = target.rsplit(".", 1)[0]
+            if target in modules and target != module:
+                graph[module].add(target)
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of two or more modules (Tarjan), each sorted: modules that import each
+    other, directly or round a loop."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return groups
+
+
+def test_no_module_cycles_function_local_imports_included():
+    cycles = import_cycles(module_graph())
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_cycle_check_finds_a_loop():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert import_cycles(graph) == [["a", "b", "c"]]
 
 
 def test_every_module_has_a_floor():

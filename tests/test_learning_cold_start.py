@@ -2,7 +2,7 @@
 
 Not a model the test builds: the real bundled language model, the real default world, real BM25
 searches. The cold start is the recipe of the adapter the package ships
-(``searchgym.agents.cold_start.RECIPE_DEMOS`` / ``RECIPE_SFT``): scripted experts play ``KGSolver-v0``
+(``searchgym.training.cold_start.RECIPE_DEMOS`` / ``RECIPE_SFT``): scripted experts play ``KGSolver-v0``
 on *training-side* one-hop questions (``hop_tasks(split="train")``), LoRA SFT runs 20 steps of 8 on
 those demonstrations; the model is scored greedily before and after on the built-in benchmark's
 held-out one-hop questions, whose answers are never an answer of a training task (checked below, not
@@ -26,13 +26,13 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
-from searchgym.agents.cold_start import RECIPE_DEMOS, RECIPE_SFT  # noqa: E402
-from searchgym.agents.demonstrations import demonstrations_by_hops  # noqa: E402
-from searchgym.agents.learning import heldout_report, heldout_solver_tasks, llm_eval_agent  # noqa: E402
-from searchgym.agents.pretrained import open_model  # noqa: E402
-from searchgym.agents.sft import SFTConfig, run_sft  # noqa: E402
-from searchgym.agents.smollm import ensure_smollm2  # noqa: E402
 from searchgym.core.answers import normalize_answer  # noqa: E402
+from searchgym.llm.bundled_model import ensure_smollm2  # noqa: E402
+from searchgym.llm.pretrained import open_model  # noqa: E402
+from searchgym.training.cold_start import RECIPE_DEMOS, RECIPE_SFT  # noqa: E402
+from searchgym.training.demonstrations import demonstrations_by_hops  # noqa: E402
+from searchgym.training.learning_checks import heldout_report, heldout_solver_tasks, llm_eval_agent  # noqa: E402
+from searchgym.training.sft_trainer import SFTConfig, run_sft  # noqa: E402
 from searchgym.world.synthetic import default_world  # noqa: E402
 
 N_EVAL, MAX_TURNS, MAX_NEW_TOKENS = 32, 3, 64

@@ -3,10 +3,10 @@ records however many envs play them."""
 
 import json
 
-from searchgym.agents.demonstrations import ProposerExpert
 from searchgym.agents.eval_agents import ScriptedEvalAgent
-from searchgym.agents.learning import heldout_proposer_tasks, proposer_valid_rate
 from searchgym.agents.scripted import ScriptedAgent
+from searchgym.training.demonstrations import ProposerExpert
+from searchgym.training.learning_checks import heldout_proposer_tasks, proposer_valid_rate
 from searchgym.world.synthetic import default_world
 
 
@@ -49,11 +49,11 @@ def test_play_tasks_seeds_each_episode_by_its_task_whichever_env_plays_it():
     """The mechanism behind the test above, on real KGProposer envs: the seed follows the task, not the env."""
     import gymnasium as gym
 
-    from searchgym.agents.demonstrations import cold_start_env_kwargs
-    from searchgym.envs.tasks import ListTaskSource
+    from searchgym.core.rng_state import stable_seed
     from searchgym.evaluation.runner import play_tasks
-    from searchgym.evaluation.tasksets import task_key
-    from searchgym.rng_state import stable_seed
+    from searchgym.tasks.sources import ListTaskSource
+    from searchgym.tasks.tasksets import task_key
+    from searchgym.training.demonstrations import cold_start_env_kwargs
 
     world = default_world()
     tasks = heldout_proposer_tasks(world, 6)

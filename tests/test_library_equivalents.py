@@ -1,7 +1,7 @@
 """Issue 30, item 6: where searchgym keeps its own code beside a well-kept library, the two are checked
 against each other here, and the measured reason to keep ours is checked to still hold.
 
-* The OpenAI HTTP client (:mod:`searchgym.agents.openai_compat`) sends the official ``openai``
+* The OpenAI HTTP client (:mod:`searchgym.llm.openai_client`) sends the official ``openai``
   client's request bodies, and — the reason it is kept — ends a request at its *total* deadline,
   where the official client's timeout bounds each read, so a trickling server holds it for minutes.
 * The function-calling template code (:mod:`searchgym.core.chat_template`) agrees with TRL's
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from searchgym.agents.base import GenerationConfig, GenerationError
-from searchgym.agents.openai_compat import OpenAICompatibleGenerator
+from searchgym.core.llm import GenerationConfig, GenerationError
+from searchgym.llm.openai_client import OpenAICompatibleGenerator
 from tests.support.openai_server import OpenAIStubServer
 from tests.support.trickle_server import TrickleServer
 
@@ -91,7 +91,7 @@ def test_the_official_clients_timeout_bounds_each_read_and_ours_the_whole_reques
 def _text_templates() -> dict[str, str]:
     """searchgym's bundled Qwen2.5 template, a plain ChatML one and every text template TRL ships."""
     trl = pytest.importorskip("trl")
-    from searchgym.agents.tiny import CHAT_TEMPLATE, QWEN25_TEMPLATE
+    from searchgym.llm.tiny_models import CHAT_TEMPLATE, QWEN25_TEMPLATE
 
     found = {"chatml": CHAT_TEMPLATE, "searchgym/qwen2_5": QWEN25_TEMPLATE.read_text(encoding="utf-8")}
     for path in sorted((Path(trl.__file__).parent / "chat_templates").glob("*.jinja")):
@@ -104,9 +104,9 @@ def test_tool_template_code_agrees_with_trl():
     pytest.importorskip("transformers")
     from trl.chat_template_utils import supports_tool_calling
 
-    from searchgym.agents.tiny import build_tokenizer
     from searchgym.core.chat_template import ChatTemplateError, ToolChatEncoder, supports_tools
     from searchgym.envs.function_calling import tool_schemas
+    from searchgym.llm.tiny_models import build_tokenizer
 
     try:
         from trl.trainer.grpo_trainer import GRPOTrainer

@@ -13,10 +13,10 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from searchgym.agents.lm_head import head_split, scores_at  # noqa: E402
-from searchgym.agents.losses import policy_loss, token_logprobs  # noqa: E402
-from searchgym.agents.prefix import pack_shared, shared_token_logprobs  # noqa: E402
-from searchgym.agents.sequences import collate, encode_trajectory  # noqa: E402
+from searchgym.llm.lm_head import head_split, scores_at  # noqa: E402
+from searchgym.llm.sequences import collate, encode_trajectory  # noqa: E402
+from searchgym.llm.shared_prefix import pack_shared, shared_token_logprobs  # noqa: E402
+from searchgym.training.losses import policy_loss, token_logprobs  # noqa: E402
 from tests.support.tiny_lm import build_model, build_tokenizer  # noqa: E402
 from tests.support.trajectories import segmented_trajectory  # noqa: E402
 

@@ -10,10 +10,10 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 
-from searchgym.agents.lora_extract import extract_lora  # noqa: E402
-from searchgym.agents.pretrained import MODEL_META, open_model  # noqa: E402
-from searchgym.agents.tiny import save_tiny  # noqa: E402
 from searchgym.errors import SearchGymError  # noqa: E402
+from searchgym.llm.pretrained import MODEL_META, open_model  # noqa: E402
+from searchgym.llm.tiny_models import save_tiny  # noqa: E402
+from searchgym.training.lora_extract import extract_lora  # noqa: E402
 
 
 def _tune(base_dir, out_dir, rank: int, seed: int = 1):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from searchgym.construction.record import Subgraph, SubgraphNode, literal_node_id
+from searchgym.core.subgraph import Subgraph, SubgraphNode, literal_node_id
 from searchgym.envs.navigate import KGNavigateEnv, evaluate_policy
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import gymnasium as gym
 import pytest
 
-from searchgym.agents.recipes import recipe_config
-from searchgym.envs.heldout import is_heldout_answer
 from searchgym.envs.resources import hop_curriculum_pool, resolve_pool
 from searchgym.errors import InvalidArgumentError
+from searchgym.tasks.heldout import is_heldout_answer
+from searchgym.training.recipes import recipe_config
 from searchgym.world.synthetic import default_world
 
 

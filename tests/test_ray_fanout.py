@@ -14,9 +14,9 @@ from searchgym.agents.eval_agents import AgentSpec, make_agent  # noqa: E402
 from searchgym.construction.extract import ExtractionConfig  # noqa: E402
 from searchgym.construction.pool import build_pool, load_pool  # noqa: E402
 from searchgym.construction.selectors import HeuristicSelector  # noqa: E402
+from searchgym.core.ray_support import RayConfig  # noqa: E402
 from searchgym.evaluation.runner import EvalConfig, evaluate  # noqa: E402
-from searchgym.evaluation.tasksets import load_tasksets  # noqa: E402
-from searchgym.ray_support import RayConfig  # noqa: E402
+from searchgym.tasks.tasksets import load_tasksets  # noqa: E402
 
 RAY = RayConfig(workers=2, chunk=60)
 

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from searchgym.cli import main as cli_main
-from searchgym.ray_support import RayConfig, require_ray
+from searchgym.core.ray_support import RayConfig, require_ray
 
 
 def test_without_ray_the_error_says_how_to_install(monkeypatch, capsys, tmp_path):

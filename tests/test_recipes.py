@@ -15,8 +15,9 @@ import math
 
 import pytest
 
-from searchgym.agents.config import TrainConfig
-from searchgym.agents.recipes import (
+from searchgym.core.advantages import group_advantages, proposer_advantages, sapo_group_advantages, step_advantages
+from searchgym.errors import InvalidArgumentError
+from searchgym.training.recipes import (
     DEFAULT_RECIPE,
     RECIPES,
     SHIPPED_INIT,
@@ -25,8 +26,7 @@ from searchgym.agents.recipes import (
     recipe_values,
     recipes_table,
 )
-from searchgym.core.advantages import group_advantages, proposer_advantages, sapo_group_advantages, step_advantages
-from searchgym.errors import InvalidArgumentError
+from searchgym.training.selfplay_config import TrainConfig
 
 
 # ---------------------------------------------------------------- estimators: hand cases
@@ -76,7 +76,7 @@ def test_sapo_step_std_follows_ddof():
 
 def test_token_sum_weights_a_sequence_by_its_length():
     torch = pytest.importorskip("torch")
-    from searchgym.agents.losses import policy_loss
+    from searchgym.training.losses import policy_loss
 
     logp = torch.zeros(2, 4, requires_grad=True)
     mask = torch.tensor([[1, 1, 1, 1], [1, 0, 0, 0]])
@@ -166,7 +166,7 @@ def _trainer(tmp_path, tok, world, **kw):
     import gymnasium as gym
 
     import searchgym  # noqa: F401
-    from searchgym.agents.trainer import SelfPlayTrainer
+    from searchgym.training.selfplay_trainer import SelfPlayTrainer
     from searchgym.wrappers.registry import wrap_rewards
     from tests.support.tiny_lm import build_model
 
@@ -200,7 +200,7 @@ def test_warmup_counts_training_steps_not_updates(tmp_path, tok, tiny_world):
 
 
 def test_an_update_without_signal_is_skipped_until_something_could_move(tmp_path, tok, tiny_world):
-    from searchgym.agents.trainer import Sample
+    from searchgym.training.selfplay_trainer import Sample
     from tests.support.trajectories import segmented_trajectory
 
     tr = _trainer(tmp_path, tok, tiny_world, kl_coef=0.01)
@@ -218,7 +218,7 @@ def test_an_update_without_signal_is_skipped_until_something_could_move(tmp_path
 def test_unwrapped_envs_are_refused_for_a_shaped_reward(tmp_path, tok, tiny_world):
     import gymnasium as gym
 
-    from searchgym.agents.trainer import SelfPlayTrainer
+    from searchgym.training.selfplay_trainer import SelfPlayTrainer
     from tests.support.tiny_lm import build_model
 
     env = gym.make("KGSolverGroup-v0", world=tiny_world, group_size=2, max_turns=2)
@@ -228,8 +228,8 @@ def test_unwrapped_envs_are_refused_for_a_shaped_reward(tmp_path, tok, tiny_worl
 
 
 def test_metrics_log_the_questions_and_why_they_were_rejected(tmp_path, tok):
-    from searchgym.agents.trainer import Sample, rollout_metrics
-    from searchgym.envs.types import Task
+    from searchgym.core.types import Task
+    from searchgym.training.selfplay_trainer import Sample, rollout_metrics
     from tests.support.trajectories import segmented_trajectory
 
     def proposal(question, valid, reason, reward):
@@ -257,7 +257,7 @@ def test_metrics_log_the_questions_and_why_they_were_rejected(tmp_path, tok):
 def test_every_recipe_plays_and_updates_one_real_self_play_step(tmp_path, tok, name):
     """Each recipe's envs, reward stack and estimators on the real KGSelfPlay-v0 game: the scripted experts
     play (so questions verify and Solvers answer), the tiny policy is updated on their text."""
-    from searchgym.agents.trainer import SelfPlayTrainer
+    from searchgym.training.selfplay_trainer import SelfPlayTrainer
     from tests.support.tiny_lm import build_model
     from tests.test_trainer_selfplay_batch import ScriptedBatchAgent
 

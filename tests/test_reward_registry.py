@@ -7,11 +7,11 @@ import gymnasium as gym
 import pytest
 
 import searchgym.envs  # noqa: F401  (registers the env ids)
-from searchgym.agents.config import TrainConfig
-from searchgym.agents.trainer import Sample, SelfPlayTrainer
 from searchgym.core.advantages import group_advantages, sapo_group_advantages
-from searchgym.envs.types import Task, Trajectory
+from searchgym.core.types import Task, Trajectory
 from searchgym.errors import InvalidArgumentError
+from searchgym.training.selfplay_config import TrainConfig
+from searchgym.training.selfplay_trainer import Sample, SelfPlayTrainer
 from searchgym.wrappers import DynaSearcherReward, GraphDistanceReward, WaypointCoverageReward
 from searchgym.wrappers.base import RewardShapingWrapper
 from searchgym.wrappers.registry import (

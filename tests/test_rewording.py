@@ -10,16 +10,17 @@ from collections import Counter
 
 import pytest
 
-from searchgym.agents.demonstrations import demo_tasks, demonstrations_by_hops, rl_tasks
 from searchgym.agents.eval_agents import ScriptedEvalAgent
-from searchgym.agents.learning import heldout_report, heldout_solver_tasks
 from searchgym.agents.scripted import PathFollowingSolver
 from searchgym.cli import main as cli_main
+from searchgym.construction.question_templates import path_question, relation_phrase
 from searchgym.core.answers import exact_match
-from searchgym.envs.filters import check_question
-from searchgym.envs.heldout import builtin_benchmark, hop_tasks, is_heldout_name
+from searchgym.core.types import Trajectory
 from searchgym.envs.resources import default_reader
-from searchgym.envs.rewording import (
+from searchgym.errors import InvalidArgumentError
+from searchgym.scoring.question_filters import check_question
+from searchgym.tasks.heldout import builtin_benchmark, hop_tasks, is_heldout_name
+from searchgym.tasks.rewording import (
     FORWARD_REWORDINGS,
     INVERSE_REWORDINGS,
     SHAPES,
@@ -30,9 +31,8 @@ from searchgym.envs.rewording import (
     reword_task,
     wording_problem,
 )
-from searchgym.envs.templates import path_question, relation_phrase
-from searchgym.envs.types import Trajectory
-from searchgym.errors import InvalidArgumentError
+from searchgym.training.demonstrations import demo_tasks, demonstrations_by_hops, rl_tasks
+from searchgym.training.learning_checks import heldout_report, heldout_solver_tasks
 from searchgym.world.synthetic import default_world
 
 
@@ -172,7 +172,7 @@ def test_demos_cli_exposes_the_wording(tmp_path, capsys):
 
 
 def path_question_of(record: dict) -> str:
-    from searchgym.construction.record import Subgraph
+    from searchgym.core.subgraph import Subgraph
 
     return path_question(Subgraph.from_dict(record["task"]["subgraph"]))
 

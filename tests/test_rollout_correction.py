@@ -16,22 +16,22 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from searchgym.agents import trainer as trainer_module  # noqa: E402
-from searchgym.agents.base import GenerationConfig  # noqa: E402
-from searchgym.agents.config import RESUME_MUTABLE, TrainConfig  # noqa: E402
 from searchgym.agents.eval_agents import AgentSpec, make_agent  # noqa: E402
-from searchgym.agents.losses import policy_loss, truncated_is_weights  # noqa: E402
-from searchgym.agents.sequences import (  # noqa: E402
+from searchgym.core.llm import GenerationConfig  # noqa: E402
+from searchgym.core.types import Segment, Task, Trajectory, Turn  # noqa: E402
+from searchgym.llm.sequences import (  # noqa: E402
     SAMPLED_IDS_KEY,
     SAMPLED_LOGPROBS_KEY,
     collate_rollout_logprobs,
     encode_trajectory,
     record_sampled,
 )
-from searchgym.agents.sft_config import SFTConfig  # noqa: E402
-from searchgym.agents.trainer import SelfPlayTrainer  # noqa: E402
-from searchgym.agents.transformers_backend import TransformersGenerator  # noqa: E402
-from searchgym.envs.types import Segment, Task, Trajectory, Turn  # noqa: E402
+from searchgym.llm.transformers_backend import TransformersGenerator  # noqa: E402
+from searchgym.training import selfplay_trainer as trainer_module  # noqa: E402
+from searchgym.training.losses import policy_loss, truncated_is_weights  # noqa: E402
+from searchgym.training.selfplay_config import RESUME_MUTABLE, TrainConfig  # noqa: E402
+from searchgym.training.selfplay_trainer import SelfPlayTrainer  # noqa: E402
+from searchgym.training.sft_config import SFTConfig  # noqa: E402
 from tests.support.tiny_lm import build_model, build_tokenizer, save_tiny  # noqa: E402
 
 

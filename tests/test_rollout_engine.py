@@ -14,9 +14,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from searchgym.agents.base import GenerationConfig, GenerationError  # noqa: E402
-from searchgym.agents.decoding import DecodingConfig  # noqa: E402
-from searchgym.agents.rollout_engine import (  # noqa: E402
+from searchgym.core.llm import GenerationConfig, GenerationError  # noqa: E402
+from searchgym.llm.decoding import DecodingConfig  # noqa: E402
+from searchgym.llm.rollout_engine import (  # noqa: E402
     DecoderRunner,
     EngineConfig,
     RolloutEngine,
@@ -24,7 +24,7 @@ from searchgym.agents.rollout_engine import (  # noqa: E402
     row_seed,
     sample_rows,
 )
-from searchgym.agents.transformers_backend import TransformersGenerator  # noqa: E402
+from searchgym.llm.transformers_backend import TransformersGenerator  # noqa: E402
 from tests.support.multiturn import QUESTIONS, SYSTEM  # noqa: E402
 from tests.support.multiturn import multiturn_rollouts as _rollouts  # noqa: E402
 from tests.support.scripted_lm import ScriptedLM  # noqa: E402

@@ -16,16 +16,16 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from searchgym.agents.checkpoint import CheckpointManager, CheckpointMismatchError  # noqa: E402
-from searchgym.agents.config import TrainConfig  # noqa: E402
-from searchgym.agents.metrics import plot_metrics, read_metrics  # noqa: E402
-from searchgym.agents.pretrained import IncompatibleModelError, open_model  # noqa: E402
-from searchgym.agents.sequences import collate  # noqa: E402
-from searchgym.agents.sft import SFTConfig, SFTRun, load_demonstrations, lr_factor, run_sft  # noqa: E402
-from searchgym.agents.sft_data import DataError  # noqa: E402
-from searchgym.agents.trainer import SelfPlayTrainer  # noqa: E402
+from searchgym.core.types import Segment, Task, Trajectory  # noqa: E402
 from searchgym.envs.export import TrajectoryWriter  # noqa: E402
-from searchgym.envs.types import Segment, Task, Trajectory  # noqa: E402
+from searchgym.llm.pretrained import IncompatibleModelError, open_model  # noqa: E402
+from searchgym.llm.sequences import collate  # noqa: E402
+from searchgym.training.checkpoints import CheckpointManager, CheckpointMismatchError  # noqa: E402
+from searchgym.training.metrics import plot_metrics, read_metrics  # noqa: E402
+from searchgym.training.selfplay_config import TrainConfig  # noqa: E402
+from searchgym.training.selfplay_trainer import SelfPlayTrainer  # noqa: E402
+from searchgym.training.sft_data import DataError  # noqa: E402
+from searchgym.training.sft_trainer import SFTConfig, SFTRun, load_demonstrations, lr_factor, run_sft  # noqa: E402
 from tests.support.tiny_lm import build_model, build_tokenizer, save_tiny  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -70,8 +70,8 @@ def test_play_games_summarises_and_exports(tmp_path, tiny_world):
     import gymnasium as gym
 
     from searchgym.agents import GenerationConfig, LLMAgent, play_games
-    from searchgym.agents.smollm import load_generator
-    from searchgym.envs.types import Task
+    from searchgym.core.types import Task
+    from searchgym.llm.bundled_model import load_generator
 
     model = save_tiny(tmp_path / "tiny")
     agent = LLMAgent(load_generator(str(model)), config=GenerationConfig(max_new_tokens=8, seed=0))

@@ -15,11 +15,11 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from searchgym.agents.config import TrainConfig  # noqa: E402
-from searchgym.agents.prompts import render_solver  # noqa: E402
-from searchgym.agents.sequences import render_prompt  # noqa: E402
-from searchgym.agents.trainer import SelfPlayTrainer  # noqa: E402
-from searchgym.envs.types import Task  # noqa: E402
+from searchgym.core.prompts import render_solver  # noqa: E402
+from searchgym.core.types import Task  # noqa: E402
+from searchgym.llm.sequences import render_prompt  # noqa: E402
+from searchgym.training.selfplay_config import TrainConfig  # noqa: E402
+from searchgym.training.selfplay_trainer import SelfPlayTrainer  # noqa: E402
 from tests.support.tiny_lm import build_model, build_tokenizer  # noqa: E402
 
 N_TASKS = 4
@@ -68,7 +68,7 @@ def pretrain_format(model, tok, tasks, answers, *, steps: int = 120, lr: float =
 def mean_reward(trainer, games: int, *, keep_state: bool = False) -> float:
     """Mean Solver reward of ``games`` fresh games; ``keep_state`` puts every RNG, env state and the
     pool position back afterwards, so measuring does not change the training run that follows."""
-    from searchgym.agents.trainer import env_state, load_env_state
+    from searchgym.training.selfplay_trainer import env_state, load_env_state
 
     saved = (
         trainer.rng.getstate(),

@@ -10,13 +10,13 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from searchgym.agents.checkpoint import CheckpointManager, CheckpointMismatchError  # noqa: E402
-from searchgym.agents.config import TrainConfig  # noqa: E402
-from searchgym.agents.losses import baseline_advantages, group_advantages, policy_loss, token_logprobs  # noqa: E402
-from searchgym.agents.metrics import MetricsLogger, plot_metrics, read_metrics  # noqa: E402
-from searchgym.agents.sequences import collate, encode_trajectory  # noqa: E402
-from searchgym.agents.trainer import Sample, SelfPlayTrainer  # noqa: E402
-from searchgym.envs.types import Task, Trajectory  # noqa: E402
+from searchgym.core.types import Task, Trajectory  # noqa: E402
+from searchgym.llm.sequences import collate, encode_trajectory  # noqa: E402
+from searchgym.training.checkpoints import CheckpointManager, CheckpointMismatchError  # noqa: E402
+from searchgym.training.losses import baseline_advantages, group_advantages, policy_loss, token_logprobs  # noqa: E402
+from searchgym.training.metrics import MetricsLogger, plot_metrics, read_metrics  # noqa: E402
+from searchgym.training.selfplay_config import TrainConfig  # noqa: E402
+from searchgym.training.selfplay_trainer import Sample, SelfPlayTrainer  # noqa: E402
 from tests.support.tiny_lm import build_model, build_tokenizer  # noqa: E402
 from tests.support.trajectories import INFO, segmented_trajectory  # noqa: E402
 
@@ -188,7 +188,7 @@ def test_skip_zero_advantage_trains_only_on_informative_sequences(tmp_path, tok)
 
 def test_lora_last_layers_adapts_only_the_top_layers(tmp_path, tok):
     pytest.importorskip("peft")
-    from searchgym.agents.trainer import apply_lora
+    from searchgym.training.selfplay_trainer import apply_lora
 
     cfg = _config(tmp_path, lora=True, lora_r=4, lora_last_layers=1, lora_target_modules=["q_proj", "v_proj"])
     model = apply_lora(build_model(tok, layers=3), cfg)

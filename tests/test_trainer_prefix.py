@@ -16,9 +16,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from searchgym.agents.losses import policy_loss, token_logprobs  # noqa: E402
-from searchgym.agents.prefix import pack_shared, shared_token_logprobs, worth_sharing  # noqa: E402
-from searchgym.agents.sequences import collate, encode_trajectory  # noqa: E402
+from searchgym.llm.sequences import collate, encode_trajectory  # noqa: E402
+from searchgym.llm.shared_prefix import pack_shared, shared_token_logprobs, worth_sharing  # noqa: E402
+from searchgym.training.losses import policy_loss, token_logprobs  # noqa: E402
 from tests.support.tiny_lm import build_model, build_tokenizer  # noqa: E402
 from tests.support.trajectories import segmented_trajectory as _traj_of  # noqa: E402
 
@@ -108,8 +108,8 @@ def test_trainer_update_is_the_same_with_and_without_prompt_sharing(tmp_path, to
     """One optimise() call with share_prompt on and off: same loss statistics and the same gradients
     (compared before Adam, whose first step is ~lr·sign(g) and so turns 1e-12 noise on near-zero
     gradient entries into a full ±lr step)."""
-    from searchgym.agents.config import TrainConfig
-    from searchgym.agents.trainer import SelfPlayTrainer
+    from searchgym.training.selfplay_config import TrainConfig
+    from searchgym.training.selfplay_trainer import SelfPlayTrainer
 
     trajs = [
         _traj("Where was Alice Varn born?", [a])

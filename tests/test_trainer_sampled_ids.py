@@ -12,11 +12,11 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from searchgym.agents.config import TrainConfig  # noqa: E402
-from searchgym.agents.sequences import SAMPLED_IDS_KEY, encode_trajectory, record_sampled  # noqa: E402
-from searchgym.agents.trainer import SelfPlayTrainer  # noqa: E402
-from searchgym.agents.transformers_backend import TransformersGenerator  # noqa: E402
-from searchgym.envs.types import Segment, Task, Trajectory, Turn  # noqa: E402
+from searchgym.core.types import Segment, Task, Trajectory, Turn  # noqa: E402
+from searchgym.llm.sequences import SAMPLED_IDS_KEY, encode_trajectory, record_sampled  # noqa: E402
+from searchgym.llm.transformers_backend import TransformersGenerator  # noqa: E402
+from searchgym.training.selfplay_config import TrainConfig  # noqa: E402
+from searchgym.training.selfplay_trainer import SelfPlayTrainer  # noqa: E402
 from tests.support.tiny_lm import build_model, build_tokenizer  # noqa: E402
 
 

@@ -14,11 +14,11 @@ pytest.importorskip("transformers")
 import gymnasium as gym  # noqa: E402
 
 import searchgym  # noqa: E402,F401
-from searchgym.agents.config import TrainConfig  # noqa: E402
 from searchgym.agents.scripted import ScriptedSelfPlayAgent  # noqa: E402
-from searchgym.agents.trainer import SelfPlayTrainer  # noqa: E402
-from searchgym.envs.scoring import document_materials  # noqa: E402
-from searchgym.envs.types import Task  # noqa: E402
+from searchgym.core.types import Task  # noqa: E402
+from searchgym.scoring.outcomes import document_materials  # noqa: E402
+from searchgym.training.selfplay_config import TrainConfig  # noqa: E402
+from searchgym.training.selfplay_trainer import SelfPlayTrainer  # noqa: E402
 from tests.support.env_helpers import RecordingVerifier  # noqa: E402
 from tests.support.tiny_lm import build_model, build_tokenizer  # noqa: E402
 

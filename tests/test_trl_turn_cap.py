@@ -21,10 +21,10 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("trl", reason="needs the trl extra (pip install -e '.[trl]')")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
-from searchgym.agents.tiny import tiny_policy  # noqa: E402
 from searchgym.errors import InvalidArgumentError  # noqa: E402
 from searchgym.integrations.trl import grpo_trainer, local_config, rollout_func, train_dataset  # noqa: E402
 from searchgym.integrations.trl.generation import TrainerGeneration, cut_at_stop  # noqa: E402
+from searchgym.llm.tiny_models import tiny_policy  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {"max_turns": 3, "doc_max_chars": 160}

@@ -14,8 +14,8 @@ import pytest
 from gymnasium.spaces.utils import flatten, flatten_space, unflatten
 
 import searchgym  # noqa: F401  (registers the env ids)
+from searchgym.core.types import Task
 from searchgym.envs.spaces import CODE_POINT_PAD, UnicodeText, text_space
-from searchgym.envs.types import Task
 from searchgym.world import WorldBuilder
 
 #: Latin accents, Cyrillic, CJK, an astral-plane emoji and a combining accent.

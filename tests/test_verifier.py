@@ -6,11 +6,12 @@ import random
 
 import pytest
 
-from searchgym.agents.openai_compat import OpenAICompatibleGenerator
-from searchgym.envs.judge import ExactMatchJudge, LLMJudge
+from searchgym.core.types import Task, Trajectory, Turn
 from searchgym.envs.protocol import format_information
-from searchgym.envs.types import Task, Trajectory, Turn
-from searchgym.envs.verifier import (
+from searchgym.llm.openai_client import OpenAICompatibleGenerator
+from searchgym.retrieval.base import Hit, format_hits
+from searchgym.scoring.judge import ExactMatchJudge, LLMJudge
+from searchgym.scoring.rag_verifier import (
     ExtractiveReader,
     LLMReader,
     RAGVerifier,
@@ -19,7 +20,6 @@ from searchgym.envs.verifier import (
     extract_final_answer,
     materials_from_trajectory,
 )
-from searchgym.retrieval.base import Hit, format_hits
 from tests.support.openai_server import OpenAIStubServer
 
 CAPITAL_Q = "What is the capital of the country in which the birthplace of Alice Varn is located?"

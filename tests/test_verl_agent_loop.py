@@ -17,9 +17,9 @@ from omegaconf import OmegaConf  # noqa: E402
 from verl.experimental.agent_loop.agent_loop import DictConfigWrap, _agent_loop_registry  # noqa: E402
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
+from searchgym.integrations.environments import EnvSpec, cached_env  # noqa: E402
 from searchgym.integrations.verl import agent_loop as al  # noqa: E402
 from searchgym.integrations.verl.data import VerlRowError  # noqa: E402
-from searchgym.integrations.verl.environments import EnvSpec, cached_env  # noqa: E402
 from searchgym.retrieval.base import Retriever  # noqa: E402
 from tests.support.tiny_lm import build_model, build_tokenizer  # noqa: E402
 
@@ -308,7 +308,7 @@ def search_r1_row(task, prompt=None, **extra):
     """A row of Search-R1's verl parquet as verl hands it to a loop (golds as a numpy object array)."""
     import numpy as np
 
-    from searchgym.evaluation.tasksets import search_r1_prompt
+    from searchgym.tasks.tasksets import search_r1_prompt
 
     content = prompt or search_r1_prompt(task.question)
     return {

@@ -28,8 +28,8 @@ from omegaconf import OmegaConf  # noqa: E402
 from verl.trainer.ppo.utils import need_critic, need_reference_policy  # noqa: E402
 from verl.utils.config import validate_config  # noqa: E402
 
-from searchgym.evaluation.tasksets import search_r1_prompt  # noqa: E402
 from searchgym.integrations.verl.data import row_options  # noqa: E402
+from searchgym.tasks.tasksets import search_r1_prompt  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:Disabled critic")  # verl's note that GRPO needs no critic
 

@@ -9,8 +9,8 @@ import json
 import pytest
 import requests
 
+from searchgym.integrations.environments import EnvSpec
 from searchgym.integrations.verl.data import dataset_rows, task_options, write_dataset
-from searchgym.integrations.verl.environments import EnvSpec
 from searchgym.integrations.verl.reward import compute_score, split_turns
 from searchgym.retrieval import BM25Retriever, RetrievalServer
 

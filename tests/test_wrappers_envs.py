@@ -7,7 +7,7 @@ import pytest
 
 import searchgym  # noqa: F401  (registers the envs)
 from searchgym.agents.scripted import PathFollowingSolver, RandomAgent, ScriptedProposer
-from searchgym.envs.scoring import information_materials
+from searchgym.scoring.outcomes import information_materials
 from searchgym.wrappers import (
     DynaSearcherReward,
     EvidenceVerifierReward,
@@ -132,7 +132,7 @@ class AcceptAll:
     """A verifier that accepts every question that passed the rule filters (EVE is under test)."""
 
     def verify(self, question, answers, materials, noise_pool, rng):
-        from searchgym.envs.verifier import VerifierResult
+        from searchgym.scoring.rag_verifier import VerifierResult
 
         return VerifierResult(valid=True, reason=None, prediction=answers[0])
 
@@ -153,7 +153,7 @@ def test_eve_on_selfplay():
 
 
 def test_reset_checks_the_task():
-    from searchgym.envs.types import Task
+    from searchgym.core.types import Task
     from searchgym.wrappers import MissingTaskDataError
 
     bare = Task(id="bare", question="Who?", answers=["x"])
@@ -185,9 +185,9 @@ def test_play_cli_rejects_bad_reward_stacks(spec, message, capsys):
 
 
 def test_only_reward_replacing_wrappers_are_marked_and_must_stack_innermost():
-    from searchgym.wrappers import stack_reward_wrappers
+    from searchgym.wrappers import wrap_rewards
 
     assert DynaSearcherReward.replaces_reward and EvidenceVerifierReward.replaces_reward
     assert not WaypointCoverageReward.replaces_reward and not GraphDistanceReward.replaces_reward
-    env = stack_reward_wrappers(gym.make("KGSolverGroup-v0"), ["dynasearcher", "wcr"])
+    env = wrap_rewards(gym.make("KGSolverGroup-v0"), ["dynasearcher", "wcr"])
     assert isinstance(env, WaypointCoverageReward) and isinstance(env.env, DynaSearcherReward)

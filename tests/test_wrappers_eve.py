@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from searchgym.agents.openai_compat import OpenAICompatibleGenerator
+from searchgym.llm.openai_client import OpenAICompatibleGenerator
 from searchgym.wrappers import (
     EvidenceVerifierReward,
     MissingTaskDataError,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from searchgym.construction.record import Branch
+from searchgym.core.subgraph import Branch
 from searchgym.wrappers import (
     EntityLinker,
     GraphDistanceReward,

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from searchgym.wrappers import wcr
-from searchgym.wrappers.wcr import NATIVE_AVAILABLE, WaypointMatcher
+from searchgym.wrappers import waypoint_coverage_reward as wcr
+from searchgym.wrappers.waypoint_coverage_reward import NATIVE_AVAILABLE, WaypointMatcher
 
 native = pytest.mark.skipif(not NATIVE_AVAILABLE, reason="searchgym was installed without its C extension")
 

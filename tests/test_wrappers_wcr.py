@@ -19,7 +19,7 @@ from searchgym.wrappers import (
     wcr_group_rewards,
     wcr_rewards,
 )
-from searchgym.wrappers.wcr import NATIVE_AVAILABLE
+from searchgym.wrappers.waypoint_coverage_reward import NATIVE_AVAILABLE
 from tests.support.wrapper_fakes import EventEnv, chain_subgraph, make_task, make_traj
 
 # The paper's case E.3.1: waypoints of the construction path; the fourth is not named in the paper.

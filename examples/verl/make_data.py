@@ -19,8 +19,8 @@ import random
 import sys
 
 from searchgym.errors import SearchGymError
+from searchgym.integrations.environments import EnvSpec
 from searchgym.integrations.verl.data import dataset_rows, write_dataset
-from searchgym.integrations.verl.environments import EnvSpec
 
 
 def parse_args(argv=None) -> argparse.Namespace:

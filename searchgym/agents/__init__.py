@@ -1,16 +1,22 @@
-"""LLM backends, prompts, scripted agents and the trainer."""
+"""The agents: the LLM agent that plays an env turn by turn, the scripted agents, and the agents an evaluation
+runs (:func:`make_agent` builds any of them from an :class:`AgentSpec`).
 
-from .base import GenerationConfig, GenerationError, TextGenerator
-from .config import TrainConfig
+Backends that generate text live in :mod:`searchgym.llm`; training in :mod:`searchgym.training`.
+"""
+
+from ..core.moved import moved_getattr
+from .eval_agents import AGENTS, AgentSpec, EvalAgent, LLMEvalAgent, ScriptedEvalAgent, make_agent
 from .llm_agent import AgentConfig, LLMAgent
-from .play import play_games
 
 __all__ = [
-    "GenerationConfig",
-    "GenerationError",
-    "TextGenerator",
-    "TrainConfig",
+    "AGENTS",
+    "AgentSpec",
+    "EvalAgent",
+    "LLMEvalAgent",
+    "ScriptedEvalAgent",
+    "make_agent",
     "AgentConfig",
     "LLMAgent",
-    "play_games",
 ]
+
+__getattr__ = moved_getattr(__name__)

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from ..core.llm import GenerationConfig, TextGenerator
 from ..errors import InvalidArgumentError
-from .base import GenerationConfig, TextGenerator
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ class AgentSpec:
             )
         if self.concurrency < 1 or self.timeout <= 0 or self.retries < 0 or self.max_new_tokens < 1:
             raise InvalidArgumentError("need concurrency >= 1, timeout > 0, retries >= 0 and max_new_tokens >= 1")
-        from .transformers_backend import ENGINES
+        from ..llm.transformers_backend import ENGINES
 
         if self.engine not in ENGINES:
             raise InvalidArgumentError(f"--engine {self.engine}: use one of {', '.join(ENGINES)}")
@@ -201,7 +201,7 @@ def _build_agent(spec: AgentSpec, world: Any) -> EvalAgent:
         max_new_tokens=spec.max_new_tokens, temperature=spec.temperature, top_p=1.0, seed=spec.seed
     )
     if spec.kind == "openai":
-        from .openai_compat import OpenAICompatibleGenerator
+        from ..llm.openai_client import OpenAICompatibleGenerator
 
         gen: TextGenerator = OpenAICompatibleGenerator(
             _given(spec.endpoint, "agent 'openai' needs --endpoint URL"),
@@ -214,8 +214,8 @@ def _build_agent(spec: AgentSpec, world: Any) -> EvalAgent:
         return LLMEvalAgent(gen, f"openai:{spec.model or 'default'}@{spec.endpoint}", gen_cfg)
     model = _given(spec.model, f"agent {spec.kind!r} needs --model")
     if spec.kind == "vllm":
-        from .smollm import resolve_model_path
-        from .vllm_backend import VLLMGenerator
+        from ..llm.bundled_model import resolve_model_path
+        from ..llm.vllm_backend import VLLMGenerator
 
         gen = VLLMGenerator(
             resolve_model_path(resolve_checkpoint(model)),
@@ -223,8 +223,8 @@ def _build_agent(spec: AgentSpec, world: Any) -> EvalAgent:
             seed=spec.seed,
         )
         return LLMEvalAgent(gen, f"vllm:{spec.model}", gen_cfg)
-    from .pretrained import open_model
-    from .transformers_backend import TransformersGenerator
+    from ..llm.pretrained import open_model
+    from ..llm.transformers_backend import TransformersGenerator
 
     # a model name or folder, a trainer/SFT checkpoint or a LoRA adapter (merged), as `train --init` opens them
     policy, tokenizer = open_model(model, dtype=spec.dtype)

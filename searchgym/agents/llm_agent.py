@@ -3,9 +3,9 @@
 For each active slot the agent continues the slot's rollout: context = the chat-templated prompt
 (``trajectory.prompt`` as a user message) followed by the completion so far (its own turns and the
 env's insertions). With a backend that takes token ids (the transformers backend) the context is
-exactly :func:`~searchgym.agents.sequences.encode_trajectory`'s ids -- the ids it sampled on earlier
+exactly :func:`~searchgym.llm.sequences.encode_trajectory`'s ids -- the ids it sampled on earlier
 turns, never a re-tokenisation -- and the ids it samples now are recorded on the trajectory
-(:func:`~searchgym.agents.sequences.record_sampled`) for the trainer. All pending
+(:func:`~searchgym.llm.sequences.record_sampled`) for the trainer. All pending
 rollouts of a step -- across the G slots and across several envs with :meth:`LLMAgent.act_batch` --
 go to the generator in ONE ``generate`` call. Generation stops at ``</search>``, ``</answer>`` or
 ``</question>``; a generation that never closes a tag is passed to the env unchanged (the env
@@ -19,13 +19,13 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
+from ..core.llm import GenerationConfig, Prompt, TextGenerator
+from ..core.rng_state import random_state_from_data
 from ..errors import InvalidArgumentError
-from ..rng_state import random_state_from_data
-from .base import GenerationConfig, Prompt, TextGenerator
-from .sequences import encode_trajectory, record_sampled
+from ..llm.sequences import encode_trajectory, record_sampled
 
 if TYPE_CHECKING:
-    from ..envs.types import Trajectory
+    from ..core.types import Trajectory
 
 logger = logging.getLogger(__name__)
 

@@ -22,13 +22,13 @@ import random
 import re
 from typing import Any, Optional
 
-from ..construction.record import Subgraph
-from ..envs.scoring import information_materials
-from ..envs.templates import path_question
-from ..envs.types import Trajectory
+from ..construction.question_templates import path_question
+from ..core.rng_state import stable_seed
+from ..core.subgraph import Subgraph
+from ..core.types import Trajectory
 from ..errors import InvalidArgumentError
-from ..evaluation.tasksets import task_key
-from ..rng_state import stable_seed
+from ..scoring.outcomes import information_materials
+from ..tasks.tasksets import task_key
 
 __all__ = [
     "ScriptedAgent",
@@ -196,7 +196,7 @@ class PathFollowingSolver(ScriptedAgent):
     Search ``i`` is ``"<title of v_i> <relation i+1>"`` (the path's entities and relations from the
     task's subgraph; a task without a subgraph gets one search: the question). The answer is read
     from the retrieved ``<information>`` only, by :class:`SimpleExtractor` on the last hop's
-    documents; with ``world`` given, :class:`~searchgym.envs.extractive.ExtractiveReader` over every
+    documents; with ``world`` given, :class:`~searchgym.scoring.extractive_reader.ExtractiveReader` over every
     retrieved text is the fallback when that finds nothing.
     """
 
@@ -240,7 +240,7 @@ class PathFollowingSolver(ScriptedAgent):
 
 class ScriptedProposer(ScriptedAgent):
     """KG-grounded scripted Proposer: one search per path hop (distinct queries), then the nested
-    template question (:func:`~searchgym.envs.templates.path_question`), which names only the seed
+    template question (:func:`~searchgym.construction.question_templates.path_question`), which names only the seed
     and so never contains the answer. Needs tasks with a subgraph."""
 
     leak = False

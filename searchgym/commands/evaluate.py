@@ -15,8 +15,8 @@ import argparse
 import logging
 import sys
 
+from ..core.ray_support import add_ray_args, ray_config_from_args
 from ..errors import InvalidArgumentError
-from ..ray_support import add_ray_args, ray_config_from_args
 
 logger = logging.getLogger(__name__)
 
@@ -136,10 +136,10 @@ def _run(args: argparse.Namespace) -> int:
         print(table)
         return 0
     from ..agents.eval_agents import AgentSpec, make_agent
-    from ..envs.rollout import DEFAULT_MAX_TURNS
+    from ..envs.episode import DEFAULT_MAX_TURNS
     from ..evaluation.report import markdown_table
     from ..evaluation.runner import EvalConfig, EvalInterrupted, evaluate
-    from ..evaluation.tasksets import load_tasksets
+    from ..tasks.tasksets import load_tasksets
 
     config = EvalConfig(
         metrics=args.metrics,
@@ -171,8 +171,8 @@ def _run(args: argparse.Namespace) -> int:
     if "llm_judge" in config.metrics:
         if not args.judge_endpoint:
             raise InvalidArgumentError("metric llm_judge needs --judge-endpoint URL (an OpenAI-compatible judge model)")
-        from ..agents.openai_compat import OpenAICompatibleGenerator
-        from ..envs.judge import LLMJudge
+        from ..llm.openai_client import OpenAICompatibleGenerator
+        from ..scoring.judge import LLMJudge
 
         judge = LLMJudge(
             OpenAICompatibleGenerator(

@@ -32,11 +32,11 @@ def _agent(name: str, env_id: str, seed: int):
 
 
 def run_play(args: argparse.Namespace) -> int:
-    """Play ``args.games`` games; print each one (:func:`~searchgym.wrappers.explain.game_lines`). Returns 0."""
+    """Play ``args.games`` games; print each one (:func:`~searchgym.evaluation.game_text.game_lines`). Returns 0."""
     import gymnasium as gym
 
     from .. import envs  # noqa: F401  (registers the ids)
-    from ..wrappers.explain import game_lines
+    from ..evaluation.game_text import game_lines
 
     if args.games < 1:
         raise InvalidArgumentError("--games must be >= 1")

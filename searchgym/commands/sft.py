@@ -83,7 +83,7 @@ def register(subparsers) -> None:
 
 def resolve_sft_config(args: argparse.Namespace):
     """Config from --config, then the flags, then --set overrides."""
-    from ..agents.sft import SFTConfig
+    from ..training.sft_trainer import SFTConfig
 
     cfg = SFTConfig.load(args.config) if args.config else SFTConfig()
     items = [
@@ -107,8 +107,8 @@ def _sft(args: argparse.Namespace) -> int:
     cfg = resolve_sft_config(args)
     if dump_config(cfg, args.dump_config):
         return 0
-    from ..agents.sft import run_sft
     from ..core.artefacts import check_output
+    from ..training.sft_trainer import run_sft
 
     check_output(cfg.output_dir, "training run")
 

@@ -7,8 +7,8 @@ import json
 import logging
 import sys
 
+from ..core.ray_support import add_ray_args, ray_config_from_args
 from ..errors import InvalidArgumentError, NotFoundError
-from ..ray_support import add_ray_args, ray_config_from_args
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ def _make_selector(args, workers: int):
         raise InvalidArgumentError(
             "--selector llm needs --endpoint URL (an OpenAI-compatible server, e.g. `vllm serve`)"
         )
-    from searchgym.agents.openai_compat import OpenAICompatibleGenerator
+    from searchgym.llm.openai_client import OpenAICompatibleGenerator
 
     # the extractor retries failed calls itself (--max-retries), so the HTTP client does not
     gen = OpenAICompatibleGenerator(

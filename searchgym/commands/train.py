@@ -73,8 +73,8 @@ def register(subparsers) -> None:
 
 def resolve_config(args: argparse.Namespace):
     """The recipe at its size, then the --config file's keys, then the dedicated flags, then --set."""
-    from ..agents.config import TrainConfig
-    from ..agents.recipes import DEFAULT_RECIPE, recipe_values
+    from ..training.recipes import DEFAULT_RECIPE, recipe_values
+    from ..training.selfplay_config import TrainConfig
 
     file_values = TrainConfig.read_mapping(args.config) if args.config else {}
     recipe = getattr(args, "recipe", None) or file_values.get("recipe", DEFAULT_RECIPE)
@@ -109,7 +109,7 @@ def resolve_config(args: argparse.Namespace):
 def _drop_foreign_shipped_init(cfg, *, explicit: bool):
     """A size starts the bundled model from its shipped cold start; another ``--model`` starts from its own
     weights instead (unless ``init`` was asked for by name, which the trainer then checks for family)."""
-    from ..agents.recipes import SHIPPED_INIT
+    from ..training.recipes import SHIPPED_INIT
 
     if cfg.init == SHIPPED_INIT and cfg.model != "smollm2" and not explicit:
         logger.info("model=%s is not the bundled smollm2: it starts from its own weights", cfg.model)
@@ -128,7 +128,7 @@ def dump_config(cfg, path: str | None) -> bool:
 
 def _train(args: argparse.Namespace) -> int:
     if getattr(args, "list_recipes", False):
-        from ..agents.recipes import recipes_table
+        from ..training.recipes import recipes_table
 
         print(recipes_table())
         return 0
@@ -136,8 +136,8 @@ def _train(args: argparse.Namespace) -> int:
     if dump_config(cfg, args.dump_config):
         return 0
     warn_paper_scale_on_cpu(cfg)
-    from ..agents.trainer import SelfPlayTrainer
     from ..core.artefacts import check_output
+    from ..training.selfplay_trainer import SelfPlayTrainer
 
     check_output(cfg.output_dir, "training run")
 
@@ -152,7 +152,7 @@ def _train(args: argparse.Namespace) -> int:
 
 def warn_paper_scale_on_cpu(cfg) -> None:
     """Say so when settings sized for a GPU cluster are about to run on a CPU: each step would take hours."""
-    from ..agents.trainer import resolve_device
+    from ..training.selfplay_trainer import resolve_device
 
     if resolve_device(cfg.device).type != "cpu":
         return
@@ -180,7 +180,7 @@ def warn_paper_scale_on_cpu(cfg) -> None:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from ..agents.metrics import plot_metrics, read_metrics
+    from ..training.metrics import plot_metrics, read_metrics
 
     keys = [k.strip() for k in args.keys.split(",") if k.strip()] if args.keys else None
     out = plot_metrics(read_metrics(args.metrics), args.out, keys=keys)

@@ -3,6 +3,7 @@
 Light to import: matplotlib/networkx are imported only by the plotting functions.
 """
 
+from ..core.subgraph import Branch, Subgraph, SubgraphEdge, SubgraphNode
 from .curriculum import ORDERS, SubgraphPool, order_pool
 from .extract import (
     DEFAULT_RELATION_BLOCKLIST,
@@ -15,7 +16,6 @@ from .extract import (
 )
 from .plot import plot_subgraph
 from .pool import PoolFormatError, PoolResult, build_pool, load_pool, rejections_path
-from .record import Branch, Subgraph, SubgraphEdge, SubgraphNode
 from .selectors import (
     Candidate,
     HeuristicSelector,

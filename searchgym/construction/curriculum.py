@@ -14,8 +14,8 @@ import logging
 import random
 from typing import Iterator, Sequence
 
+from ..core.subgraph import Subgraph
 from ..errors import InvalidArgumentError
-from .record import Subgraph
 
 logger = logging.getLogger(__name__)
 

@@ -44,9 +44,9 @@ from typing import Callable, Collection, NamedTuple, Sequence
 
 import numpy as np
 
+from ..core.subgraph import Branch, Subgraph, SubgraphNode, literal_node_id
 from ..errors import InvalidArgumentError, SearchGymError
 from ..world.world import csr_index
-from .record import Branch, Subgraph, SubgraphNode, literal_node_id
 from .selectors import Candidate, SelectionContext, SelectorError
 
 logger = logging.getLogger(__name__)

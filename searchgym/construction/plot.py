@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import textwrap
 
-from .record import Subgraph
+from ..core.subgraph import Subgraph
 
 logger = logging.getLogger(__name__)
 

@@ -44,6 +44,7 @@ import numpy as np
 from ..core.artefacts import check_output
 from ..core.jsonl import check_unique, open_append, scan_jsonl
 from ..core.output_lock import OutputLock
+from ..core.subgraph import Subgraph
 from ..errors import InvalidArgumentError, InvalidTypeError, MissingFileError, SearchGymError
 from .extract import (
     ExtractionConfig,
@@ -53,7 +54,6 @@ from .extract import (
     extraction_index,
     walk_subgraph,
 )
-from .record import Subgraph
 from .selectors import HeuristicSelector
 
 logger = logging.getLogger(__name__)
@@ -505,7 +505,7 @@ def build_pool(
     are ``selector_failed`` rejections; if the first ``abort_after_selector_failures`` processed
     seeds are all such rejections the run stops early too. Raises ValueError when the world has
     no eligible relation or no entity with an eligible edge. ``ray``: a
-    :class:`~searchgym.ray_support.RayConfig` fans the extraction out over Ray actors (same pool).
+    :class:`~searchgym.core.ray_support.RayConfig` fans the extraction out over Ray actors (same pool).
     """
     config = config or ExtractionConfig()
     selector = selector if selector is not None else HeuristicSelector(seed)

@@ -8,7 +8,7 @@ the machine's cores with the workers, so its work per subgraph is kept to decodi
 building the subgraph record. Chunks are committed in order through the same
 :class:`~searchgym.construction.pool._PoolRun` as a local build, so the pool (and the JSONL file,
 and its resume) is identical to a local run with the same seed, for any number of workers; a worker
-killed mid-chunk is restarted by Ray and the chunk re-run (:func:`searchgym.ray_support.ordered_map`).
+killed mid-chunk is restarted by Ray and the chunk re-run (:func:`searchgym.core.ray_support.ordered_map`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import gc
 import logging
 from contextlib import contextmanager
 
-from ..ray_support import RayConfig, ordered_map
+from ..core.ray_support import RayConfig, ordered_map
 from .walk_codec import decode_walks, encode_walks
 
 logger = logging.getLogger(__name__)

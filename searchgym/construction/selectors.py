@@ -12,7 +12,7 @@ Two implementations:
   informative (rare) relations and targets that have a document, and stops with a probability
   that rises with the path length so lengths spread over ``[min_hops, max_hops]``.
 * :class:`LLMSelector` — sends the relation-selection prompt (paper Fig. 10,
-  :func:`searchgym.agents.prompts.render_selector`) to any :class:`TextGenerator` and parses the
+  :func:`searchgym.core.prompts.render_selector`) to any :class:`TextGenerator` and parses the
   reply strictly as ``{"answer": <int>}``, counting every failure by kind.
 """
 
@@ -27,8 +27,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, Sequence, runtime_checkable
 
+from ..core.rng_state import stable_seed
 from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymError
-from ..rng_state import stable_seed
 
 logger = logging.getLogger(__name__)
 
@@ -306,7 +306,7 @@ class _Counts:
 class LLMSelector:
     """Relation selection by a language model behind any :class:`TextGenerator`.
 
-    Each call renders :func:`~searchgym.agents.prompts.render_selector` as one user chat message
+    Each call renders :func:`~searchgym.core.prompts.render_selector` as one user chat message
     (OpenAI-compatible endpoints via ``OpenAICompatibleGenerator``, or an in-process model), and
     parses the reply with :func:`parse_selector_reply`. Failures raise :class:`SelectorError`
     and are counted by kind in :attr:`failures` (thread-safe), so pool statistics can say how

@@ -11,7 +11,7 @@ import statistics
 from collections import Counter
 from typing import Sequence
 
-from .record import ANSWER_TYPES, Subgraph
+from ..core.subgraph import ANSWER_TYPES, Subgraph
 
 logger = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 A Ray pool worker (:mod:`searchgym.construction.pool_ray`) walks a chunk of seed indices and hands
 the driver back :class:`~searchgym.construction.extract.Walk` codes instead of pickled
-:class:`~searchgym.construction.record.Subgraph` objects: one ``int64`` array (sent by Ray without
+:class:`~searchgym.core.subgraph.Subgraph` objects: one ``int64`` array (sent by Ray without
 pickling its contents) plus the rare rejections and outages beside it. Unpickling a chunk of
 subgraph objects cost the driver about as much as a third of the extraction itself; decoding the
 array is a fraction of that, and the driver builds each subgraph from its own copy of the world

@@ -6,7 +6,7 @@ A prompt is either raw text (continued as-is) or a list of chat messages
 (``[{"role": "system"|"user"|"assistant", "content": str}, ...]``); backends that set
 ``accepts_token_ids`` also take a list of token ids (continued exactly, no re-tokenisation).
 Backends that can report the ids they sampled implement ``generate_with_stats`` and return them
-in :attr:`GenerationResult.token_ids`, which the trainer trains on (:mod:`searchgym.agents.sequences`).
+in :attr:`GenerationResult.token_ids`, which the trainer trains on (:mod:`searchgym.llm.sequences`).
 """
 
 from __future__ import annotations

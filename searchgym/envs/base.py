@@ -1,7 +1,7 @@
 """Common ground of the text envs: resources, seeding, rollout construction, export, rendering.
 
 :class:`TextEnvBase` holds what every text env needs — the world, a
-:class:`~searchgym.envs.rollout.SearchEngine` (retriever + optional KG tool), the answer judge,
+:class:`~searchgym.envs.episode.SearchEngine` (retriever + optional KG tool), the answer judge,
 the rollout limits, the seeded ``random.Random`` every random choice is drawn from, and an
 optional :class:`~searchgym.envs.export.TrajectoryWriter` — so the solver, proposer, group and
 self-play envs only describe their episode logic.
@@ -17,14 +17,14 @@ from typing import Any, Optional, Sequence, Union
 import gymnasium as gym
 
 from ..core.prompts import check_protocol, render_proposer, render_solver
+from ..core.rng_state import numpy_generator_from_state, random_state_from_data
+from ..core.types import Task, Trajectory
 from ..errors import InvalidArgumentError, InvalidTypeError
 from ..retrieval.base import DEFAULT_TOP_K, Retriever
-from ..rng_state import numpy_generator_from_state, random_state_from_data
+from ..tasks.sources import JsonlTaskSource, ListTaskSource, SubgraphTaskSource, TaskSource
 from ..world import World
 from . import resources
-from .export import TrajectoryWriter
-from .function_calling import tool_schemas
-from .rollout import (
+from .episode import (
     DEFAULT_DOC_MAX_CHARS,
     DEFAULT_MAX_ACTION_CHARS,
     DEFAULT_MAX_TURNS,
@@ -32,8 +32,8 @@ from .rollout import (
     Rollout,
     SearchEngine,
 )
-from .tasks import JsonlTaskSource, ListTaskSource, SubgraphTaskSource, TaskSource
-from .types import Task, Trajectory
+from .export import TrajectoryWriter
+from .function_calling import tool_schemas
 
 logger = logging.getLogger(__name__)
 

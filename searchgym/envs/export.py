@@ -25,8 +25,8 @@ from typing import Any, Iterator, Optional, Sequence, Union
 from ..core.artefacts import check_output
 from ..core.jsonl import open_append
 from ..core.output_lock import OutputLock
+from ..core.types import Trajectory
 from ..errors import InvalidArgumentError, MissingFileError
-from .types import Trajectory
 
 __all__ = ["TrajectoryWriter", "GameRecord", "read_trajectories", "iter_trajectories", "json_line"]
 

@@ -44,6 +44,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..core.types import THINK_SEPARATOR
 from .protocol import (
     DEFAULT_MAX_CHARS,
     DEFAULT_MAX_QUERY_CHARS,
@@ -57,7 +58,6 @@ from .protocol import (
     SearchRequest,
     parse_action,
 )
-from .types import THINK_SEPARATOR
 
 __all__ = [
     "TOOL_SEARCH",

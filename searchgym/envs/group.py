@@ -17,14 +17,14 @@ from typing import Any, Optional, Sequence
 import numpy as np
 from gymnasium import spaces
 
+from ..core.info import KIND_GROUP
+from ..core.types import Task, Trajectory
 from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymRuntimeError
+from ..scoring.outcomes import reward_event, score_solver
 from .base import TextEnvBase
-from .info import KIND_GROUP
-from .rollout import Rollout, advance
-from .scoring import reward_event, score_solver
+from .episode import Rollout, advance
 from .solver import KGSolverEnv
 from .spaces import text_space
-from .types import Task, Trajectory
 
 __all__ = ["KGSolverGroupEnv", "SolverGroup", "group_observation_space", "group_action_space", "check_group_action"]
 

@@ -51,9 +51,9 @@ import numpy as np
 from gymnasium import spaces
 
 from ..construction.extract import answer_type
+from ..core.info import KIND_NAVIGATE
 from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymRuntimeError
 from . import resources
-from .info import KIND_NAVIGATE
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ class NavTask:
 
 
 def resolve_subgraph(world, subgraph, rel_index: dict[str, int]) -> NavTask:
-    """Map a :class:`~searchgym.construction.record.Subgraph`'s target path onto world codes.
+    """Map a :class:`~searchgym.core.subgraph.Subgraph`'s target path onto world codes.
 
     Raises ValueError naming the hop when the path does not exist in ``world`` (a pool built on
     another world).
@@ -143,7 +143,7 @@ class KGNavigateEnv(gym.Env):
     ``world`` is a :class:`~searchgym.world.World` or a saved world's path (``gymnasium.make``
     deep-copies its kwargs, so pass a path there) and defaults to
     :func:`searchgym.world.synthetic.default_world`; ``tasks`` is a list of
-    :class:`~searchgym.construction.record.Subgraph` (default: ``build_pool(world, num_tasks,
+    :class:`~searchgym.core.subgraph.Subgraph` (default: ``build_pool(world, num_tasks,
     seed=task_seed)``). ``search`` is ``"bm25"`` (default; index built on the first search) or
     ``"none"`` (the search action just stays). ``retriever`` may be any
     :class:`~searchgym.retrieval.base.Retriever` over the world's documents.
@@ -406,7 +406,7 @@ class KGNavigateEnv(gym.Env):
         self._steps += 1
         self._last_search = False
         if a == self.answer_action:
-            from .judge import exact_match
+            from ..scoring.judge import exact_match
 
             success = exact_match(self._title(self._node), [self.task.answer])
             self._ended = True

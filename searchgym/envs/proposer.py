@@ -3,8 +3,8 @@
 Mode ``"kg"`` (default, kg-paths-wcr Eq. 4): the prompt shows the subgraph (target path +
 distractors) and the answer. Mode ``"vanilla"`` (SSP): the answer only. The rollout searches like
 a Solver and terminates on ``<question>``; the env then checks the question with
-:func:`~searchgym.envs.filters.check_question` and verifies it with a
-:class:`~searchgym.envs.verifier.RAGVerifier` over the rollout's retrieved materials plus noise
+:func:`~searchgym.scoring.question_filters.check_question` and verifies it with a
+:class:`~searchgym.scoring.rag_verifier.RAGVerifier` over the rollout's retrieved materials plus noise
 materials from recent proposer rollouts (``noise_window`` trajectories, default 4; the first
 episode has none) — or, under the trainer, from the other Proposer rollouts of the same batch
 (:class:`BatchNoise`, SSP).
@@ -21,13 +21,13 @@ import logging
 from collections import deque
 from typing import Any, Optional
 
+from ..core.types import Task
 from ..errors import InvalidArgumentError, InvalidTypeError
+from ..scoring.outcomes import document_materials, reward_event, validate_question
 from .base import resolve_tasks
-from .rollout import Rollout
-from .scoring import document_materials, reward_event, validate_question
+from .episode import Rollout
 from .single import SingleRolloutEnv
 from .spaces import text_space
-from .types import Task
 
 logger = logging.getLogger(__name__)
 
@@ -82,9 +82,9 @@ class ProposerValidation:
         if noise_window < 0:
             raise InvalidArgumentError(f"noise_window must be >= 0, got {noise_window}")
         if verifier is None:
-            from .judge import ExactMatchJudge
+            from ..scoring.judge import ExactMatchJudge
+            from ..scoring.rag_verifier import RAGVerifier
             from .resources import default_reader
-            from .verifier import RAGVerifier
 
             verifier = RAGVerifier(default_reader(world), ExactMatchJudge(), n_noise=n_noise)
         elif verifier is not False and not callable(getattr(verifier, "verify", None)):

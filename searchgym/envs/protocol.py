@@ -37,8 +37,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
+from ..core.types import THINK_SEPARATOR
 from ..errors import InvalidArgumentError
-from .types import THINK_SEPARATOR
 
 # --------------------------------------------------------------------------- error codes
 ERR_NO_ACTION = "no_action"  #: no search, answer or question found in the turn

@@ -6,7 +6,7 @@ gets a question drawn from the buffer instead, so it still has a learning signal
 Two reset rules, not the same thing:
 
 * **SSP (the trainer)**: one buffer for the whole batch, cleared every 10 *training steps*.
-  :class:`~searchgym.agents.trainer.SelfPlayTrainer` shares one buffer across its env clones, turns
+  :class:`~searchgym.training.selfplay_trainer.SelfPlayTrainer` shares one buffer across its env clones, turns
   the per-game reset off (``reset_every=None``) and calls :meth:`ReplayBuffer.clear` every
   ``replay_reset_steps`` steps.
 * **An env driven alone** (no trainer, so no training steps): each env owns its buffer and
@@ -19,8 +19,8 @@ import random
 from collections import deque
 from typing import Optional
 
+from ..core.types import Task
 from ..errors import InvalidArgumentError
-from .types import Task
 
 __all__ = ["ReplayBuffer"]
 

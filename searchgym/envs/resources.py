@@ -15,7 +15,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, Union
 
-from ..construction.record import Subgraph
+from ..core.subgraph import Subgraph
 from ..errors import InvalidArgumentError, InvalidTypeError
 from ..retrieval.base import Retriever
 from ..world import World
@@ -75,11 +75,11 @@ def _per_world(cache: "weakref.WeakKeyDictionary[World, Any]", world: World, bui
 def default_pool(world: World) -> list[Subgraph]:
     """The heuristic subgraph pool of ``world`` (``DEFAULT_POOL_SIZE`` subgraphs, seed 0, curriculum
     order), built once per process and world. Its answers are all on the training side of
-    :mod:`searchgym.envs.heldout`, so the built-in benchmark stays held out from default training."""
+    :mod:`searchgym.tasks.heldout`, so the built-in benchmark stays held out from default training."""
 
     def build() -> list[Subgraph]:
         from ..construction import order_pool
-        from .heldout import training_subgraphs
+        from ..tasks.heldout import training_subgraphs
 
         subgraphs = training_subgraphs(world, DEFAULT_POOL_SIZE, seed=DEFAULT_POOL_SEED)
         if not subgraphs:  # a toy world whose every answer is held out: there is nothing to hold out from
@@ -109,7 +109,7 @@ def hop_curriculum_pool(world: World, hops: Sequence[int]) -> list[Subgraph]:
     recipe's small sizes, which play paths a cold-started small model can already reach (kg-paths-wcr orders its
     subgraphs easy to hard) instead of the default pool's 3-7 hops. Built once per process, world and hops."""
     from ..construction import order_pool
-    from .heldout import training_subgraphs
+    from ..tasks.heldout import training_subgraphs
 
     key = tuple(int(h) for h in hops)
     if not key or min(key) < 1:
@@ -230,13 +230,13 @@ def resolve_kg(world: World, kg: Any) -> Any:
 def resolve_judge(judge: Any) -> Any:
     """The answer judge: ``None`` → ``ExactMatchJudge()``; anything with ``judge(question, prediction,
     golds) -> Verdict`` as is (e.g. ``LLMJudge(generator)``)."""
-    from .judge import ExactMatchJudge
+    from ..scoring.judge import ExactMatchJudge
 
     if judge is None:
         return ExactMatchJudge()
     if not callable(getattr(judge, "judge", None)):
         raise InvalidTypeError(
-            "judge must have judge(question, prediction, golds) -> Verdict (see searchgym.envs.judge)"
+            "judge must have judge(question, prediction, golds) -> Verdict (see searchgym.scoring.judge)"
         )
     return judge
 
@@ -244,7 +244,7 @@ def resolve_judge(judge: Any) -> Any:
 def default_reader(world: World) -> Any:
     """The offline ``ExtractiveReader(world)`` of RAG verification, built once per process and world
     (its name index is the expensive part; the reader is read-only once built)."""
-    from .verifier import ExtractiveReader
+    from ..scoring.rag_verifier import ExtractiveReader
 
     return _per_world(_readers, world, lambda: share(ExtractiveReader(world), default_reader, world))
 

@@ -14,7 +14,7 @@ One game = one episode:
    reward event **now** (reward 0, ``components["valid"] = 0``; never negative) and the Solvers get
    a question from the :class:`~searchgym.envs.replay.ReplayBuffer` instead (``info["replay"] =
    True``), or — when the buffer is empty — the *dummy task*: the subgraph's own template question
-   (:func:`~searchgym.envs.templates.path_question`), a real answerable question
+   (:func:`~searchgym.construction.question_templates.path_question`), a real answerable question
    (``info["replay"] = "dummy"``).
 3. **Solver phase** (``role`` 1, all G = ``group_size`` slots active): G rollouts of that question
    stepped together. On the step the last one finishes, all G solver events (c_i ∈ {0, 1}) arrive
@@ -35,8 +35,13 @@ import copy
 import logging
 from typing import Any, Optional, Sequence
 
+from ..core.info import KIND_SELFPLAY
+from ..core.types import Task, Trajectory
 from ..errors import InvalidArgumentError, SearchGymRuntimeError
+from ..scoring.outcomes import reward_event
+from ..tasks.sources import task_from_subgraph
 from .base import TextEnvBase
+from .episode import Rollout, advance
 from .group import (
     ROLE_PROPOSER,
     ROLE_SOLVER,
@@ -46,14 +51,9 @@ from .group import (
     group_obs,
     group_observation_space,
 )
-from .info import KIND_SELFPLAY
 from .proposer import PROPOSER_MODES, ProposerValidation
 from .replay import ReplayBuffer
 from .resources import resolve_pool
-from .rollout import Rollout, advance
-from .scoring import reward_event
-from .tasks import task_from_subgraph
-from .types import Task, Trajectory
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Common episode skeleton of the one-rollout envs (``KGSolver-v0``, ``KGProposer-v0``).
 
-Both play one :class:`~searchgym.envs.rollout.Rollout` per reset; they differ only in the
+Both play one :class:`~searchgym.envs.episode.Rollout` per reset; they differ only in the
 rollout they start and in how a finished rollout is scored. Subclasses implement
 :meth:`SingleRolloutEnv._new_rollout` and :meth:`SingleRolloutEnv._finish`.
 """
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from ..core.info import KIND_SINGLE
+from ..core.types import Task, Trajectory
 from ..errors import InvalidTypeError, SearchGymRuntimeError
+from ..tasks.sources import TaskSource
 from .base import TextEnvBase
-from .info import KIND_SINGLE
-from .rollout import Rollout, advance
-from .tasks import TaskSource
-from .types import Task, Trajectory
+from .episode import Rollout, advance
 
 __all__ = ["SingleRolloutEnv"]
 

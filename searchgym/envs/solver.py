@@ -12,12 +12,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ..core.types import Task
+from ..scoring.outcomes import reward_event, score_solver
 from .base import resolve_tasks
-from .rollout import Rollout
-from .scoring import reward_event, score_solver
+from .episode import Rollout
 from .single import SingleRolloutEnv
 from .spaces import text_space
-from .types import Task
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ __all__ = ["KGSolverEnv"]
 class KGSolverEnv(SingleRolloutEnv):
     """One Solver episode per reset.
 
-    ``tasks``: a :class:`~searchgym.envs.tasks.TaskSource`, a JSONL path of QA pairs, a list of
+    ``tasks``: a :class:`~searchgym.tasks.sources.TaskSource`, a JSONL path of QA pairs, a list of
     :class:`Task`, or ``None`` (template questions over ``pool``; default: the world's cached
     heuristic pool in curriculum order). Tasks are drawn uniformly with the episode's seeded RNG;
     ``reset(options={"task": task})`` plays a given task and ``options={"index": i}`` task ``i``.

@@ -2,7 +2,7 @@
 
 A question's answer scores come from :mod:`searchgym.core.answers` (the one definition of correct
 that the envs' judge and the trainer's validation share): ``em``, ``f1``, ``cover_em``, and
-optionally ``llm_judge`` (the strict :class:`~searchgym.envs.judge.LLMJudge`, failing closed).
+optionally ``llm_judge`` (the strict :class:`~searchgym.scoring.judge.LLMJudge`, failing closed).
 A rollout that gave no answer, or an invalid one (too many ``<answer>`` tags), scores 0 on all.
 """
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from ..envs.types import Task, Trajectory
-from ..ray_support import RayConfig, ordered_map
+from ..core.ray_support import RayConfig, ordered_map
+from ..core.types import Task, Trajectory
 
 __all__ = ["play_tasks_on_ray", "EvalActor", "DEFAULT_CHUNK"]
 
@@ -37,7 +37,7 @@ class EvalActor:
 
         done: list[Trajectory] = []
         play_tasks(self.agent, self.envs[: len(tasks)], tasks, done.extend, seed=self.seed)
-        from .tasksets import task_key
+        from ..tasks.tasksets import task_key
 
         order = {task_key(t): i for i, t in enumerate(tasks)}
         return sorted(done, key=lambda tr: order[task_key(tr.task)])

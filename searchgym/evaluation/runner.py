@@ -30,14 +30,14 @@ from ..core.jsonl import JsonlFormatError, check_unique, open_append, scan_jsonl
 from ..core.llm import GenerationError
 from ..core.output_lock import OutputLock
 from ..core.progress import Progress
-from ..envs.rollout import DEFAULT_DOC_MAX_CHARS, DEFAULT_MAX_TURNS
-from ..envs.types import Task, Trajectory
+from ..core.rng_state import stable_seed
+from ..core.types import Task, Trajectory
+from ..envs.episode import DEFAULT_DOC_MAX_CHARS, DEFAULT_MAX_TURNS
 from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
 from ..retrieval.base import DEFAULT_TOP_K, check_layout
 from ..retrieval.client import RetrievalError
-from ..rng_state import stable_seed
+from ..tasks.tasksets import TaskSet, task_key, with_search_r1_prompts
 from .metrics import DEFAULT_METRICS, N_BOOT, answer_scores, check_metrics, group_records, summarize
-from .tasksets import TaskSet, task_key, with_search_r1_prompts
 
 logger = logging.getLogger(__name__)
 
@@ -308,10 +308,10 @@ def evaluate(
 
     ``retriever``: a :class:`Retriever`, a saved-index path, a Search-R1 server URL, or ``None``
     (BM25 over each task set's world: the atlas world for ``atlas``, else ``world``, else the default
-    world). ``judge``: an :class:`~searchgym.envs.judge.LLMJudge` for the ``llm_judge`` metric.
+    world). ``judge``: an :class:`~searchgym.scoring.judge.LLMJudge` for the ``llm_judge`` metric.
     ``out_dir``: write ``eval.jsonl`` (resumable), ``summary.json``, ``summary.md`` and
     ``accuracy.png`` there. Raises :class:`EvalInterrupted` if the agent's backend fails. ``ray``: a
-    :class:`~searchgym.ray_support.RayConfig` plays the questions on Ray actors (same records).
+    :class:`~searchgym.core.ray_support.RayConfig` plays the questions on Ray actors (same records).
     """
     config = config or EvalConfig()
     if config.layout == "search-r1":

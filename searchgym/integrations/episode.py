@@ -1,7 +1,7 @@
 """Play a searchgym env against an external token generator, keeping token ids and an exact loss mask.
 
 The engine-neutral half of the training-framework adapters: nothing here imports verl or TRL. Tokens
-follow searchgym's own encoding (:mod:`searchgym.agents.sequences`): the prompt comes from the
+follow searchgym's own encoding (:mod:`searchgym.llm.sequences`): the prompt comes from the
 protocol's encoder (the chat-templated prompt; with the tool schemas in the function-calling
 protocol), each agent turn contributes exactly the ids the generator sampled (mask 1), and each
 insertion of the env (``<information>`` blocks and corrective messages, or the chat template's
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Optional, Sequence
 from uuid import uuid4
 
-from searchgym.agents.sequences import TagEncoder
+from searchgym.llm.sequences import TagEncoder
 
 from ..errors import SearchGymError
 from .env_threads import EnvRunner, env_runner
@@ -124,8 +124,8 @@ def sample_into(
 class EnvEpisode:
     """The token streams of one episode of a text env, turn by turn (see the module docstring).
 
-    ``encoder``: the protocol's :class:`~searchgym.agents.sequences.TagEncoder` /
-    :class:`~searchgym.agents.sequences.ToolEncoder` (default: tags), or a ``{role: encoder}`` mapping
+    ``encoder``: the protocol's :class:`~searchgym.llm.sequences.TagEncoder` /
+    :class:`~searchgym.llm.sequences.ToolEncoder` (default: tags), or a ``{role: encoder}`` mapping
     when the roles see different tools (self-play in the function-calling protocol). Streams are keyed
     ``(role, slot)``. A single-rollout env's episode ends when its one stream is cut; in a group or
     self-play game a cut slot sends empty turns until the env ends it.

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
-from searchgym.envs.types import Task
-from searchgym.evaluation.tasksets import GOLD_FIELDS
+from searchgym.core.types import Task
+from searchgym.tasks.tasksets import GOLD_FIELDS
 
 __all__ = [
     "GOLD_COLUMNS",

@@ -1,10 +1,10 @@
 """Where an adapter's training tasks come from (verl's and TRL's dataset rows).
 
-One of: ``pool=`` (a list of :class:`~searchgym.construction.record.Subgraph` or a pool JSONL path:
+One of: ``pool=`` (a list of :class:`~searchgym.core.subgraph.Subgraph` or a pool JSONL path:
 template questions over the paths, waypoints and subgraph included), ``flashrag=`` (a FlashRAG JSONL:
 ``question``, ``golden_answers``), ``parquet=`` (Search-R1's verl parquet: its prompt kept as the
 task's ``solver_prompt``, golds from ``reward_model.ground_truth.target``), ``tasks=`` (a list of
-:class:`~searchgym.envs.types.Task`), or none of them: the built-in tasks of the env (template questions
+:class:`~searchgym.core.types.Task`), or none of them: the built-in tasks of the env (template questions
 over the default world's heuristic pool, the tasks ``KGSolver-v0`` draws by default). FlashRAG and
 Search-R1 tasks have no KG path, so they train the Solver only and without waypoint rewards (WCR).
 """
@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
+from searchgym.core.types import Task
 from searchgym.envs.resources import resolve_pool
-from searchgym.envs.tasks import task_from_subgraph
-from searchgym.envs.types import Task
-from searchgym.evaluation.tasksets import load_flashrag_jsonl, load_searchr1_parquet
+from searchgym.tasks.sources import task_from_subgraph
+from searchgym.tasks.tasksets import load_flashrag_jsonl, load_searchr1_parquet
 
 from ..errors import InvalidArgumentError
 

@@ -14,11 +14,11 @@ What a framework must tokenize to get searchgym's own streams (what verl and TRL
 
 * ``tags``: the prompt as one user message, chat-templated with the generation prompt; then each turn's
   sampled ids (loss mask 1) followed by the step's ``observation`` tokenized on its own without special
-  tokens (mask 0) — :class:`~searchgym.agents.sequences.TagEncoder`. SkyRL's generator does exactly
+  tokens (mask 0) — :class:`~searchgym.llm.sequences.TagEncoder`. SkyRL's generator does exactly
   this with ``generator.use_conversation_multi_turn=false`` (tested in tests/test_integration_skyrl.py).
 * ``function_calling``: the prompt rendered with the env's tool schemas, then the chat template's tokens
   for each step's ``messages`` (``role: tool``, with the ``tool_call_id`` of the call they answer) —
-  :class:`~searchgym.agents.sequences.ToolEncoder`.
+  :class:`~searchgym.llm.sequences.ToolEncoder`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
-from searchgym.envs.types import Task, Trajectory
+from searchgym.core.types import Task, Trajectory
 
 from ..errors import InvalidArgumentError, SearchGymRuntimeError
 from .environments import EnvSpec, cached_env

@@ -11,7 +11,7 @@ import time
 import urllib.parse
 from typing import Any, Sequence
 
-from searchgym.http_deadline import DeadlineExceeded, exchange, open_connection
+from searchgym.core.http_deadline import DeadlineExceeded, exchange, open_connection
 
 from ..errors import InvalidArgumentError, SearchGymError
 from .base import DEFAULT_TOP_K, Hit, Retriever
@@ -63,7 +63,7 @@ class RemoteRetriever(Retriever):
     """Search through a retrieval server at ``url`` (e.g. ``http://127.0.0.1:8000``).
 
     Each calling thread keeps one keep-alive connection. ``timeout``: total seconds per HTTP
-    request (connect to last byte, :mod:`searchgym.http_deadline`; a trickling server cannot
+    request (connect to last byte, :mod:`searchgym.core.http_deadline`; a trickling server cannot
     stretch it); ``retries``: extra attempts after a connection error, timeout or 5xx answer, waiting ``backoff *
     2**attempt`` seconds between them (4xx answers are
     not retried: the request itself is wrong). ``batch_size``: queries per request. Hits without a

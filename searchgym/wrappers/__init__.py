@@ -4,9 +4,10 @@
 ``Outer(Inner(env))`` applies Inner first; reward-replacing wrappers (DynaSearcher, EVE) go innermost.
 """
 
+from ..core.moved import moved_getattr
 from .base import MissingTaskDataError, RewardShapingWrapper, event_trajectory, solver_groups
 from .diagnostics import compute_diagnostics, information_utilisation, plot_diagnostics, search_turns
-from .dynasearcher import (
+from .dynasearcher_reward import (
     DynaSearcherReward,
     accuracy_reward,
     answer_score,
@@ -15,7 +16,7 @@ from .dynasearcher import (
     retrieval_penalty,
     trajectory_dynasearcher_reward,
 )
-from .eve import (
+from .evidence_verifier_reward import (
     EvidenceVerifierReward,
     brevity_bonus,
     difficulty_reward,
@@ -26,7 +27,7 @@ from .eve import (
     format_score,
     solver_evidence_text,
 )
-from .gdcr import (
+from .graph_distance_reward import (
     EntityLinker,
     GDCRTracker,
     GraphDistanceReward,
@@ -34,9 +35,8 @@ from .gdcr import (
     contribution,
     gdcr_step_rewards,
 )
-from .sapo import grpo_advantages, sapo_group_advantages, sapo_step_advantages, step_advantages
-from .stacking import STACKABLE_BY_NAME, stack_reward_wrappers
-from .wcr import (
+from .registry import available_rewards, get_reward, wrap_rewards
+from .waypoint_coverage_reward import (
     WaypointCoverageReward,
     WaypointMatcher,
     get_matcher,
@@ -49,6 +49,9 @@ from .wcr import (
 )
 
 __all__ = [
+    "available_rewards",
+    "get_reward",
+    "wrap_rewards",
     "MissingTaskDataError",
     "RewardShapingWrapper",
     "event_trajectory",
@@ -79,12 +82,6 @@ __all__ = [
     "answer_distances",
     "contribution",
     "gdcr_step_rewards",
-    "STACKABLE_BY_NAME",
-    "stack_reward_wrappers",
-    "grpo_advantages",
-    "sapo_group_advantages",
-    "sapo_step_advantages",
-    "step_advantages",
     "WaypointCoverageReward",
     "WaypointMatcher",
     "get_matcher",
@@ -95,3 +92,5 @@ __all__ = [
     "wcr_group_terms",
     "wcr_rewards",
 ]
+
+__getattr__ = moved_getattr(__name__)

@@ -30,8 +30,8 @@ from typing import Any, Iterable, Optional
 
 import gymnasium as gym
 
-from ..envs.info import has_slots
-from ..envs.types import Task, Trajectory
+from ..core.info import has_slots
+from ..core.types import Task, Trajectory
 from ..errors import InvalidArgumentError, SearchGymError
 
 logger = logging.getLogger(__name__)
@@ -84,7 +84,7 @@ class RewardShapingWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
     named terms, and may override :meth:`check_task` to fail fast on tasks lacking their data.
     ``name`` (class attribute, or the ``name=`` argument) identifies the wrapper in logs.
     ``replaces_reward`` marks wrappers that overwrite the reward with a full definition of their
-    own; they belong innermost in a stack (:func:`~searchgym.wrappers.stack_reward_wrappers`).
+    own; they belong innermost in a stack (:func:`~searchgym.wrappers.wrap_rewards`).
     """
 
     name = "shaping"

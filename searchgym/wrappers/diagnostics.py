@@ -1,6 +1,6 @@
 """The WCR paper's analysis (kg-paths-wcr §4.4, App. E.2) over exported trajectories.
 
-:func:`compute_diagnostics` takes :class:`~searchgym.envs.types.Trajectory` objects, exported
+:func:`compute_diagnostics` takes :class:`~searchgym.core.types.Trajectory` objects, exported
 :class:`~searchgym.envs.export.GameRecord` s, or the path of a JSONL export
 (:func:`searchgym.envs.export.read_trajectories`) and returns:
 
@@ -28,9 +28,9 @@ import os
 import re
 from typing import Callable, Hashable, Iterable, Optional, Sequence, Union
 
-from ..envs.types import Trajectory
+from ..core.types import Trajectory
 from ..errors import InvalidArgumentError, InvalidTypeError
-from .wcr import trajectory_coverage
+from .waypoint_coverage_reward import trajectory_coverage
 
 logger = logging.getLogger(__name__)
 

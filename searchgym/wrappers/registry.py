@@ -28,10 +28,10 @@ from typing import Callable, Optional, Sequence
 import gymnasium as gym
 
 from ..errors import InvalidArgumentError
-from .dynasearcher import DynaSearcherReward
-from .eve import EvidenceVerifierReward
-from .gdcr import GraphDistanceReward
-from .wcr import WaypointCoverageReward
+from .dynasearcher_reward import DynaSearcherReward
+from .evidence_verifier_reward import EvidenceVerifierReward
+from .graph_distance_reward import GraphDistanceReward
+from .waypoint_coverage_reward import WaypointCoverageReward
 
 ADVANTAGE_KINDS = ("outcome", "step")
 

@@ -14,10 +14,10 @@ import shutil
 
 import pytest
 
-from searchgym.agents.demonstrations import generate_demonstrations
 from searchgym.cli import main
 from searchgym.core.artefacts import check_output, file_kind, folder_kind
 from searchgym.errors import InvalidArgumentError
+from searchgym.training.demonstrations import generate_demonstrations
 from searchgym.world import load_world
 from tests.hostile.conftest import EVAL_FIXTURES
 

@@ -169,8 +169,8 @@ def test_an_unknown_env_id_is_refused_before_anything_loads(tmp_path, capsys, co
 def _two_checkpoints(root: Path, tiny_model: Path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from searchgym.agents.checkpoint import CheckpointManager
-    from searchgym.agents.config import TrainConfig
+    from searchgym.training.checkpoints import CheckpointManager
+    from searchgym.training.selfplay_config import TrainConfig
 
     model = AutoModelForCausalLM.from_pretrained(str(tiny_model))
     tok = AutoTokenizer.from_pretrained(str(tiny_model))
@@ -182,7 +182,7 @@ def _two_checkpoints(root: Path, tiny_model: Path):
 
 
 def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tiny_model, tmp_path, caplog):
-    from searchgym.agents.checkpoint import CheckpointFormatError, CheckpointManager
+    from searchgym.training.checkpoints import CheckpointFormatError, CheckpointManager
 
     manager, cfg = _two_checkpoints(tmp_path / "checkpoints", tiny_model)
     first, newest = manager.root / "step_00000001", manager.root / "step_00000002"
@@ -191,7 +191,7 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tiny_model, 
     with pytest.raises(CheckpointFormatError, match="meta.json is damaged") as info:
         CheckpointManager.check_config(newest, cfg)  # was a bare JSONDecodeError
     assert str(newest / "meta.json") in str(info.value) and "earlier checkpoint" in str(info.value)
-    with caplog.at_level(logging.WARNING, logger="searchgym.agents.checkpoint"):
+    with caplog.at_level(logging.WARNING, logger="searchgym.training.checkpoints"):
         assert manager.latest() == first
     assert "skipping damaged checkpoint" in caplog.text and "meta.json" in caplog.text
     assert CheckpointManager.load_state(first)["step"] == 1

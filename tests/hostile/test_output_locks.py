@@ -17,10 +17,10 @@ import threading
 
 import pytest
 
-from searchgym.agents.metrics import MetricsLogger
 from searchgym.cli import main
 from searchgym.construction import PoolFormatError, build_pool, load_pool
 from searchgym.core.output_lock import OutputLock, OutputLockedError, lock_path
+from searchgym.training.metrics import MetricsLogger
 from tests.hostile.conftest import ENV, EVAL_FIXTURES, HOLDER, ROOT, lock_held_by_another_process
 from tests.support.construction_world import build_random_world
 from tests.support.openai_server import OpenAIStubServer

@@ -3,9 +3,9 @@ and a loop that plays one episode with an agent."""
 
 from __future__ import annotations
 
-from searchgym.construction.record import Branch, Subgraph, SubgraphNode, literal_node_id
-from searchgym.envs.verifier import VerifierResult
+from searchgym.core.subgraph import Branch, Subgraph, SubgraphNode, literal_node_id
 from searchgym.retrieval.base import Hit, Retriever
+from searchgym.scoring.rag_verifier import VerifierResult
 
 
 def tiny_subgraph() -> Subgraph:

@@ -11,7 +11,7 @@ ENV = "\n<information> Tarsk is a city of Merovia founded in 1204 by Bob Varn. <
 def multiturn_rollouts(gen, tok, cfg_kw: dict, turns: int = 3) -> list:
     """``turns`` rounds of ``gen.generate_with_stats`` over the three questions, each turn's sampled ids and
     :data:`ENV` appended to its row; returns ``[(texts, token_ids)]`` per turn."""
-    from searchgym.agents.base import GenerationConfig
+    from searchgym.core.llm import GenerationConfig
 
     contexts = [
         tok(

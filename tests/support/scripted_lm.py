@@ -1,6 +1,6 @@
 """A causal-LM stand-in that emits a fixed token script, for exact stop-string / EOS tests.
 
-It follows the call convention :class:`~searchgym.agents.transformers_backend.TransformersGenerator`
+It follows the call convention :class:`~searchgym.llm.transformers_backend.TransformersGenerator`
 uses (``input_ids``, ``attention_mask``, ``position_ids``, ``past_key_values``); the n-th decoding
 step of row i puts all probability mass on ``scripts[i][n]``.
 """

@@ -3,8 +3,8 @@ rollouts for trainer tests."""
 
 from __future__ import annotations
 
+from searchgym.core.types import SearchCall, Segment, Task, Trajectory, Turn
 from searchgym.envs.protocol import format_information
-from searchgym.envs.types import SearchCall, Segment, Task, Trajectory, Turn
 
 INFO = '\n<information>Doc 1 (Title: "Tarsk") Tarsk is a city located in Merovia.</information>\n'
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import queue
 import threading
 
-from searchgym.agents.base import GenerationConfig
-from searchgym.agents.transformers_backend import TransformersGenerator
+from searchgym.core.llm import GenerationConfig
+from searchgym.llm.transformers_backend import TransformersGenerator
 from tests.support.openai_server import OpenAIStubServer
 
 _TIMEOUT = 20.0

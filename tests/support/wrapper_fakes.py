@@ -12,8 +12,8 @@ from typing import Optional, Sequence
 import gymnasium as gym
 from gymnasium import spaces
 
-from searchgym.construction.record import Branch, Subgraph, SubgraphNode
-from searchgym.envs.types import SearchCall, Task, Trajectory, Turn
+from searchgym.core.subgraph import Branch, Subgraph, SubgraphNode
+from searchgym.core.types import SearchCall, Task, Trajectory, Turn
 
 
 def chain_subgraph(

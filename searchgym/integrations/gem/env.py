@@ -27,7 +27,7 @@ from typing import Any, Optional, Sequence
 from gem.core import Env
 from gem.utils.constants import TERMINAL_STATE
 
-from searchgym.envs.types import Task
+from searchgym.core.types import Task
 
 from ...errors import InvalidArgumentError
 from ..environments import EnvSpec, reward_names

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional, Sequence
 
-from searchgym.envs.types import Task
+from searchgym.core.types import Task
 
 from ...errors import InvalidArgumentError
 from ..environments import EnvSpec

@@ -10,9 +10,9 @@ the text TRL puts in front of the model is the env's own prompt; the adapters ch
   trained as its Proposer) and a ``"selfplay"`` row (one game per G generations: the Proposer writes
   the question in the same step and the G generations are its Solvers) — ``rollout_func`` only.
 
-Sources: ``pool=`` (a list of :class:`~searchgym.construction.record.Subgraph` or a pool JSONL path:
+Sources: ``pool=`` (a list of :class:`~searchgym.core.subgraph.Subgraph` or a pool JSONL path:
 template questions over the paths), ``flashrag=`` (a FlashRAG JSONL: ``question``,
-``golden_answers``; Solver rows only), ``tasks=`` (a list of :class:`~searchgym.envs.types.Task`), or
+``golden_answers``; Solver rows only), ``tasks=`` (a list of :class:`~searchgym.core.types.Task`), or
 none of them: the built-in tasks (template questions over the default world's heuristic pool, the
 tasks ``KGSolver-v0`` draws by default; the held-out evaluation benchmark is not among them).
 """
@@ -22,8 +22,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Optional, Sequence
 
-from searchgym.envs.tasks import task_from_subgraph
-from searchgym.envs.types import Task
+from searchgym.core.types import Task
+from searchgym.tasks.sources import task_from_subgraph
 
 from ...errors import InvalidArgumentError, SearchGymRuntimeError
 from ..environments import EnvSpec, make_env

@@ -38,8 +38,8 @@ from __future__ import annotations
 import logging
 from typing import Any, ClassVar, Optional, Sequence
 
+from searchgym.core.types import Trajectory
 from searchgym.envs.function_calling import TOOL_ANSWER, TOOL_KG, TOOL_SEARCH
-from searchgym.envs.types import Trajectory
 
 from ...errors import InvalidArgumentError, SearchGymRuntimeError
 from ..environments import EnvSpec, cached_env, reward_names

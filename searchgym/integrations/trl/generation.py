@@ -18,7 +18,7 @@ and continuous batching get the cap by lending their generator the smaller ``max
 so no turn is ever longer than it.
 
 **The rollout engine.** On the plain transformers path a one-process CPU run of a Llama-family model
-samples with searchgym's rollout engine (:mod:`searchgym.agents.rollout_engine`, ``engine="auto"``)
+samples with searchgym's rollout engine (:mod:`searchgym.llm.rollout_engine`, ``engine="auto"``)
 instead of ``model.generate``: every row stops inside generation at its own cap (``max_new_tokens`` may
 be one cap per prompt), its first stop string or EOS and leaves the batch, prompts' keys/values are
 reused across turns, and each row draws from its own stream seeded from torch's global generator (so
@@ -231,7 +231,7 @@ class TrainerGeneration:
             return None
         from transformers.generation.utils import GenerationMixin
 
-        from ...agents.rollout_engine import DecoderRunner, EngineConfig, RolloutEngine
+        from ...llm.rollout_engine import DecoderRunner, EngineConfig, RolloutEngine
 
         t = self.trainer
         base = DecoderRunner._base(model)
@@ -263,7 +263,7 @@ class TrainerGeneration:
         global generator."""
         import torch
 
-        from ...agents.rollout_engine import StopChecker, row_seed
+        from ...llm.rollout_engine import StopChecker, row_seed
 
         t = self.trainer
         config = t.generation_config

@@ -35,8 +35,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Iterable, Optional, Sequence
 
-from searchgym.agents.sequences import turn_encoder
 from searchgym.core.prompts import check_protocol
+from searchgym.llm.sequences import turn_encoder
 
 from ...errors import InvalidArgumentError
 from ..environments import EnvSpec, cached_env, reward_names

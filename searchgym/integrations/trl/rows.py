@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from searchgym.envs.types import Task
+from searchgym.core.types import Task
 
 from ...errors import InvalidArgumentError
 from ..qa_rows import prompt_user_text, qa_task

@@ -37,7 +37,7 @@ from typing import Any, Literal, Optional
 import verifiers.v1 as vf
 from pydantic import Field, model_validator
 
-from searchgym.envs.types import Task
+from searchgym.core.types import Task
 
 from ...errors import InvalidArgumentError, SearchGymRuntimeError
 from ..env_threads import env_runner

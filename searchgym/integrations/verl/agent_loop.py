@@ -44,10 +44,8 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetr
 
 from ...errors import InvalidArgumentError, SearchGymRuntimeError
 from ..env_threads import DEFAULT_ENV_THREADS, env_runner
-from ..environments import state_lock
-from .data import VerlRowError, row_options
-from .environments import EnvSpec, cached_env
-from .episode import (
+from ..environments import EnvSpec, cached_env, state_lock
+from ..episode import (
     TURN_STOPS,
     GameEpisode,
     GenerationFailed,
@@ -55,6 +53,7 @@ from .episode import (
     play_selfplay_game,
     play_solver_episode,
 )
+from .data import VerlRowError, row_options
 
 logger = logging.getLogger(__name__)
 

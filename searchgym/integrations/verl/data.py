@@ -23,12 +23,12 @@ import random
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-from searchgym.envs.types import Task
+from searchgym.core.types import Task
 
 from ...errors import InvalidArgumentError, SearchGymRuntimeError
+from ..environments import EnvSpec, make_env
 from ..qa_rows import qa_task
 from ..task_sources import given_source, solver_tasks, source_subgraphs
-from .environments import EnvSpec, make_env
 
 logger = logging.getLogger(__name__)
 

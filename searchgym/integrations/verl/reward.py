@@ -20,11 +20,11 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from searchgym.envs.types import Task
+from searchgym.core.types import Task
 
 from ...errors import InvalidArgumentError
+from ..environments import EnvSpec, cached_env
 from .data import task_options
-from .environments import EnvSpec, cached_env
 
 __all__ = ["compute_score", "split_turns"]
 

@@ -1,0 +1,82 @@
+"""``searchgym demos``: write cold-start demonstrations by playing the real envs with scripted experts.
+
+Example::
+
+    searchgym demos --out demos.jsonl --solver 1:300,2:200,3:60 --proposer 2:60,3:40 --vanilla 2:30 \
+        --openings 1:200,2:400,3:200
+    searchgym sft --model smollm2 --data demos.jsonl --lora --output-dir runs/sft
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..errors import InvalidArgumentError
+from ..tasks.rewording import DEFAULT_TRAINING_WORDING, TRAINING_WORDINGS
+
+
+def parse_hop_counts(text: str) -> dict[int, int]:
+    """``"1:300,2:200"`` -> ``{1: 300, 2: 200}`` (hop count: number of tasks)."""
+    out: dict[int, int] = {}
+    for part in filter(None, (p.strip() for p in (text or "").split(","))):
+        hops, sep, n = part.partition(":")
+        if not sep or not hops.isdigit() or not n.isdigit() or int(hops) < 1:
+            raise InvalidArgumentError(
+                f"bad hop count {part!r}: write HOPS:N pairs separated by commas, e.g. 1:300,2:200"
+            )
+        out[int(hops)] = int(n)
+    return out
+
+
+def register(subparsers) -> None:
+    """Add the ``demos`` sub-command."""
+    p = subparsers.add_parser(
+        "demos",
+        help="cold-start demonstrations: scripted experts play the real envs",
+        description="Scripted experts play KGSolver-v0 / KGProposer-v0 on training-side tasks "
+        "(answers held out from the built-in benchmark never appear); rollouts the "
+        "env rewards are written as trajectory JSONL for `searchgym sft`.",
+    )
+    p.add_argument("--out", required=True, help="output JSONL (overwritten)")
+    p.add_argument("--world", help="saved world folder (default: the embedded default world)")
+    p.add_argument("--solver", default="1:300,2:200,3:60", help="Solver tasks per hop count, HOPS:N,...")
+    p.add_argument("--proposer", default="2:60,3:40", help="KG-grounded Proposer tasks per hop count")
+    p.add_argument("--vanilla", default="2:30", help="answer-only Proposer tasks per hop count")
+    p.add_argument(
+        "--openings",
+        default="",
+        help="Solver tasks per hop count of which only the first turn (plan + first search) is written",
+    )
+    p.add_argument("--proposer-openings", default="", help="KG Proposer tasks per hop count, first turn only")
+    p.add_argument(
+        "--wording",
+        choices=TRAINING_WORDINGS,
+        default=DEFAULT_TRAINING_WORDING,
+        help="Solver questions: varied (the template or a train rewording per task: teaches searching, not "
+        "template parsing), template (every question as the templates write it), train (every one reworded)",
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    """Generate the demonstrations and print what was kept and dropped."""
+    from ..envs.resources import resolve_world
+    from ..training.demonstrations import demonstrations_by_hops
+
+    world = resolve_world(args.world)
+    stats = demonstrations_by_hops(
+        world,
+        args.out,
+        solver=parse_hop_counts(args.solver),
+        proposer=parse_hop_counts(args.proposer),
+        vanilla=parse_hop_counts(args.vanilla),
+        openings=parse_hop_counts(args.openings),
+        proposer_openings=parse_hop_counts(args.proposer_openings),
+        seed=args.seed,
+        progress=True,
+        wording=args.wording,
+    )
+    print(json.dumps(stats.as_dict(), indent=1))
+    print(f"wrote {sum(stats.written.values())} demonstrations to {args.out}")
+    return 0

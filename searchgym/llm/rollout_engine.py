@@ -1,0 +1,893 @@
+"""The rollout engine: every pending turn in one batch, rows that leave when they stop, a slot KV cache.
+
+:class:`~searchgym.llm.transformers_backend.TransformersGenerator` decodes with it when built with
+``engine="static"`` (or ``"auto"``: this engine on CPU where :meth:`DecoderRunner.unsupported` finds
+nothing against the model, today's loop elsewhere). What it does differently from the loop of
+:mod:`searchgym.llm.decoding`:
+
+* **Rows leave the batch.** A row stops at its EOS, its first stop string (checked after every token,
+  exactly as :func:`~searchgym.llm.decoding.decode_tokens` checks it) or its own ``max_new_tokens``,
+  and is then out: its keys/values go to the prefix store and the last active slot moves into its
+  place, so later steps run on live rows only (no padding tail of finished rows). With more rows than
+  ``max_batch`` slots, waiting rows are prefilled into freed slots (continuous batching).
+* **A slot KV cache.** One preallocated tensor ``[2, layers, slots, kv_heads, columns + 1, head_dim]``
+  (zeroed when made, so masked columns never hold NaN); a row's keys/values fill columns ``0 .. length - 1`` of its
+  slot and a step writes one column per row with a single ``index_copy_`` per layer -- nothing is
+  re-copied per step (transformers' ``DynamicCache`` concatenates every row each step). The columns
+  grow by half when a row needs more (rare: one copy); a small cache is kept for the next call.
+* **A lean forward.** :class:`DecoderRunner` runs a Llama-family decoder (Llama, SmolLM2, Qwen2,
+  Mistral without a sliding window) by calling its weights directly: one embedding, per layer the
+  same operations in the same order as transformers' modules (RMSNorm in float32, rotary embedding,
+  SDPA attention with grouped heads packed as transformers packs them for one query, gated MLP), the
+  LM head on the rows' last positions only. About 30 tensor operations per layer and step instead of
+  transformers' module and mask machinery. On CPU the projections run on fused (q/k/v, gate/up),
+  oneDNN-prepacked weight copies (``EngineConfig.pack``). Projections that are not plain ``nn.Linear``
+  (a PEFT LoRA layer, say) are called as modules, so adapters work and can be toggled.
+* **Prefill in length groups.** Rows admitted together are sorted by how many tokens they still need
+  prefilled and split into calls where the padding saved outweighs another pass over the weights
+  (:func:`prefill_groups`).
+* **Prefix KV reuse** as :mod:`searchgym.llm.kv_reuse` does it: a prompt that extends a stored
+  prompt + completion (the next turn of a rollout, a shared system prompt) copies the stored keys and
+  values into its slot and prefills only the rest; a fresh batch whose rows share a prefix prefills it
+  once. The engine keeps its own :class:`~searchgym.llm.kv_reuse.PrefixKVStore` (in its dtype).
+* **bf16 rollouts** (``dtype="bfloat16"``): the runner keeps bf16 copies of the weights (refreshed when
+  the model's parameters change) and a bf16 cache; norm statistics stay in float32 as in transformers,
+  and the logits are sampled in float32. The sampled ids are what the trainer trains on; their
+  log-probabilities under the rollout weights (``logprobs=True``) are returned for an importance
+  correction.
+* **Per-row sampling streams.** Each row draws from its own ``torch.Generator``, seeded from the call's
+  seed and the row's index (:func:`row_seed`), one uniform per token, by inverse CDF over the same
+  (temperature, nucleus) distribution as today's sampler. So a row's tokens do not depend on which
+  other rows share the call, how many slots there are, or when its batch mates stop (up to float
+  rounding of batched matmuls, as for any batch). Greedy (temperature 0) is ``argmax`` as today, and
+  gives today's token ids.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from ..errors import InvalidArgumentError
+from .kv_reuse import PrefixKVStore
+from .shared_prefix import common_prefix_len
+
+if TYPE_CHECKING:
+    import torch
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "DTYPES",
+    "DecoderRunner",
+    "EngineConfig",
+    "EngineOutput",
+    "EngineStats",
+    "RolloutEngine",
+    "StopChecker",
+    "prefill_groups",
+    "row_seed",
+    "sample_rows",
+]
+
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+#: tokens decoded from the end of a row to look for a stop string (the same window as today's loop)
+STOP_TAIL_TOKENS = 24
+#: model types whose decoder layers :class:`DecoderRunner` runs (Llama's layer: pre-norm, rotary, GQA, gated MLP)
+SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "mistral")
+#: ``pack=None`` prepacks float32 weights whose copies take at most this many bytes (other dtypes: always)
+PACK_LIMIT_BYTES = 2 << 30
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Settings of :class:`RolloutEngine`.
+
+    ``dtype``: weights and KV cache of rollouts (``auto``: the model's; ``bfloat16`` halves the bytes a
+    step streams -- with the trainer's importance ratio, not its float32 policy, seeing the mismatch).
+    ``max_batch``: slots (rows decoded together). ``refill``: waiting rows are prefilled into freed
+    slots once at least this share of ``max_batch`` is free (each refill streams the weights once more).
+    ``room``: decode columns allocated past the longest prompt at first (the cache grows by half when a
+    row needs more). ``prefix_cache_mb``: memory for reused keys/values (0: off). ``logprobs``: also
+    return each sampled token's float32 log-probability under the model (temperature 1). ``pack``: run
+    the projections on oneDNN-prepacked weight copies (CPU; 1.3-1.7x faster decode steps at batch 4-16 for
+    SmolLM2 in float32, other float rounding than ``F.linear``; re-packed, about 0.4 s for SmolLM2, when the
+    weights change); ``None`` = when the weights are copied anyway (a ``dtype`` other than the model's) or
+    the float32 copies take at most :data:`PACK_LIMIT_BYTES`; ``False`` runs transformers' own kernels.
+    ``split_prefill``: rows admitted together are prefilled in groups of similar length when that saves more
+    padded tokens than this many per extra call (a call re-reads the weights: ~20-30 tokens of prefill
+    work for SmolLM2 on a CPU); ``-1`` prefills them in one call. ``keep_cache_mb``: the slot cache is
+    kept for the next call when it takes at most this much (a new one costs ~0.4 s per GB to zero and
+    fault in on a CPU), else released after the call.
+    """
+
+    dtype: str = "auto"
+    max_batch: int = 64
+    refill: float = 0.25
+    room: int = 128
+    prefix_cache_mb: int = 1024
+    logprobs: bool = False
+    pack: Optional[bool] = None
+    split_prefill: int = 32
+    keep_cache_mb: int = 512
+
+    def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise InvalidArgumentError(f"rollout dtype {self.dtype!r}: use one of {', '.join(DTYPES)}")
+        if self.max_batch < 1:
+            raise InvalidArgumentError(f"max_batch={self.max_batch} must be >= 1")
+        if not 0.0 < self.refill <= 1.0:
+            raise InvalidArgumentError(f"refill={self.refill} must be in (0, 1]: the share of free slots to refill at")
+        if self.room < 1:
+            raise InvalidArgumentError(f"room={self.room} must be >= 1")
+        if self.prefix_cache_mb < 0:
+            raise InvalidArgumentError(f"prefix_cache_mb={self.prefix_cache_mb} must be >= 0 (0 turns reuse off)")
+        if self.keep_cache_mb < 0:
+            raise InvalidArgumentError(f"keep_cache_mb={self.keep_cache_mb} must be >= 0 (0: release after each call)")
+        if self.split_prefill < -1:
+            raise InvalidArgumentError(f"split_prefill={self.split_prefill} must be >= -1 (-1: one prefill call)")
+
+
+@dataclass
+class EngineStats:
+    """Cumulative counters of a :class:`RolloutEngine` (every call adds to them)."""
+
+    calls: int = 0
+    rows: int = 0
+    prompt_tokens: int = 0
+    reused_tokens: int = 0
+    prefilled_tokens: int = 0
+    new_tokens: int = 0
+    prefills: int = 0
+    decode_steps: int = 0
+    row_steps: int = 0
+    moves: int = 0
+    grows: int = 0
+    prefill_s: float = 0.0
+    decode_s: float = 0.0
+
+    def as_dict(self) -> dict:
+        """The counters as a plain dict (for JSON)."""
+        return dict(vars(self))
+
+
+@dataclass
+class EngineOutput:
+    """What one :meth:`RolloutEngine.generate` call sampled: ``token_ids[i]`` for prompt ``i`` (its EOS or
+    the token completing its stop string included), and ``logprobs[i]`` (same length) when asked for."""
+
+    token_ids: list[list[int]]
+    logprobs: Optional[list[list[float]]] = None
+    stats: dict = field(default_factory=dict)
+
+
+def row_seed(seed: int, index: int) -> int:
+    """The sampling seed of row ``index`` of a call seeded ``seed``: independent streams per row, a
+    function of (seed, index) alone."""
+    state = np.random.SeedSequence([int(seed) % (2**63), int(index)]).generate_state(2, dtype=np.uint32)
+    return (int(state[0]) << 31) ^ int(state[1])
+
+
+class StopChecker:
+    """Whether a row's tokens have produced a stop string: its last :data:`STOP_TAIL_TOKENS` tokens decoded
+    (special tokens skipped) contain one -- the test today's loop applies after every token."""
+
+    def __init__(self, tokenizer, stops: Sequence[str]) -> None:
+        self.tokenizer = tokenizer
+        self.stops = tuple(s for s in stops if s)
+
+    def __bool__(self) -> bool:
+        return bool(self.stops)
+
+    def hit(self, tokens: Sequence[int]) -> bool:
+        """True when the decoded tail of ``tokens`` contains a stop string."""
+        tail = self.tokenizer.decode(list(tokens[-STOP_TAIL_TOKENS:]), skip_special_tokens=True)
+        return any(s in tail for s in self.stops)
+
+
+def sample_rows(logits, temperature: float, top_p: float, uniforms):
+    """One token per row of ``logits`` ``[B, vocab]`` (float32): ``argmax`` at temperature 0, else the
+    token whose cumulative probability first exceeds ``uniforms[b] * total`` under the temperature- and
+    nucleus-shaped distribution (the distribution today's sampler draws from; ``uniforms``: ``[B]`` in
+    ``[0, 1)``, one per row from the row's own stream)."""
+    import torch
+
+    if temperature <= 0:
+        return logits.argmax(-1)
+    probs = torch.softmax(logits / temperature, dim=-1)
+    order = None
+    if top_p < 1.0:
+        probs, order = probs.sort(dim=-1, descending=True)
+        keep = probs.cumsum(-1) - probs < top_p
+        keep[:, 0] = True
+        probs = torch.where(keep, probs, torch.zeros_like(probs))
+    cdf = probs.cumsum(-1)
+    total = cdf[:, -1:]
+    # strictly below the total, so the first cdf value above x belongs to a token with positive mass
+    x = torch.minimum(uniforms[:, None].to(cdf.dtype) * total, torch.nextafter(total, torch.zeros_like(total)))
+    idx = torch.searchsorted(cdf, x, right=True).clamp_(max=cdf.shape[-1] - 1)
+    if order is not None:
+        idx = order.gather(-1, idx)
+    return idx.squeeze(-1)
+
+
+# ====================================================================== the lean decoder
+def _torch_dtype(name: str, model_dtype):
+    import torch
+
+    return model_dtype if name == "auto" else getattr(torch, name)
+
+
+class DecoderRunner:
+    """A Llama-family decoder run layer by layer over a slot KV cache (see the module docstring).
+
+    Slots ``0 .. active - 1`` hold the rows being decoded; :meth:`prefill` fills the next slots,
+    :meth:`decode` feeds one token per active slot, :meth:`move` copies a slot into another (compaction)."""
+
+    def __init__(self, model, dtype: str = "auto", *, pack: Optional[bool] = None, pack_rows: int = 16) -> None:
+        import torch
+
+        reason = self.unsupported(model)
+        if reason:
+            raise InvalidArgumentError(f"the static rollout engine cannot run this model: {reason}; use engine='hf'")
+        self.model = model
+        base = self._base(model)
+        self.decoder = base.get_decoder()
+        self.head_module = base.get_output_embeddings()
+        cfg = base.config
+        self.n_layers = int(cfg.num_hidden_layers)
+        self.n_heads = int(cfg.num_attention_heads)
+        self.n_kv = int(getattr(cfg, "num_key_value_heads", None) or self.n_heads)
+        self.head_dim = int(getattr(cfg, "head_dim", None) or cfg.hidden_size // self.n_heads)
+        self.groups = self.n_heads // self.n_kv
+        self.scaling = self.head_dim**-0.5
+        param = next(model.parameters())
+        self.device = param.device
+        self.dtype = _torch_dtype(dtype, param.dtype)
+        # oneDNN-prepacked weight copies (CPU): by default when the weights are copied anyway (another dtype)
+        # or the copies are small (at most PACK_LIMIT_BYTES)
+        can_pack = self.device.type == "cpu" and torch.backends.mkldnn.is_available()
+        if pack is None:
+            linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
+            pack = self.dtype != param.dtype or linear * param.element_size() <= PACK_LIMIT_BYTES
+        self.pack = can_pack and bool(pack)
+        self._derived_cache: dict[tuple[str, int], tuple[tuple, tuple, Any]] = {}
+        self._used: set[tuple[str, int]] = set()
+        self.pack_rows = max(1, int(pack_rows))
+        self.grows = 0
+        self._fingerprint: Optional[int] = None
+        self._layers: list[tuple] = []
+        self._embed: Any = None
+        self._norm: Any = None
+        self._head: Any = None
+        # the slot cache
+        self.kv: Optional[torch.Tensor] = None
+        self.slots = 0
+        self.columns = 0
+        self.lengths: list[int] = []
+        self._len_t: Optional[torch.Tensor] = None
+        self._kflat: list = []
+        self._vflat: list = []
+        self._head_base: Optional[torch.Tensor] = None
+        self._arange: Optional[torch.Tensor] = None
+
+    # ------------------------------------------------------------------ support
+    @staticmethod
+    def _base(model):
+        get_base = getattr(model, "get_base_model", None)
+        return get_base() if callable(get_base) else model
+
+    @classmethod
+    def unsupported(cls, model) -> Optional[str]:
+        """Why this runner cannot run ``model`` (``None`` when it can)."""
+        import torch
+
+        base = cls._base(model)
+        cfg = getattr(base, "config", None)
+        kind = getattr(cfg, "model_type", None)
+        if kind not in SUPPORTED_MODEL_TYPES:
+            return f"model type {kind!r} is not one of {', '.join(SUPPORTED_MODEL_TYPES)}"
+        if getattr(cfg, "use_sliding_window", False) or (
+            kind == "mistral" and getattr(cfg, "sliding_window", None) is not None
+        ):
+            return "sliding-window attention is not implemented"
+        if any(t != "full_attention" for t in (getattr(cfg, "layer_types", None) or ())):
+            return "layers other than full attention are not implemented"
+        if int(getattr(cfg, "pretraining_tp", 1) or 1) != 1:
+            return "pretraining_tp > 1 is not implemented"
+        try:
+            decoder, head = base.get_decoder(), base.get_output_embeddings()
+        except (AttributeError, NotImplementedError):
+            return "the model has no get_decoder / get_output_embeddings"
+        if head is None or not all(hasattr(decoder, a) for a in ("embed_tokens", "layers", "norm", "rotary_emb")):
+            return "the decoder lacks embed_tokens / layers / norm / rotary_emb"
+        for layer in decoder.layers:
+            attn, mlp = getattr(layer, "self_attn", None), getattr(layer, "mlp", None)
+            if (
+                attn is None
+                or mlp is None
+                or not all(hasattr(attn, a) for a in ("q_proj", "k_proj", "v_proj", "o_proj"))
+            ):
+                return "a decoder layer is not Llama-shaped (self_attn.q/k/v/o_proj)"
+            if not all(hasattr(mlp, a) for a in ("gate_proj", "up_proj", "down_proj", "act_fn")):
+                return "a decoder layer's MLP is not gated (gate/up/down_proj, act_fn)"
+            if not all(hasattr(layer, a) for a in ("input_layernorm", "post_attention_layernorm")):
+                return "a decoder layer lacks input_layernorm / post_attention_layernorm"
+            if any(hasattr(attn, a) for a in ("q_norm", "k_norm")):
+                return "query/key norms are not implemented"
+        if not isinstance(decoder.embed_tokens, torch.nn.Module):
+            return "the embedding is not a module"
+        return None
+
+    # ------------------------------------------------------------------ weights
+    def _fingerprint_now(self) -> int:
+        return hash(tuple((id(p), p._version) for p in self.model.parameters()))
+
+    def refresh(self) -> None:
+        """Bind the layers' weights (converting, fusing and packing them as configured) unless nothing changed
+        since the last call; only tensors derived from changed parameters are remade."""
+        fp = self._fingerprint_now()
+        if fp == self._fingerprint and self._layers:
+            return
+        self._used = set()
+
+        def conv(t):
+            if t is None or t.dtype == self.dtype:
+                return t
+            return self._derived("dtype", (t,), lambda: t.detach().to(self.dtype))
+
+        dec = self.decoder
+        self._embed = self._embedding(dec.embed_tokens, conv)
+        self._layers = []
+        for layer in dec.layers:
+            attn, mlp = layer.self_attn, layer.mlp
+            self._layers.append(
+                (
+                    self._rms(layer.input_layernorm, conv),
+                    self._projections((attn.q_proj, attn.k_proj, attn.v_proj), conv),
+                    self._linear(attn.o_proj, conv),
+                    self._rms(layer.post_attention_layernorm, conv),
+                    self._projections((mlp.gate_proj, mlp.up_proj), conv),
+                    self._linear(mlp.down_proj, conv),
+                    mlp.act_fn,
+                )
+            )
+        self._norm = self._rms(dec.norm, conv)
+        self._head = self._linear(self.head_module, conv)
+        for key in set(self._derived_cache) - self._used:  # weights no longer in the model
+            del self._derived_cache[key]
+        self._fingerprint = self._fingerprint_now()
+
+    def _derived(self, kind: str, sources: tuple, make: Callable):
+        """``make()``, a tensor derived from the parameters ``sources``, remade only when one of them was
+        replaced or updated in place since (version counters): a LoRA step re-derives the adapter's tensors,
+        not the frozen base weights'."""
+        key = (kind, id(sources[0]))
+        self._used.add(key)
+        stamp = tuple((id(t), t._version) for t in sources)
+        hit = self._derived_cache.get(key)
+        if hit is not None and hit[0] == stamp:
+            return hit[2]
+        value = make()
+        self._derived_cache[key] = (stamp, sources, value)  # the sources are held: their ids stay theirs
+        return value
+
+    def _cast_module(self, module) -> Callable:
+        """``module`` called in its own dtype, its output in the rollout dtype."""
+        params = list(module.parameters())
+        own = params[0].dtype if params else self.dtype
+        if own == self.dtype:
+            return module
+        dtype = self.dtype
+        return lambda x: module(x.to(own)).to(dtype)
+
+    def _dense(self, weight, bias, sources: tuple) -> Callable:
+        """``x -> x @ weight.T + bias``: oneDNN on a prepacked copy when packing, else ``F.linear``."""
+        import torch
+        import torch.nn.functional as F
+
+        if self.pack:
+            rows = self.pack_rows
+            packed = self._derived(
+                "pack", sources, lambda: torch.ops.mkldnn._reorder_linear_weight(weight.detach(), rows)
+            )
+            linear = torch.ops.mkldnn._linear_pointwise
+            return lambda x: linear(x, packed, bias, "none", [None], "")
+        return lambda x: F.linear(x, weight, bias)
+
+    def _linear(self, module, conv) -> Callable:
+        import torch
+
+        if type(module) is not torch.nn.Linear:  # a LoRA layer, a wrapper: call it (adapters on/off work)
+            return self._cast_module(module)
+        return self._dense(conv(module.weight), conv(module.bias), (module.weight,))
+
+    def _projections(self, modules: tuple, conv) -> Callable:
+        """``x -> (m(x) for m in modules)``: one matmul over the concatenated weights when they are plain
+        ``nn.Linear`` and copied anyway (packed or converted), else one call per module."""
+        import torch
+
+        plain = all(type(m) is torch.nn.Linear for m in modules)
+        biased = [m.bias is not None for m in modules] if plain else []
+        if not (plain and self.pack and len(set(biased)) == 1):
+            calls = [self._linear(m, conv) for m in modules]
+            return lambda x: tuple(f(x) for f in calls)
+        weights = tuple(m.weight for m in modules)
+        fused = self._derived("fuse", weights, lambda: torch.cat([conv(w).detach() for w in weights]))
+        bias = None
+        if biased[0]:
+            biases = tuple(m.bias for m in modules)
+            bias = self._derived("fuse-bias", biases, lambda: torch.cat([conv(b).detach() for b in biases]))
+        dense = self._dense(fused, bias, weights)
+        sizes = [int(m.weight.shape[0]) for m in modules]
+        return lambda x: dense(x).split(sizes, dim=-1)
+
+    def _embedding(self, module, conv) -> Callable:
+        import torch
+        import torch.nn.functional as F
+
+        if type(module) is not torch.nn.Embedding:
+            return self._cast_module(module)
+        w = conv(module.weight)
+        return lambda ids: F.embedding(ids, w)
+
+    def _rms(self, module, conv) -> Callable:
+        """transformers' RMSNorm, same operations in the same order (statistics in float32)."""
+        import torch
+
+        eps = getattr(module, "variance_epsilon", None)
+        weight = getattr(module, "weight", None)
+        if eps is None or weight is None or not type(module).__name__.endswith("RMSNorm"):
+            return self._cast_module(module)
+        w = conv(weight)
+        dtype = self.dtype
+
+        def norm(x):
+            h = x.to(torch.float32)
+            h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+            return w * h.to(dtype)
+
+        return norm
+
+    # ------------------------------------------------------------------ the cache
+    def allocate(self, slots: int, columns: int) -> None:
+        """A cache of at least ``slots`` rows and ``columns`` positions (plus one trash column), every row
+        empty: the one kept from the last call when it is large enough, else a new zeroed one (masked
+        columns are read, so they must hold finite numbers: zeros or earlier rows' keys and values)."""
+        import torch
+
+        if self.kv is not None and self.slots >= slots and self.columns >= columns:
+            self.lengths = [0] * self.slots
+            assert self._len_t is not None
+            self._len_t.zero_()
+            return
+        self.kv = None
+        self.kv = torch.zeros(
+            (2, self.n_layers, slots, self.n_kv, columns + 1, self.head_dim), dtype=self.dtype, device=self.device
+        )
+        self.slots, self.columns = slots, columns
+        self.lengths = [0] * slots
+        self._len_t = torch.zeros(slots, dtype=torch.long, device=self.device)
+        self._views()
+
+    def _views(self) -> None:
+        import torch
+
+        assert self.kv is not None
+        d = self.head_dim
+        self._kflat = [self.kv[0, layer].view(-1, d) for layer in range(self.n_layers)]
+        self._vflat = [self.kv[1, layer].view(-1, d) for layer in range(self.n_layers)]
+        heads = torch.arange(self.n_kv, device=self.device)
+        rows = torch.arange(self.slots, device=self.device)
+        self._head_base = (rows[:, None] * self.n_kv + heads[None, :]) * (self.columns + 1)  # [slots, kv_heads]
+        self._arange = torch.arange(self.columns + 1, device=self.device)
+
+    @property
+    def cache_bytes(self) -> int:
+        """Bytes the slot cache holds (0 when released)."""
+        return 0 if self.kv is None else self.kv.numel() * self.kv.element_size()
+
+    def release(self) -> None:
+        """Drop the cache (its memory goes back)."""
+        self.kv = None
+        self._kflat, self._vflat = [], []
+        self._head_base = self._len_t = self._arange = None
+        self.slots = self.columns = 0
+        self.lengths = []
+
+    def ensure_columns(self, needed: int) -> bool:
+        """Grow the cache (by half at least) so ``needed`` columns fit; True if it grew."""
+        import torch
+
+        if needed <= self.columns:
+            return False
+        assert self.kv is not None
+        new = max(needed, self.columns + self.columns // 2 + 1)
+        old = self.kv
+        self.kv = torch.zeros(
+            (2, self.n_layers, self.slots, self.n_kv, new + 1, self.head_dim), dtype=self.dtype, device=self.device
+        )
+        self.kv[:, :, :, :, : self.columns].copy_(old[:, :, :, :, : self.columns])
+        self.columns = new
+        self.grows += 1
+        self._views()
+        return True
+
+    def move(self, src: Sequence[int], dst: Sequence[int]) -> None:
+        """Copy slots ``src`` into slots ``dst`` (keys, values and lengths)."""
+        import torch
+
+        if not src:
+            return
+        assert self.kv is not None and self._len_t is not None
+        width = max(self.lengths[s] for s in src)
+        s_idx = torch.tensor(list(src), device=self.device)
+        d_idx = torch.tensor(list(dst), device=self.device)
+        self.kv[:, :, d_idx, :, :width] = self.kv[:, :, s_idx, :, :width]
+        for s, d in zip(src, dst):
+            self.lengths[d] = self.lengths[s]
+        self._len_t[d_idx] = self._len_t[s_idx]
+
+    def row_kv(self, slot: int):
+        """``(keys, values)``: per layer ``[kv_heads, length, head_dim]`` copies of a slot's cache."""
+        assert self.kv is not None
+        kv = self.kv[:, :, slot, :, : self.lengths[slot]].clone()
+        return list(kv[0].unbind(0)), list(kv[1].unbind(0))
+
+    def load_prefix(self, slot: int, keys: Sequence, values: Sequence, n: int) -> None:
+        """Copy the first ``n`` positions of stored per-layer keys/values into ``slot``."""
+        import torch
+
+        assert self.kv is not None
+        self.kv[0, :, slot, :, :n].copy_(torch.stack([k[:, :n] for k in keys]))
+        self.kv[1, :, slot, :, :n].copy_(torch.stack([v[:, :n] for v in values]))
+
+    # ------------------------------------------------------------------ forward
+    def _rope(self, x, cos, sin_signed):
+        """``x * cos + rotate_half(x) * sin`` (transformers' rotary embedding) with ``rotate_half(x) * sin`` as
+        ``roll(x) * sin_signed``: the same products, the sign moved onto ``sin`` (exact)."""
+        return x * cos + x.roll(self.head_dim // 2, dims=-1) * sin_signed
+
+    def _rotary(self, hidden, positions):
+        """``(cos, sin_signed)`` ``[B, 1, S, D]`` for ``positions`` ``[B, S]`` from the model's rotary module."""
+        import torch
+
+        cos, sin = self.decoder.rotary_emb(hidden, positions)
+        half = self.head_dim // 2
+        sin_signed = torch.cat([-sin[..., :half], sin[..., half:]], dim=-1)
+        return cos.unsqueeze(1), sin_signed.unsqueeze(1)
+
+    def _layers_forward(self, h, cos, sin, write_idx, start: int, rows: int, width: int, mask):
+        """All decoder layers over ``h`` ``[rows, S, hidden]`` for slots ``start .. start + rows - 1``:
+        each layer writes its keys/values at the flat cache rows ``write_idx`` and attends over columns
+        ``0 .. width - 1`` of those slots under ``mask`` (additive: 0 attends, -inf does not)."""
+        import torch.nn.functional as F
+
+        B, S = h.shape[0], h.shape[1]
+        hq, hk, d, g = self.n_heads, self.n_kv, self.head_dim, self.groups
+        end = start + rows
+        assert self.kv is not None
+        for li, (n1, fqkv, fo, n2, fgu, fd, act) in enumerate(self._layers):
+            x = n1(h)
+            q, k, v = fqkv(x)
+            q = q.view(B, S, hq, d).transpose(1, 2)
+            k = k.view(B, S, hk, d).transpose(1, 2)
+            v = v.view(B, S, hk, d).transpose(1, 2)
+            q = self._rope(q, cos, sin)
+            k = self._rope(k, cos, sin)
+            self._kflat[li].index_copy_(0, write_idx, k.transpose(1, 2).reshape(-1, d))
+            self._vflat[li].index_copy_(0, write_idx, v.transpose(1, 2).reshape(-1, d))
+            keys = self.kv[0, li, start:end, :, :width]
+            values = self.kv[1, li, start:end, :, :width]
+            if S == 1:  # transformers' pack_gqa: the grouped query heads of one token share their kv head
+                o = F.scaled_dot_product_attention(
+                    q.reshape(B, hk, g, d), keys, values, attn_mask=mask, scale=self.scaling
+                ).reshape(B, hq, 1, d)
+            else:  # transformers' repeat_kv
+                if g > 1:
+                    keys = keys[:, :, None].expand(B, hk, g, width, d).reshape(B, hq, width, d)
+                    values = values[:, :, None].expand(B, hk, g, width, d).reshape(B, hq, width, d)
+                o = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=self.scaling)
+            h = h + fo(o.transpose(1, 2).reshape(B, S, hq * d))
+            gate, up = fgu(n2(h))
+            h = h + fd(act(gate) * up)
+        return h
+
+    def _additive(self, attend):
+        """The additive form of a bool mask (0 where True, -inf elsewhere), made once per forward rather than
+        by SDPA in every layer."""
+        import torch
+
+        zero = torch.zeros((), dtype=self.dtype, device=self.device)
+        return torch.where(attend, zero, torch.tensor(float("-inf"), dtype=self.dtype, device=self.device))
+
+    def prefill(self, start: int, prompts: Sequence[Sequence[int]], cached: Sequence[int]):
+        """Fill slots ``start ..`` with ``prompts`` whose first ``cached[i]`` positions are already in the slot
+        (:meth:`load_prefix`); returns each row's next-token logits (float32 ``[rows, vocab]``)."""
+        import torch
+
+        rows = len(prompts)
+        new = [list(p[c:]) for p, c in zip(prompts, cached)]
+        if any(not n for n in new):
+            raise InvalidArgumentError("every prompt needs at least one token to prefill (its logits pick the next)")
+        S = max(len(n) for n in new)
+        ends = [c + len(n) for c, n in zip(cached, new)]
+        self.ensure_columns(max(ends) + 1)
+        dev = self.device
+        ids = torch.zeros((rows, S), dtype=torch.long)
+        for i, n in enumerate(new):
+            ids[i, : len(n)] = torch.tensor(n, dtype=torch.long)
+        c_t = torch.tensor(list(cached), dtype=torch.long, device=dev)
+        j = torch.arange(S, device=dev)
+        s_t = torch.tensor([len(n) for n in new], device=dev)
+        pos = c_t[:, None] + j[None, :]  # [rows, S]; positions past a row's end are never read back
+        valid = j[None, :] < s_t[:, None]
+        assert self._head_base is not None and self._arange is not None and self._len_t is not None
+        cols = torch.where(valid, pos, torch.full_like(pos, self.columns))  # padding writes the trash column
+        base = self._head_base[start : start + rows]  # [rows, kv]
+        write_idx = (base[:, None, :] + cols[:, :, None]).reshape(-1)  # order (row, position, head)
+        width = max(ends)
+        mask = self._additive((self._arange[None, None, :width] <= pos[:, :, None])[:, None])  # [rows, 1, S, width]
+        h = self._embed(ids.to(dev))
+        cos, sin = self._rotary(h, pos)
+        h = self._layers_forward(h, cos, sin, write_idx, start, rows, width, mask)
+        last = h[torch.arange(rows, device=dev), s_t - 1]  # [rows, hidden]
+        logits = self._head(self._norm(last[:, None]))[:, 0].float()
+        for i, e in enumerate(ends):
+            self.lengths[start + i] = e
+        self._len_t[start : start + rows] = torch.tensor(ends, dtype=torch.long, device=dev)
+        return logits
+
+    def decode(self, tokens, active: int):
+        """Feed ``tokens`` ``[active]`` (one per slot ``0 .. active - 1``) at each slot's next position;
+        returns the next-token logits (float32 ``[active, vocab]``)."""
+        assert self._head_base is not None and self._len_t is not None and self._arange is not None
+        need = max(self.lengths[:active]) + 1
+        if need > self.columns:
+            self.ensure_columns(need)
+        lens = self._len_t[:active]
+        write_idx = (self._head_base[:active] + lens[:, None]).reshape(-1)
+        mask = self._additive((self._arange[None, :need] <= lens[:, None])[:, None, None])  # [B, 1, 1, width]
+        h = self._embed(tokens[:, None])
+        pos = lens[:, None]
+        cos, sin = self._rotary(h, pos)
+        h = self._layers_forward(h, cos, sin, write_idx, 0, active, need, mask)
+        logits = self._head(self._norm(h))[:, 0].float()
+        lens += 1
+        for i in range(active):
+            self.lengths[i] += 1
+        return logits
+
+
+# ====================================================================== the engine
+def prefill_groups(lengths: Sequence[int], call_tokens: int) -> list[tuple[int, int]]:
+    """Split rows sorted by new-token count ``lengths`` into ``[lo, hi)`` groups prefilled one call each,
+    minimising the padded tokens computed plus ``call_tokens`` per call (what one more pass over the
+    weights costs, in tokens of prefill); ``call_tokens < 0`` keeps every row in one call."""
+    n = len(lengths)
+    if n == 0:
+        return []
+    if call_tokens < 0:
+        return [(0, n)]
+    best = [0.0] + [math.inf] * n  # best[j]: cost of rows [0, j)
+    cut = [0] * (n + 1)
+    for j in range(1, n + 1):
+        for i in range(j):  # rows [i, j) padded to lengths[j - 1] (sorted ascending)
+            cost = best[i] + (j - i) * lengths[j - 1] + call_tokens
+            if cost < best[j]:
+                best[j], cut[j] = cost, i
+    groups, j = [], n
+    while j > 0:
+        groups.append((cut[j], j))
+        j = cut[j]
+    return groups[::-1]
+
+
+class RolloutEngine:
+    """Batched decoding with rows that leave, per-row caps and stops, a slot cache and prefix reuse.
+
+    ``model``: a Llama-family causal LM (:meth:`DecoderRunner.unsupported` says why another is refused);
+    ``config``: :class:`EngineConfig`. :attr:`store` is the engine's prefix store (``None`` when off);
+    :attr:`stats` counts what every call did."""
+
+    def __init__(self, model, config: EngineConfig | None = None) -> None:
+        self.config = config or EngineConfig()
+        self.runner = DecoderRunner(
+            model, self.config.dtype, pack=self.config.pack, pack_rows=min(self.config.max_batch, 64)
+        )
+        self.model = model
+        mb = self.config.prefix_cache_mb
+        self.store: Optional[PrefixKVStore] = PrefixKVStore(model, max_bytes=mb << 20) if mb > 0 else None
+        self.stats = EngineStats()
+
+    def generate(
+        self,
+        prompts: Sequence[Sequence[int]],
+        *,
+        max_new_tokens: Sequence[int],
+        temperature: float,
+        top_p: float,
+        seeds: Sequence[int],
+        eos_ids: Sequence[int],
+        stop: Optional[StopChecker] = None,
+    ) -> EngineOutput:
+        """Sample a continuation of every prompt (token ids); row ``i`` stops at an EOS of ``eos_ids``, when
+        ``stop`` hits, or after ``max_new_tokens[i]`` tokens, and draws from ``seeds[i]``'s stream."""
+        import torch
+
+        n = len(prompts)
+        if not (len(max_new_tokens) == len(seeds) == n):
+            raise InvalidArgumentError("max_new_tokens and seeds need one entry per prompt")
+        if any(c < 1 for c in max_new_tokens):
+            raise InvalidArgumentError("every row's max_new_tokens must be >= 1")
+        if any(len(p) == 0 for p in prompts):
+            raise InvalidArgumentError("an empty prompt cannot be continued; give at least one token")
+        if n == 0:
+            return EngineOutput([], [] if self.config.logprobs else None)
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.inference_mode():
+                return self._run(prompts, max_new_tokens, temperature, top_p, seeds, eos_ids, stop)
+        finally:
+            self.model.train(was_training)
+
+    def _run(self, prompts, max_new_tokens, temperature, top_p, seeds, eos_ids, stop) -> EngineOutput:
+        import torch
+
+        n = len(prompts)
+        stats0 = EngineStats(**self.stats.as_dict())
+        cfg = self.config
+        runner = self.runner
+        runner.refresh()
+        self.stats.calls += 1
+        self.stats.rows += n
+        self.stats.prompt_tokens += sum(len(p) for p in prompts)
+        eos = set(int(e) for e in eos_ids)
+        out: list[list[int]] = [[] for _ in range(n)]
+        logps: Optional[list[list[float]]] = [[] for _ in range(n)] if cfg.logprobs else None
+        uniforms: dict[int, Any] = {}
+        slots = min(cfg.max_batch, n)
+        runner.allocate(slots, max(len(p) for p in prompts) + min(max(max_new_tokens), cfg.room))
+        slot_row: list[int] = []  # slot -> row, for the active slots 0 .. len - 1
+        waiting = deque(range(n))
+        refill_at = max(1, math.ceil(cfg.refill * slots))
+        dev = runner.device
+
+        def draw(rows: Sequence[int]):
+            if temperature <= 0:
+                return None
+            return torch.tensor([uniforms[r][len(out[r])] for r in rows], dtype=torch.float64, device=dev)
+
+        def take(rows: Sequence[int], logits) -> list[int]:
+            """Sample the next token of ``rows`` (in slot order); the positions (in ``rows``) that finished."""
+            tok = sample_rows(logits, temperature, top_p, draw(rows))
+            toks = tok.tolist()
+            lp = None
+            if logps is not None:
+                lp = (logits.gather(-1, tok[:, None])[:, 0] - torch.logsumexp(logits, dim=-1)).tolist()
+            done = []
+            for k, (r, t) in enumerate(zip(rows, toks)):
+                row = out[r]
+                row.append(t)
+                if lp is not None and logps is not None:
+                    logps[r].append(lp[k])
+                if t in eos or (stop and stop.hit(row)) or len(row) >= max_new_tokens[r]:
+                    done.append(k)
+            return done
+
+        try:
+            while waiting or slot_row:
+                free = slots - len(slot_row)
+                if waiting and free and (not slot_row or free >= min(refill_at, len(waiting))):
+                    admitted = [waiting.popleft() for _ in range(min(free, len(waiting)))]
+                    t0 = time.perf_counter()
+                    for r in admitted:
+                        if temperature > 0:
+                            gen = torch.Generator(device="cpu").manual_seed(seeds[r] % (2**63))
+                            uniforms[r] = torch.rand(max_new_tokens[r], generator=gen, dtype=torch.float64).tolist()
+                    first = len(slot_row)
+                    admitted, logits = self._admit(admitted, prompts, first)
+                    slot_row.extend(admitted)
+                    done = take(admitted, logits)
+                    self.stats.prefill_s += time.perf_counter() - t0
+                    self._leave([first + k for k in done], slot_row, prompts, out)
+                    continue
+                t0 = time.perf_counter()
+                active = len(slot_row)
+                last = torch.tensor([out[r][-1] for r in slot_row], dtype=torch.long, device=dev)
+                logits = runner.decode(last, active)
+                done = take(slot_row, logits)
+                self.stats.decode_steps += 1
+                self.stats.row_steps += active
+                self.stats.decode_s += time.perf_counter() - t0
+                self._leave(done, slot_row, prompts, out)
+        finally:
+            if runner.cache_bytes > cfg.keep_cache_mb << 20:
+                runner.release()
+        self.stats.new_tokens += sum(len(t) for t in out)
+        self.stats.grows = runner.grows
+        delta = {k: v - getattr(stats0, k) for k, v in self.stats.as_dict().items()}
+        return EngineOutput(out, logps, delta)
+
+    # ------------------------------------------------------------------ helpers
+    def _admit(self, rows: list[int], all_prompts: Sequence[Sequence[int]], start: int):
+        """Prefill the prompts of ``rows`` into slots ``start ..``, reusing stored prefixes, in groups of
+        similar length (:func:`prefill_groups`); returns ``(rows in slot order, their next-token logits)``."""
+        import torch
+
+        runner = self.runner
+        prompts = [all_prompts[r] for r in rows]
+        matches: list = [(None, 0)] * len(rows)
+        if self.store is not None:
+            self._warm_shared(prompts, start)
+            matches = self.store.lookup(prompts)
+        order = sorted(range(len(rows)), key=lambda i: len(prompts[i]) - matches[i][1])
+        cached = [matches[i][1] for i in order]
+        for slot, i in enumerate(order, start):
+            entry, m = matches[i]
+            if entry is not None and m:
+                runner.load_prefix(slot, entry.keys, entry.values, m)
+        ordered = [prompts[i] for i in order]
+        self.stats.reused_tokens += sum(cached)
+        self.stats.prefilled_tokens += sum(len(p) - c for p, c in zip(ordered, cached))
+        logits = []
+        for lo, hi in prefill_groups([len(p) - c for p, c in zip(ordered, cached)], self.config.split_prefill):
+            logits.append(runner.prefill(start + lo, ordered[lo:hi], cached[lo:hi]))
+            self.stats.prefills += 1
+        return [rows[i] for i in order], torch.cat(logits)
+
+    def _warm_shared(self, prompts: list, start: int) -> None:
+        """Prefill the prefix every admitted row shares once (in slot ``start``) and store it, unless stored."""
+        store = self.store
+        if store is None or len(prompts) < 2:
+            return
+        shared = common_prefix_len(prompts)
+        if shared < store.min_prefix or store.lookup([prompts[0][: shared + 1]], count=False)[0][1] >= shared:
+            return
+        prefix = list(prompts[0][:shared])
+        entry, m = store.lookup([prefix], count=False)[0]  # a stored part of it, if any
+        cached = 0
+        if entry is not None and m:
+            self.runner.load_prefix(start, entry.keys, entry.values, m)
+            cached = m
+        self.runner.prefill(start, [prefix], [cached])
+        self.stats.prefilled_tokens += shared - cached
+        keys, values = self.runner.row_kv(start)
+        store.add(prefix, keys, values)
+
+    def _leave(self, done: Sequence[int], slot_row: list[int], prompts, out) -> None:
+        """Take the slots ``done`` out of the batch: store their keys/values, move the last active slots into
+        the holes (the cache is compacted, never padded)."""
+        if not done:
+            return
+        runner = self.runner
+        if self.store is not None:
+            for s in done:
+                r = slot_row[s]
+                ids = list(prompts[r]) + out[r][:-1]  # prompt + every fed token (the last sampled one was not fed)
+                if len(ids) != runner.lengths[s]:
+                    raise AssertionError(f"slot {s} holds {runner.lengths[s]} positions, expected {len(ids)}")
+                keys, values = runner.row_kv(s)
+                self.store.add(ids, keys, values)
+        gone = set(done)
+        keep = len(slot_row) - len(gone)
+        holes = sorted(s for s in gone if s < keep)
+        movers = [s for s in range(keep, len(slot_row)) if s not in gone]
+        runner.move(movers, holes)
+        self.stats.moves += len(movers)
+        for src, dst in zip(movers, holes):
+            slot_row[dst] = slot_row[src]
+        del slot_row[keep:]
+
+    def clear(self) -> None:
+        """Forget the stored prefixes and release the slot cache."""
+        if self.store is not None:
+            self.store.clear()
+        self.runner.release()

@@ -1,0 +1,137 @@
+"""SSP's rule filters for proposed questions (docs/game.md, self-play game, SSP code defaults).
+
+A question the Proposer emits is kept only if it passes every rule; the first failing rule's
+stable reason code is reported so envs can log rejection counts by reason:
+
+==================== ============================================================
+reason               rule
+==================== ============================================================
+``no_question``      the rollout produced no (non-blank) question
+``too_short``        fewer than ``min_chars`` characters (default 10)
+``too_long``         more than ``max_chars`` characters (default 1000)
+``too_few_words``    fewer than ``min_words`` whitespace-separated words (default 10)
+``answer_leak``      the answer a* (lowercased) is a substring of the question (lowercased)
+``no_information``   the trajectory never received an ``<information>`` block
+``too_few_searches`` fewer than ``min_searches`` searches (default 2)
+``duplicate_queries`` the same query (case/whitespace-insensitive) was searched twice
+==================== ============================================================
+
+The leak test is SSP's plain substring test on the canonical answer; ``leak_check_aliases=True``
+extends it to every alias (stricter; a short alias can then reject harmless questions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Sequence, Union
+
+from ..core.answers import gold_list
+from ..core.types import Trajectory
+from ..errors import InvalidArgumentError
+
+REASONS = (
+    "no_question",
+    "too_short",
+    "too_long",
+    "too_few_words",
+    "answer_leak",
+    "no_information",
+    "too_few_searches",
+    "duplicate_queries",
+)
+
+
+@dataclass(frozen=True)
+class FilterConfig:
+    """Thresholds of the rule filters; set a rule's flag False (or its bound to 0) to disable it."""
+
+    min_chars: int = 10
+    max_chars: int = 1000
+    min_words: int = 10
+    min_searches: int = 2
+    require_information: bool = True
+    forbid_duplicate_queries: bool = True
+    forbid_answer_in_question: bool = True
+    leak_check_aliases: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("min_chars", "max_chars", "min_words", "min_searches"):
+            if getattr(self, name) < 0:
+                raise InvalidArgumentError(f"FilterConfig.{name} must be >= 0, got {getattr(self, name)}")
+        if self.max_chars and self.max_chars < self.min_chars:
+            raise InvalidArgumentError(
+                f"FilterConfig.max_chars ({self.max_chars}) is below min_chars ({self.min_chars})"
+            )
+
+
+@dataclass(frozen=True)
+class FilterResult:
+    """Outcome of :func:`check_question`: ``ok``, the first failing rule's ``reason`` code (None
+    when ok), and ``details`` (the measured quantities: chars, words, searches, ...)."""
+
+    ok: bool
+    reason: Optional[str] = None
+    details: dict = field(default_factory=dict)
+
+
+def _norm_query(q: str) -> str:
+    return " ".join(q.lower().split())
+
+
+def _information_blocks(trajectory: Trajectory) -> int:
+    """Env insertions that were retrieved information (not corrective messages)."""
+    return sum(t.information.count("<information>") for t in trajectory.turns)
+
+
+def check_question(
+    question: Optional[str],
+    answers: Union[str, Sequence[str]],
+    trajectory: Trajectory,
+    config: Optional[FilterConfig] = None,
+) -> FilterResult:
+    """Apply the SSP rule filters to a proposed ``question`` for the answer(s) ``answers``.
+
+    ``answers`` is the canonical answer a* or a list whose first item is a* (aliases after it);
+    ``trajectory`` is the Proposer rollout that produced the question (its turns' searches and
+    env-inserted information are checked). Returns the first failure, in the order of
+    :data:`REASONS`, or ``FilterResult(ok=True)``.
+    """
+    cfg = config or FilterConfig()
+    golds = gold_list(answers)
+    q = " ".join(question.split()) if isinstance(question, str) else ""
+    queries = [_norm_query(s.query) for t in trajectory.turns for s in t.searches]
+    dupes = sorted({x for x in queries if queries.count(x) > 1})
+    details = {
+        "chars": len(q),
+        "words": len(q.split()),
+        "searches": len(queries),
+        "information_blocks": _information_blocks(trajectory),
+        "duplicate_queries": dupes,
+    }
+
+    def fail(reason: str, **extra) -> FilterResult:
+        return FilterResult(False, reason, {**details, **extra})
+
+    if not q:
+        return fail("no_question")
+    if len(q) < cfg.min_chars:
+        return fail("too_short")
+    if cfg.max_chars and len(q) > cfg.max_chars:
+        return fail("too_long")
+    if len(q.split()) < cfg.min_words:
+        return fail("too_few_words")
+    if cfg.forbid_answer_in_question:
+        checked = golds if cfg.leak_check_aliases else golds[:1]
+        leaked = [a for a in checked if a.strip() and a.strip().lower() in q.lower()]
+        if leaked:
+            return fail("answer_leak", leaked=leaked)
+    if cfg.require_information and details["information_blocks"] == 0:
+        return fail("no_information")
+    if len(queries) < cfg.min_searches:
+        return fail("too_few_searches")
+    if cfg.forbid_duplicate_queries and dupes:
+        return fail("duplicate_queries")
+    return FilterResult(True, None, details)
+
+
+__all__ = ["FilterConfig", "FilterResult", "check_question", "REASONS"]

@@ -1,0 +1,37 @@
+"""Training, in config / trainer pairs as TRL arranges them: self-play RL (:class:`TrainConfig`,
+:class:`SelfPlayTrainer`), supervised fine-tuning (:class:`SFTConfig`, :func:`run_sft`) and rejection sampling;
+the model config they share, losses, sequences, checkpoints, metrics, paper recipes, demonstrations and the
+cold start.
+
+Importing is light (no torch); the names load on first access.
+"""
+
+from importlib import import_module
+
+from ..core.moved import moved_getattr
+
+_LAZY = {
+    "ModelOptions": "model_config",
+    "TrainConfig": "selfplay_config",
+    "SelfPlayTrainer": "selfplay_trainer",
+    "SFTConfig": "sft_config",
+    "SFTResult": "sft_config",
+    "run_sft": "sft_trainer",
+    "load_demonstrations": "sft_trainer",
+    "RECIPES": "recipes",
+    "recipe_config": "recipes",
+    "get_recipe": "recipes",
+    "demonstrations_by_hops": "demonstrations",
+    "extract_lora": "lora_extract",
+    "load_cold_start": "cold_start",
+}
+_moved = moved_getattr(__name__)
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    return _moved(name)
+
+
+__all__ = list(_LAZY)
