@@ -22,7 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from searchgym.evaluation import AgentSpec, EvalConfig, evaluate, load_tasksets, make_agent  # noqa: E402
+from searchgym.agents import AgentSpec, make_agent  # noqa: E402
+from searchgym.evaluation import EvalConfig, evaluate  # noqa: E402
+from searchgym.tasks import load_tasksets  # noqa: E402
 from searchgym.tasks.tasksets import TaskSet  # noqa: E402
 from searchgym.world.synthetic import default_world  # noqa: E402
 

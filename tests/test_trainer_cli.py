@@ -69,8 +69,10 @@ def test_train_cli_bad_input_is_a_clear_error(tmp_path, capsys):
 def test_play_games_summarises_and_exports(tmp_path, tiny_world):
     import gymnasium as gym
 
-    from searchgym.agents import GenerationConfig, LLMAgent, play_games
+    from searchgym.agents import LLMAgent
+    from searchgym.core.llm import GenerationConfig
     from searchgym.core.types import Task
+    from searchgym.evaluation import play_games
     from searchgym.llm.bundled_model import load_generator
 
     model = save_tiny(tmp_path / "tiny")

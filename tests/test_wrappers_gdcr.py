@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from searchgym.core.advantages import grpo_advantages, sapo_group_advantages, sapo_step_advantages, step_advantages
 from searchgym.core.subgraph import Branch
 from searchgym.wrappers import (
     EntityLinker,
@@ -16,10 +17,6 @@ from searchgym.wrappers import (
     answer_distances,
     contribution,
     gdcr_step_rewards,
-    grpo_advantages,
-    sapo_group_advantages,
-    sapo_step_advantages,
-    step_advantages,
 )
 from tests.support.wrapper_fakes import EventEnv, TurnEnv, chain_subgraph, make_task, make_traj
 

@@ -15,9 +15,11 @@ import re
 
 import pytest
 
+from searchgym.agents import AgentSpec, make_agent
 from searchgym.cli import main
 from searchgym.core.jsonl import JsonlFormatError
-from searchgym.evaluation import AgentSpec, EvalConfig, evaluate, load_tasksets, make_agent
+from searchgym.evaluation import EvalConfig, evaluate
+from searchgym.tasks import load_tasksets
 from tests.hostile.conftest import EVAL_FIXTURES
 from tests.support.construction_world import build_random_world
 from tests.support.openai_server import OpenAIStubServer

@@ -13,12 +13,14 @@ import json
 from pathlib import Path
 
 import searchgym
+from searchgym.agents import AgentSpec, make_agent
 from searchgym.cli import main
 from searchgym.construction import build_pool, load_pool, rejections_path
 from searchgym.core.jsonl import repair_torn_tail, scan_jsonl
 from searchgym.envs.export import read_trajectories
 from searchgym.envs.solver import KGSolverEnv
-from searchgym.evaluation import AgentSpec, EvalConfig, evaluate, load_tasksets, make_agent
+from searchgym.evaluation import EvalConfig, evaluate
+from searchgym.tasks import load_tasksets
 from searchgym.tasks.sources import SubgraphTaskSource
 from searchgym.training.metrics import MetricsLogger, read_metrics
 from tests.hostile.conftest import EVAL_FIXTURES
