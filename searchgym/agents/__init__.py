@@ -5,11 +5,12 @@ Backends that generate text live in :mod:`searchgym.llm`; training in :mod:`sear
 """
 
 from ..core.moved import moved_getattr
-from .eval_agents import AGENTS, AgentSpec, EvalAgent, LLMEvalAgent, ScriptedEvalAgent, make_agent
+from .eval_agents import SCRIPTED_AGENTS, AgentSpec, EvalAgent, LLMEvalAgent, ScriptedEvalAgent, agent_kinds, make_agent
 from .llm_agent import AgentConfig, LLMAgent
 
 __all__ = [
-    "AGENTS",
+    "SCRIPTED_AGENTS",
+    "agent_kinds",
     "AgentSpec",
     "EvalAgent",
     "LLMEvalAgent",

@@ -3,12 +3,13 @@
 * ``scripted`` -- :class:`~searchgym.agents.scripted.PathFollowingSolver` (a baseline that searches
   the KG path hop by hop and reads its answer from the retrieved text; one search for plain QA);
 * ``random`` -- :class:`~searchgym.agents.scripted.RandomAgent` (the floor);
-* ``transformers`` -- a local Hugging Face model folder, a trainer or SFT checkpoint
-  (``runs/x/checkpoints/step_00000010``, a LoRA one too), a LoRA adapter folder (merged into its base on
-  load, as ``train --init`` does) or the bundled ``smollm2``, run in-process;
-* ``vllm`` -- the same with vLLM (when installed, on a GPU), LoRA adapters excepted;
-* ``openai`` -- any OpenAI-compatible endpoint (``vllm serve``, SGLang, llama.cpp...), with
-  concurrent requests, a per-request timeout and bounded retries.
+* every LLM backend of :mod:`searchgym.llm.registry` that can evaluate (``evaluates=True``), built by its
+  registered factory: ``transformers`` (a local Hugging Face model folder, a trainer or SFT checkpoint
+  (``runs/x/checkpoints/step_00000010``, a LoRA one too), a LoRA adapter folder merged into its base on
+  load, as ``train --init`` does, or the bundled ``smollm2``, run in-process), ``vllm`` (the same with vLLM,
+  when installed, on a GPU, LoRA adapters excepted), ``openai`` (any OpenAI-compatible endpoint: ``vllm
+  serve``, SGLang, llama.cpp..., with concurrent requests, a per-request timeout and bounded retries).
+  A backend registered with :func:`~searchgym.llm.registry.register_backend` is an agent kind here too.
 
 LLM agents decode greedily by default (``temperature=0``), like the papers' evaluations.
 """
@@ -21,14 +22,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from ..core.llm import GenerationConfig, TextGenerator
+from ..core.llm import GenerationConfig
+from ..core.moved import moved_getattr
 from ..errors import InvalidArgumentError
+from ..llm.registry import BackendRequest, BackendSpec, backend_names, get_backend
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["AGENTS", "AgentSpec", "EvalAgent", "ScriptedEvalAgent", "LLMEvalAgent", "make_agent", "resolve_checkpoint"]
+__all__ = [
+    "SCRIPTED_AGENTS",
+    "agent_kinds",
+    "AgentSpec",
+    "EvalAgent",
+    "ScriptedEvalAgent",
+    "LLMEvalAgent",
+    "make_agent",
+]
 
-AGENTS = ("scripted", "random", "transformers", "vllm", "openai")
+#: the model-free agent kinds (the LLM ones are the backends of searchgym.llm.registry that can evaluate)
+SCRIPTED_AGENTS = ("scripted", "random")
+
+
+def agent_kinds() -> tuple[str, ...]:
+    """Every kind ``searchgym eval --agent`` accepts: the scripted ones, then the registered backends that
+    can evaluate."""
+    return SCRIPTED_AGENTS + backend_names(evaluates=True)
 
 
 @dataclass
@@ -53,11 +71,12 @@ class AgentSpec:
     rollout_dtype: str = "auto"
 
     def __post_init__(self) -> None:
-        if self.kind not in AGENTS:
-            raise InvalidArgumentError(f"unknown agent {self.kind!r}; choose one of {', '.join(AGENTS)}")
-        if self.kind == "openai" and not self.endpoint:
-            raise InvalidArgumentError("agent 'openai' needs --endpoint URL (e.g. http://127.0.0.1:8000/v1)")
-        if self.kind in ("transformers", "vllm") and not self.model:
+        if self.kind not in agent_kinds():
+            raise InvalidArgumentError(f"unknown agent {self.kind!r}; choose one of {', '.join(agent_kinds())}")
+        backend = self.backend
+        if backend is not None and backend.needs == "server" and not self.endpoint:
+            raise InvalidArgumentError(f"agent {self.kind!r} needs --endpoint URL (e.g. http://127.0.0.1:8000/v1)")
+        if backend is not None and backend.needs == "model" and not self.model:
             raise InvalidArgumentError(
                 f"agent {self.kind!r} needs --model (a model folder, a checkpoint folder or 'smollm2')"
             )
@@ -69,10 +88,32 @@ class AgentSpec:
             raise InvalidArgumentError(f"--engine {self.engine}: use one of {', '.join(ENGINES)}")
         if self.rollout_dtype not in ("auto", "float32", "bfloat16"):
             raise InvalidArgumentError(f"--rollout-dtype {self.rollout_dtype}: use auto, float32 or bfloat16")
-        if self.rollout_dtype != "auto" and (self.kind != "transformers" or self.engine == "hf"):
+        if self.rollout_dtype != "auto" and (backend is None or not backend.engine_options or self.engine == "hf"):
             raise InvalidArgumentError(
                 "--rollout-dtype runs in the static rollout engine of --agent transformers; use --engine auto or static"
             )
+
+    @property
+    def backend(self) -> Optional[BackendSpec]:
+        """The LLM backend of this kind (``None``: a scripted agent)."""
+        return None if self.kind in SCRIPTED_AGENTS else get_backend(self.kind, purpose="eval", key="agent")
+
+    def backend_request(self) -> BackendRequest:
+        """What this spec asks of its LLM backend's factory."""
+        return BackendRequest(
+            purpose="eval",
+            model=self.model,
+            endpoint=self.endpoint,
+            api_key=self.api_key,
+            dtype=self.dtype,
+            device=self.device,
+            seed=self.seed,
+            max_concurrency=self.concurrency,
+            timeout=self.timeout,
+            retries=self.retries,
+            engine=self.engine,
+            rollout_dtype=self.rollout_dtype,
+        )
 
     def record_settings(self) -> dict:
         """The settings that can change what this agent answers -- model identity, sampling, seed -- for
@@ -81,9 +122,11 @@ class AgentSpec:
             return {}
         if self.kind == "random":
             return {"seed": self.seed}
+        backend = self.backend
+        served = backend is not None and backend.needs == "server"
         model = self.model or "default"
         local = Path(model).expanduser()
-        if self.kind != "openai" and local.exists():
+        if not served and local.exists():
             model = str(local.resolve())
         settings: dict = {
             "model": model,
@@ -91,11 +134,11 @@ class AgentSpec:
             "max_new_tokens": self.max_new_tokens,
             "seed": self.seed,
         }
-        if self.kind == "openai":
+        if served:
             settings["endpoint"] = self.endpoint
         else:
             settings["dtype"] = self.dtype
-        if self.kind == "transformers":  # recorded only where they change answers, so older fingerprints hold
+        if backend is not None and backend.engine_options:  # recorded only where they change answers
             if self.temperature > 0:  # greedy ids are the same in either loop; seeded draws are not
                 settings["engine"] = self.engine
             if self.rollout_dtype != "auto":
@@ -162,26 +205,6 @@ class LLMEvalAgent(EvalAgent):
         self.generator.close()
 
 
-def resolve_checkpoint(model: str) -> str:
-    """A trainer checkpoint folder (``.../step_00000010``) → its ``policy`` model folder; else as given."""
-    p = Path(model).expanduser()
-    if p.is_dir() and not (p / "config.json").is_file() and (p / "policy" / "config.json").is_file():
-        return str(p / "policy")
-    if p.is_dir() and (p / "policy" / "adapter_config.json").is_file():
-        raise InvalidArgumentError(
-            f"{p} holds a LoRA adapter, which the vllm agent cannot load; evaluate it with --agent transformers "
-            f"(which merges it on load), or merge it into its base model (peft merge_and_unload) yourself"
-        )
-    return model
-
-
-def _given(value: Optional[str], problem: str) -> str:
-    """A field the spec's kind needs (checked when the spec was built; this catches one cleared since)."""
-    if not value:
-        raise InvalidArgumentError(problem)
-    return value
-
-
 def make_agent(spec: AgentSpec, *, world: Any = None) -> EvalAgent:
     """Build the agent ``spec`` names (``world`` lets the scripted agent read with the world's names), its
     ``settings`` set from :meth:`AgentSpec.record_settings`."""
@@ -191,50 +214,20 @@ def make_agent(spec: AgentSpec, *, world: Any = None) -> EvalAgent:
 
 
 def _build_agent(spec: AgentSpec, world: Any) -> EvalAgent:
+    """A scripted agent, or an LLM agent over the generator its registered backend's factory builds."""
     from . import scripted
 
     if spec.kind == "scripted":
         return ScriptedEvalAgent(scripted.PathFollowingSolver(world), "scripted")
     if spec.kind == "random":
         return ScriptedEvalAgent(scripted.RandomAgent(seed=spec.seed), "random")
+    backend = get_backend(spec.kind, purpose="eval", key="agent")
     gen_cfg = GenerationConfig(
         max_new_tokens=spec.max_new_tokens, temperature=spec.temperature, top_p=1.0, seed=spec.seed
     )
-    if spec.kind == "openai":
-        from ..llm.openai_client import OpenAICompatibleGenerator
+    generator = backend.make(spec.backend_request())  # a missing --model / --endpoint is refused by name
+    where = f"{spec.model or 'default'}@{spec.endpoint}" if backend.needs == "server" else f"{spec.model}"
+    return LLMEvalAgent(generator, f"{backend.name}:{where}", gen_cfg)
 
-        gen: TextGenerator = OpenAICompatibleGenerator(
-            _given(spec.endpoint, "agent 'openai' needs --endpoint URL"),
-            spec.model or "default",
-            api_key=spec.api_key,
-            timeout=spec.timeout,
-            max_retries=spec.retries,
-            max_concurrency=spec.concurrency,
-        )
-        return LLMEvalAgent(gen, f"openai:{spec.model or 'default'}@{spec.endpoint}", gen_cfg)
-    model = _given(spec.model, f"agent {spec.kind!r} needs --model")
-    if spec.kind == "vllm":
-        from ..llm.bundled_model import resolve_model_path
-        from ..llm.vllm_backend import VLLMGenerator
 
-        gen = VLLMGenerator(
-            resolve_model_path(resolve_checkpoint(model)),
-            dtype="bfloat16" if spec.dtype == "float32" else spec.dtype,
-            seed=spec.seed,
-        )
-        return LLMEvalAgent(gen, f"vllm:{spec.model}", gen_cfg)
-    from ..llm.pretrained import open_model
-    from ..llm.transformers_backend import TransformersGenerator
-
-    # a model name or folder, a trainer/SFT checkpoint or a LoRA adapter (merged), as `train --init` opens them
-    policy, tokenizer = open_model(model, dtype=spec.dtype)
-    gen = TransformersGenerator(
-        policy,
-        tokenizer,
-        device=spec.device,
-        seed=spec.seed,
-        max_batch_size=spec.concurrency,
-        engine=spec.engine,
-        rollout_dtype="auto" if spec.rollout_dtype == spec.dtype else spec.rollout_dtype,
-    )
-    return LLMEvalAgent(gen, f"transformers:{spec.model}", gen_cfg)
+__getattr__ = moved_getattr(__name__)  # a moved name (AGENTS, resolve_checkpoint) raises naming its new home

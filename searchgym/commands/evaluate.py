@@ -23,8 +23,9 @@ logger = logging.getLogger(__name__)
 
 def register(subparsers) -> None:
     """Add the ``eval`` sub-command."""
-    from ..agents.eval_agents import AGENTS
+    from ..agents.eval_agents import SCRIPTED_AGENTS
     from ..evaluation.metrics import METRICS
+    from ..llm.registry import backend_help
 
     p = subparsers.add_parser(
         "eval",
@@ -32,7 +33,12 @@ def register(subparsers) -> None:
         description="Evaluate an agent on task sets; write summary.md, summary.json, eval.jsonl "
         "and accuracy.png. Resumes from eval.jsonl when rerun with the same --out.",
     )
-    p.add_argument("--agent", default="scripted", help=f"one of {', '.join(AGENTS)} (default scripted)")
+    p.add_argument(
+        "--agent",
+        default="scripted",
+        help=f"one of {', '.join(SCRIPTED_AGENTS)} (model-free) or an LLM backend: {backend_help(evaluates=True)} "
+        "(default scripted)",
+    )
     p.add_argument(
         "--model", help="transformers/vllm: model folder, checkpoint folder or 'smollm2'; openai: served model name"
     )

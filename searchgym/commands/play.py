@@ -12,21 +12,25 @@ from ..errors import InvalidArgumentError
 logger = logging.getLogger(__name__)
 
 AGENTS = ("scripted", "random", "malformed", "leaky")
-PLAYABLE = ("KGSelfPlay-v0", "KGSolver-v0", "KGSolverGroup-v0", "KGProposer-v0")
 
 
 def _agent(name: str, env_id: str, seed: int):
+    """The scripted agent ``name`` for ``env_id``'s family: the self-play agent for a game with a Proposer and
+    Solvers, a Proposer for a Proposer-only env, else the path-following Solver."""
     from ..agents import scripted as s
+    from ..envs.registration import env_ids, env_spec
 
     if name == "random":
         return s.RandomAgent(seed)
     if name == "malformed":
         return s.MalformedAgent()
-    if name == "leaky" and env_id not in ("KGSelfPlay-v0", "KGProposer-v0"):
-        raise InvalidArgumentError("--agent leaky is a proposer; use it with KGSelfPlay-v0 or KGProposer-v0")
-    if env_id == "KGSelfPlay-v0":
+    family = env_spec(env_id)
+    if name == "leaky" and "proposer" not in family.roles:
+        proposers = " or ".join(env_ids(role="proposer", text=True))
+        raise InvalidArgumentError(f"--agent leaky is a proposer; use it with {proposers}")
+    if family.kind == "selfplay":
         return s.ScriptedSelfPlayAgent(seed, proposer=s.LeakyProposer() if name == "leaky" else None)
-    if env_id == "KGProposer-v0":
+    if family.roles == ("proposer",):
         return s.LeakyProposer() if name == "leaky" else s.ScriptedProposer()
     return s.PathFollowingSolver()
 
@@ -88,9 +92,11 @@ def run_play(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    """Add ``searchgym play``."""
+    """Add ``searchgym play``; its ``--env`` choices are the registered text envs."""
+    from ..envs.registration import env_ids
+
     p = sub.add_parser("play", help="play games of a searchgym env with a scripted agent and print rewards")
-    p.add_argument("--env", choices=PLAYABLE, default="KGSelfPlay-v0")
+    p.add_argument("--env", choices=env_ids(text=True), default="KGSelfPlay-v0")
     p.add_argument("--games", type=int, default=5)
     p.add_argument("--agent", choices=AGENTS, default="scripted")
     p.add_argument("--seed", type=int, default=0)

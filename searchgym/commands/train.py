@@ -27,12 +27,17 @@ logger = logging.getLogger(__name__)
 
 def register(subparsers) -> None:
     """Add the ``train`` and ``plot`` sub-commands."""
+    from ..envs.registration import env_ids
+    from ..llm.registry import backend_help
+
     p = subparsers.add_parser(
         "train",
         help="train the policy by search self-play (GRPO solver + REINFORCE proposer)",
         description="Train one shared policy on KGSelfPlay-v0 (or another searchgym env). "
         "Settings, lowest first: --recipe at --size, the --config file, --model/--output-dir/--steps, "
         "then --set key=value.",
+        epilog=f"envs (--set env_id=ID): {', '.join(env_ids(text=True))}. "
+        f"Rollout backends (--set rollout_backend=NAME): {backend_help(trains=True)}.",
     )
     p.add_argument(
         "--recipe",

@@ -91,7 +91,7 @@ MOVED_NAMES: dict[str, str] = {
     },
     **{
         f"searchgym.evaluation.{n}": "searchgym.agents"
-        for n in ("AGENTS", "AgentSpec", "EvalAgent", "LLMEvalAgent", "ScriptedEvalAgent", "make_agent")
+        for n in ("AgentSpec", "EvalAgent", "LLMEvalAgent", "ScriptedEvalAgent", "make_agent")
     },
     **{
         f"searchgym.envs.{n}": "searchgym.tasks"
@@ -103,6 +103,7 @@ MOVED_NAMES: dict[str, str] = {
         for n in ("ExactMatchJudge", "LLMJudge", "FilterConfig", "check_question", "RAGVerifier", "ExtractiveReader")
     },
     "searchgym.envs.LLMReader": "searchgym.scoring",
+    "searchgym.agents.eval_agents.resolve_checkpoint": "searchgym.llm.pretrained",
     **{
         f"searchgym.wrappers.{n}": "searchgym.core.advantages"
         for n in ("grpo_advantages", "sapo_group_advantages", "sapo_step_advantages", "step_advantages")
@@ -115,6 +116,17 @@ RENAMED: dict[str, str] = {
     "searchgym.wrappers.stack_reward_wrappers": "from searchgym.wrappers import wrap_rewards (same arguments)",
     "searchgym.wrappers.STACKABLE_BY_NAME": "from searchgym.wrappers import available_rewards, get_reward "
     "(get_reward(name).factory)",
+    # the env and LLM-backend registries replaced the tables that listed env ids and backends by hand
+    **{
+        old: "from searchgym.agents import agent_kinds (agent_kinds(): the scripted kinds, then the backends "
+        "of searchgym.llm.registry that can evaluate)"
+        for old in ("searchgym.agents.AGENTS", "searchgym.agents.eval_agents.AGENTS", "searchgym.evaluation.AGENTS")
+    },
+    "searchgym.training.selfplay_config.ROLLOUT_BACKENDS": "from searchgym.llm.registry import backend_names "
+    "(backend_names(trains=True))",
+    "searchgym.training.selfplay_trainer.GROUP_ENVS": "from searchgym.envs import env_ids, env_spec "
+    "(env_ids(group=True), or env_spec(env_id).group)",
+    "searchgym.integrations.environments.TEXT_ENV_IDS": "from searchgym.envs import env_ids (env_ids(text=True))",
 }
 
 

@@ -1,6 +1,8 @@
 """Gymnasium environments; importing searchgym registers them.
 
-Ids: ``KGSolver-v0``, ``KGProposer-v0``, ``KGSolverGroup-v0``, ``KGSelfPlay-v0``, ``KGNavigate-v0``.
+Ids: ``KGSolver-v0``, ``KGProposer-v0``, ``KGSolverGroup-v0``, ``KGSelfPlay-v0``, ``KGNavigate-v0``; each is an
+:class:`EnvFamily` of the one env registry (:mod:`.registration`: :func:`env_spec`, :func:`env_ids`, and
+:func:`register_env_family` to add one).
 The env classes, replay buffer and export helpers are importable from here; they load on first access so
 ``import searchgym`` stays light. Task sources live in :mod:`searchgym.tasks`, judges, filters and the RAG
 verifier in :mod:`searchgym.scoring`.
@@ -10,7 +12,7 @@ from importlib import import_module
 
 from ..core.moved import moved_getattr
 from ..core.types import SearchCall, Segment, Task, Trajectory, Turn
-from .registration import ENV_IDS, register_envs
+from .registration import ENV_IDS, EnvFamily, env_ids, env_spec, register_env_family, register_envs
 
 register_envs()
 _moved = moved_getattr(__name__)
@@ -41,4 +43,17 @@ def __getattr__(name: str):
     return _moved(name)
 
 
-__all__ = ["SearchCall", "Segment", "Task", "Trajectory", "Turn", "ENV_IDS", "register_envs", *_LAZY]
+__all__ = [
+    "SearchCall",
+    "Segment",
+    "Task",
+    "Trajectory",
+    "Turn",
+    "ENV_IDS",
+    "EnvFamily",
+    "env_ids",
+    "env_spec",
+    "register_env_family",
+    "register_envs",
+    *_LAZY,
+]

@@ -18,17 +18,15 @@ from typing import Any, Optional
 
 import gymnasium as gym
 
-from searchgym.envs.registration import ENV_IDS, register_envs
+from searchgym.core.moved import moved_getattr
+from searchgym.envs.registration import env_ids, env_spec, register_envs
 from searchgym.wrappers.registry import reward_plan, wrap_rewards
 
 from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["EnvSpec", "make_env", "cached_env", "state_lock", "reward_names", "TEXT_ENV_IDS"]
-
-#: The env ids an adapter can play (the text envs; KGNavigate-v0 is numeric).
-TEXT_ENV_IDS = ("KGSolver-v0", "KGSolverGroup-v0", "KGSelfPlay-v0", "KGProposer-v0")
+__all__ = ["EnvSpec", "make_env", "cached_env", "state_lock", "reward_names"]
 
 
 def reward_names(rewards: Any) -> tuple[str, ...]:
@@ -52,12 +50,12 @@ class EnvSpec:
     wrappers: tuple = ()
 
     def __post_init__(self) -> None:
-        if self.env_id not in ENV_IDS:
-            raise InvalidArgumentError(f"unknown env id {self.env_id!r}; searchgym registers {', '.join(ENV_IDS)}")
-        if self.env_id not in TEXT_ENV_IDS:
+        if self.env_id not in env_ids():
+            raise InvalidArgumentError(f"unknown env id {self.env_id!r}; searchgym registers {', '.join(env_ids())}")
+        if not env_spec(self.env_id).text:  # the adapters play text envs (KGNavigate-v0 is numeric)
             raise InvalidArgumentError(
                 f"env {self.env_id!r} cannot be played by a language-model adapter; "
-                f"use one of {', '.join(TEXT_ENV_IDS)}"
+                f"use one of {', '.join(env_ids(text=True))}"
             )
         object.__setattr__(self, "rewards", tuple(self.rewards))
         object.__setattr__(self, "wrappers", tuple(self.wrappers))
@@ -135,3 +133,6 @@ def state_lock(env) -> Optional[threading.Lock]:
         if lock is None:
             lock = _STATE_LOCKS[replay] = threading.Lock()
         return lock
+
+
+__getattr__ = moved_getattr(__name__)  # a moved name (TEXT_ENV_IDS) raises naming its new home

@@ -156,3 +156,17 @@ def load_init(init: str, *, base: str, dtype: str = "float32", cache_dir=None, g
     check_same_family(expected, model_fingerprint(model.config, tok), what=f"init {init}", against=f"model={base!r}")
     logger.info("policy initialised from %s", init)
     return model, tok
+
+
+def resolve_checkpoint(model: str) -> str:
+    """A trainer checkpoint folder (``.../step_00000010``) → its ``policy`` model folder; else as given. For the
+    backends that load model folders only (vLLM): a checkpoint holding a LoRA adapter is refused, naming the fix."""
+    p = Path(model).expanduser()
+    if p.is_dir() and not (p / "config.json").is_file() and (p / "policy" / "config.json").is_file():
+        return str(p / "policy")
+    if p.is_dir() and (p / "policy" / "adapter_config.json").is_file():
+        raise InvalidArgumentError(
+            f"{p} holds a LoRA adapter, which vLLM cannot load; evaluate it with --agent transformers "
+            f"(which merges it on load), or merge it into its base model (peft merge_and_unload) yourself"
+        )
+    return model

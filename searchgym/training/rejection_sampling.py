@@ -56,10 +56,11 @@ def sample_rollouts(config: SFTConfig, model_name: str, out_path: Path, round_in
     import searchgym.envs  # noqa: F401  (registration)
 
     from ..agents.llm_agent import AgentConfig, LLMAgent
+    from ..envs.registration import env_spec
     from ..evaluation.games import play_games
     from ..llm.pretrained import open_model
     from ..llm.transformers_backend import TransformersGenerator
-    from .selfplay_trainer import GROUP_ENVS, resolve_device
+    from .selfplay_trainer import resolve_device
 
     device = resolve_device(config.device)
     model, tok = open_model(model_name, dtype=config.dtype, cache_dir=config.model_cache_dir)
@@ -73,7 +74,7 @@ def sample_rollouts(config: SFTConfig, model_name: str, out_path: Path, round_in
         generator, config=AgentConfig(max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=seed)
     )
     kwargs = {"max_turns": config.max_turns, **config.env_kwargs}
-    if config.env_id in GROUP_ENVS:
+    if env_spec(config.env_id).group:
         kwargs.setdefault("group_size", config.samples_per_task)
         env, games = gym.make(config.env_id, **kwargs), config.num_tasks
     else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 from ..core.config_io import ConfigIO
+from ..core.moved import moved_getattr
 from ..errors import InvalidArgumentError
 from ..llm.decoding import CACHES
 from .losses import LOSS_AGGREGATIONS, PROPOSER_BASELINES, SOLVER_ADVANTAGES, STD_DDOFS
@@ -44,7 +45,6 @@ RESUME_MUTABLE = frozenset(
         "recipe_size",
     }
 )
-ROLLOUT_BACKENDS = ("transformers", "vllm", "vllm-server")
 #: decoding loops of the transformers rollout backend (``TransformersGenerator(engine=...)``)
 ROLLOUT_ENGINES = ("auto", "static", "hf")
 #: weights and KV cache of transformers rollouts (``auto``: the policy's ``dtype``)
@@ -144,6 +144,7 @@ class TrainConfig(ModelOptions, ConfigIO):
     def validate(self) -> None:
         """Raise ValueError naming the bad field and what it accepts."""
         from ..envs.registration import check_env_id
+        from ..llm.registry import backend_names, get_backend
         from ..wrappers.registry import reward_plan
 
         check_env_id(self.env_id)  # before anything loads: a typo must not cost a model load
@@ -152,19 +153,19 @@ class TrainConfig(ModelOptions, ConfigIO):
             reward_plan(self.reward)
         except InvalidArgumentError as exc:
             raise InvalidArgumentError(f"reward={self.reward!r}: {exc}") from None
-        if self.rollout_backend not in ROLLOUT_BACKENDS:
-            raise InvalidArgumentError(
-                f"rollout_backend={self.rollout_backend!r}: use one of {', '.join(ROLLOUT_BACKENDS)}"
-            )
-        if self.rollout_backend.startswith("vllm") and self.lora:
+        backend = get_backend(self.rollout_backend, purpose="train", key="rollout_backend")  # the LLM registry
+        if not backend.lora and self.lora:
             raise InvalidArgumentError(
                 f"rollout_backend={self.rollout_backend} with lora=true is not supported; use full "
-                f"fine-tuning or transformers rollouts"
+                f"fine-tuning or {' or '.join(backend_names(trains=True, lora=True))} rollouts"
             )
-        if (self.rollout_backend == "vllm-server") != bool(self.vllm_server_url):
+        if (backend.needs == "server") != bool(self.vllm_server_url):
+            served = " or ".join(backend_names(trains=True, needs="server"))
             raise InvalidArgumentError(
-                "rollout_backend=vllm-server needs vllm_server_url=http://HOST:PORT (a `vllm serve` "
-                "endpoint), and vllm_server_url is only used with rollout_backend=vllm-server"
+                f"rollout_backend={self.rollout_backend} needs vllm_server_url=http://HOST:PORT (a `vllm serve` "
+                f"endpoint), and vllm_server_url is only used with rollout_backend={served}"
+                if backend.needs == "server"
+                else f"vllm_server_url is only used with rollout_backend={served}"
             )
         if self.rollout_cache not in CACHES:
             raise InvalidArgumentError(f"rollout_cache={self.rollout_cache!r}: use one of {', '.join(CACHES)}")
@@ -175,7 +176,7 @@ class TrainConfig(ModelOptions, ConfigIO):
         if self.rollout_dtype not in ROLLOUT_DTYPES:
             raise InvalidArgumentError(f"rollout_dtype={self.rollout_dtype!r}: use one of {', '.join(ROLLOUT_DTYPES)}")
         if self.rollout_dtype not in ("auto", self.dtype) and (
-            self.rollout_engine == "hf" or self.rollout_backend != "transformers"
+            self.rollout_engine == "hf" or not backend.engine_options
         ):
             raise InvalidArgumentError(
                 f"rollout_dtype={self.rollout_dtype} runs in the static rollout engine of the transformers backend; "
@@ -256,3 +257,6 @@ class TrainConfig(ModelOptions, ConfigIO):
                 "env_kwargs sets replay_reset_every (one env's game count), but the trainer shares one replay buffer "
                 "across the batch and clears it by training step: set replay_reset_steps=N instead (0 = never)"
             )
+
+
+__getattr__ = moved_getattr(__name__)  # a moved name (ROLLOUT_BACKENDS) raises naming its new home

@@ -46,6 +46,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from ..agents.llm_agent import AgentConfig, LLMAgent
 from ..core.llm import GenerationConfig, TextGenerator
+from ..core.moved import moved_getattr
 from ..core.rng_state import numpy_generator_from_state, random_state_from_data
 from ..core.types import Task, Trajectory
 from ..envs.proposer import BatchNoise, ProposerValidation
@@ -60,8 +61,6 @@ from .metrics import MetricsLogger
 from .selfplay_config import ModelOptions, TrainConfig
 
 logger = logging.getLogger(__name__)
-
-GROUP_ENVS = ("KGSolverGroup-v0", "KGSelfPlay-v0")
 
 
 @dataclass
@@ -120,10 +119,10 @@ def make_envs(config: TrainConfig, n: int, **context: Any) -> list:
     trainer passes ``answerer=`` its generator for ``eve``)."""
     import gymnasium as gym
 
-    import searchgym.envs  # noqa: F401  (registration)
+    from ..envs.registration import env_spec
 
     kwargs = {**config.env_kwargs, "max_turns": config.max_turns}  # the config validated that they agree
-    if config.env_id in GROUP_ENVS:
+    if env_spec(config.env_id).group:
         kwargs["group_size"] = config.group_size
     first = gym.make(config.env_id, **kwargs)
     raw = [first]
@@ -295,56 +294,33 @@ class SelfPlayTrainer:
         return optimizer, scheduler
 
     def _make_generator(self) -> TextGenerator:
-        """The rollout backend of ``config.rollout_backend``; out-of-process ones start from the policy's weights."""
-        config = self.config
-        generator: TextGenerator
-        if config.rollout_backend == "vllm":
-            from ..llm.bundled_model import resolve_model_path
-            from ..llm.vllm_backend import VLLMGenerator
+        """The rollout backend of ``config.rollout_backend``, built by its factory in the LLM-backend registry
+        (:mod:`searchgym.llm.registry`); one that holds its own weights starts from the policy's."""
+        from ..llm.registry import BackendRequest, get_backend
 
-            generator = VLLMGenerator(
-                resolve_model_path(config.model, cache_dir=config.model_cache_dir),
+        config = self.config
+        backend = get_backend(config.rollout_backend, purpose="train", key="rollout_backend")
+        generator = backend.make(
+            BackendRequest(
+                purpose="train",
+                model=config.model,
+                policy=self.policy,
+                tokenizer=self.tokenizer,
+                endpoint=config.vllm_server_url,
                 dtype=config.dtype,
                 seed=config.seed,
-                max_model_len=config.max_prompt_tokens + config.max_response_tokens,
-            )
-            if config.init:  # vLLM started from the base weights: push the cold-start ones
-                self._sync_generator(generator)
-        elif config.rollout_backend == "vllm-server":
-            from ..llm.vllm_server import VLLMServerGenerator
-
-            if not config.vllm_server_url:
-                raise InvalidArgumentError("rollout_backend=vllm-server needs vllm_server_url (http://host:port)")
-            generator = VLLMServerGenerator(
-                config.vllm_server_url, seed=config.seed, max_concurrency=config.max_batch_generate
-            )
-            self._sync_generator(generator)  # the server starts from the policy's weights, not its own checkpoint
-        else:
-            from ..llm.decoding import DecodingConfig
-            from ..llm.transformers_backend import TransformersGenerator
-
-            policy_dtype = str(next(self.policy.parameters()).dtype).removeprefix("torch.")
-            rollout_dtype = "auto" if config.rollout_dtype in ("auto", policy_dtype) else config.rollout_dtype
-            generator = TransformersGenerator(
-                self.policy,
-                self.tokenizer,
-                max_batch_size=config.max_batch_generate,
+                max_concurrency=config.max_batch_generate,
                 max_context_tokens=config.max_prompt_tokens + config.max_response_tokens,
-                seed=config.seed,
-                decoding=DecodingConfig(cache=config.rollout_cache),
                 engine=config.rollout_engine,
-                rollout_dtype=rollout_dtype,
-                logprobs=rollout_dtype != "auto",
+                rollout_dtype=config.rollout_dtype,
+                cache=config.rollout_cache,
+                model_cache_dir=config.model_cache_dir,
             )
-            if rollout_dtype != "auto" and generator.engine is None:
-                logger.warning(
-                    "rollout_dtype=%s is not used: rollout_engine=auto decodes with transformers' loop on %s, "
-                    "in the policy's %s",
-                    rollout_dtype,
-                    generator.device,
-                    policy_dtype,
-                )
-            self.rollout_correction = generator.engine is not None and rollout_dtype != "auto"
+        )
+        if backend.weights == "server" or (backend.weights == "model" and config.init):
+            self._sync_generator(generator)  # it loaded other weights (its own checkpoint, or the base model)
+        engine = getattr(generator, "engine", None)  # rollouts in another dtype than the policy's: correct them
+        self.rollout_correction = engine is not None and bool(engine.config.logprobs)
         return generator
 
     # ================================================================ rollout
@@ -1063,3 +1039,6 @@ def _load_val_tasks(config: TrainConfig) -> list:
 
     src = JsonlTaskSource(config.val_tasks)
     return [src[i] for i in range(len(src))]
+
+
+__getattr__ = moved_getattr(__name__)  # a moved name (GROUP_ENVS) raises naming its new home

@@ -40,6 +40,7 @@ from typing import Any, ClassVar, Optional, Sequence
 
 from searchgym.core.types import Trajectory
 from searchgym.envs.function_calling import TOOL_ANSWER, TOOL_KG, TOOL_SEARCH
+from searchgym.envs.registration import env_ids
 
 from ...errors import InvalidArgumentError, SearchGymRuntimeError
 from ..environments import EnvSpec, cached_env, reward_names
@@ -230,10 +231,12 @@ def environment_factory(
     with the named ``rewards`` (``"binary"``, ``"wcr"``, ``"dynasearcher,wcr"``, ...), further
     ``wrappers`` (``env -> wrapped env``) and ``env_kwargs`` (``world``, ``retriever``, ``max_turns``,
     ``judge``, ...). Unknown env ids and reward names raise here, naming the valid ones."""
-    if env_id != "KGSolver-v0":
+    solvers = env_ids(kind="single", role="solver")  # the one-Solver-rollout families of the env registry
+    if env_id not in solvers:
         EnvSpec(env_id)  # an unknown id raises, naming the registered ones
         raise InvalidArgumentError(
-            f"environment_factory plays one Solver rollout per TRL environment (KGSolver-v0), not {env_id}; for "
+            f"environment_factory plays one Solver rollout per TRL environment ({' or '.join(solvers)}), not "
+            f"{env_id}; for "
             "Solver groups and self-play use searchgym.integrations.trl.rollout_func"
         )
     if "protocol" in env_kwargs and env_kwargs["protocol"] != "function_calling":

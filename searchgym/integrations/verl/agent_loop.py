@@ -42,6 +42,7 @@ from uuid import uuid4
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
+from ...envs.registration import EnvKind, env_ids
 from ...errors import InvalidArgumentError, SearchGymRuntimeError
 from ..env_threads import DEFAULT_ENV_THREADS, env_runner
 from ..environments import EnvSpec, cached_env, state_lock
@@ -177,6 +178,14 @@ class _SearchGymLoop(AgentLoopBase):
         )
 
 
+def _check_family(loop_name: str, env_id: str, kind: EnvKind, hint: str = "") -> None:
+    """Refuse an env the loop cannot play: a loop plays the registered envs of one ``kind`` whose turns
+    include the Solver's (searchgym.envs.registration), so a new family of that kind plays without an edit here."""
+    playable = env_ids(kind=kind, role="solver")
+    if env_id not in playable:
+        raise InvalidArgumentError(f"{loop_name} plays {' or '.join(playable)}, not {env_id}{hint}")
+
+
 @register("searchgym_solver")
 class SearchGymSolverLoop(_SearchGymLoop):
     """One ``KGSolver-v0`` rollout per sample (tag protocol), rewarded by the env's wrappers."""
@@ -185,10 +194,8 @@ class SearchGymSolverLoop(_SearchGymLoop):
 
     async def run(self, sampling_params: dict[str, Any], priority: int = 0, **kwargs) -> AgentLoopOutput:
         """Play the row's task; see the module docstring."""
-        if self.spec.env_id != "KGSolver-v0":
-            raise InvalidArgumentError(
-                f"searchgym_solver plays KGSolver-v0, not {self.spec.env_id}; use searchgym_selfplay for KGSelfPlay-v0"
-            )
+        games = " or ".join(env_ids(kind="selfplay"))
+        _check_family(self.loop_name, self.spec.env_id, "single", f"; use searchgym_selfplay for {games}")
         seed, options = self._options(kwargs)
         env, run_env = await self._env()
         try:
@@ -228,8 +235,7 @@ class SearchGymProposerLoop(_SearchGymLoop):
 
     def __init__(self, *args, env_id: str = "KGSelfPlay-v0", **kwargs) -> None:
         super().__init__(*args, env_id=env_id, **kwargs)
-        if self.spec.env_id != "KGSelfPlay-v0":
-            raise InvalidArgumentError(f"searchgym_proposer plays KGSelfPlay-v0, not {self.spec.env_id}")
+        _check_family(self.loop_name, self.spec.env_id, "selfplay")
 
     async def run(self, sampling_params: dict[str, Any], priority: int = 0, **kwargs) -> AgentLoopOutput:
         """Play one game on the row's subgraph and return the Proposer's rollout."""
@@ -294,8 +300,7 @@ class SearchGymSelfPlayLoop(_SearchGymLoop):
 
     def __init__(self, *args, env_id: str = "KGSelfPlay-v0", **kwargs) -> None:
         super().__init__(*args, env_id=env_id, **kwargs)
-        if self.spec.env_id != "KGSelfPlay-v0":
-            raise InvalidArgumentError(f"searchgym_selfplay plays KGSelfPlay-v0, not {self.spec.env_id}")
+        _check_family(self.loop_name, self.spec.env_id, "selfplay")
         group = int(self.spec.env_kwargs.get("group_size", 5))
         n = int(self.rollout_config.get("n", group))
         if n != group:

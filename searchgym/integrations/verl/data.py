@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 from searchgym.core.types import Task
+from searchgym.envs.registration import env_spec
 
 from ...errors import InvalidArgumentError, SearchGymRuntimeError
 from ..environments import EnvSpec, make_env
@@ -60,7 +61,7 @@ def dataset_rows(
     env = make_env(spec)
     base = env.unwrapped
     items: list[tuple[str, Any]]
-    if spec.env_id == "KGSelfPlay-v0":
+    if env_spec(spec.env_id).kind == "selfplay":
         if source not in (None, "pool"):
             raise InvalidArgumentError(
                 "self-play rows need KG subgraphs: give a subgraph pool (or none: the env's pool); "
