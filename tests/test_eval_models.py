@@ -10,8 +10,8 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from searchgym.agents import AgentSpec, make_agent  # noqa: E402
-from searchgym.agents.eval_agents import resolve_checkpoint  # noqa: E402
 from searchgym.evaluation import EvalConfig, evaluate  # noqa: E402
+from searchgym.llm.pretrained import resolve_checkpoint  # noqa: E402
 from searchgym.tasks import load_tasksets  # noqa: E402
 from tests.support.tiny_lm import build_model, build_tokenizer  # noqa: E402
 

@@ -155,8 +155,8 @@ def get_backend(name: str, *, purpose: Optional[Purpose] = None, key: str = "bac
     else:
         choices = backend_names()
     if spec is None or spec.name not in choices:
-        what = "not a registered backend" if spec is None else f"cannot be used to {purpose}"
-        raise InvalidArgumentError(f"{key}={name!r} is {what}; use one of {', '.join(choices)}")
+        what = "is not a registered backend" if spec is None else f"cannot be used to {purpose}"
+        raise InvalidArgumentError(f"{key}={name!r} {what}; use one of {', '.join(choices)}")
     return spec
 
 
