@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EXTRAS ?= all,dev,trl,verl,skyrl,gem,verifiers
 
-.PHONY: install demo lint test test-fast bench clean
+.PHONY: install demo lint docs test test-fast bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -34,6 +34,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site  # a broken link or reference fails
+
+# the docs site (mkdocs.yml): pages from docs/, the API reference read statically from the docstrings
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --site-dir site
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist worksteal --durations=30
@@ -45,5 +50,5 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_retrieval.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build site *.egg-info
 	find searchgym -name "*.so" -delete

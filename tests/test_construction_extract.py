@@ -298,7 +298,7 @@ def test_config_validation():
     ):
         with pytest.raises(ValueError):
             ExtractionConfig(**bad)
-    assert ExtractionConfig(distractors=(0, 2)).num_distractors == (0, 2)  # CONTRACTS.md alias
+    assert ExtractionConfig(distractors=(0, 2)).num_distractors == (0, 2)  # the alias earlier versions documented
     assert ExtractionConfig().as_dict()["min_hops"] == 3
 
 

@@ -162,7 +162,7 @@ class ExtractionConfig:
     ``relation_blocklist`` / ``relation_allowlist`` name relations by id or label; an empty
     allowlist allows everything not blocked. ``num_distractors`` and ``distractor_hops`` are
     inclusive ``(low, high)`` ranges sampled uniformly (``distractors`` is accepted as an alias of
-    ``num_distractors``, the name used in CONTRACTS.md). ``allow_inverse_edges`` lets the target
+    ``num_distractors``, the name earlier versions documented). ``allow_inverse_edges`` lets the target
     path also walk edges backwards (off by default: the paper follows out-edges); distractor
     branches always follow out-edges. ``retry_backoff`` seconds (doubled per attempt) are slept
     between failed selector calls. ``plan_retries``: when the selector plans a path length

@@ -1,6 +1,6 @@
 """Small builders for reward-wrapper tests: tasks, finished trajectories, and a contract-true fake env.
 
-``EventEnv`` follows the env contract of docs/CONTRACTS.md (events in ``info["rewards"]``, scalar =
+``EventEnv`` follows the env contract of docs/architecture.md (events in ``info["rewards"]``, scalar =
 sum of events, ``reward_components`` per slot) with pre-built trajectories, so the wrappers' event
 handling is tested independently of the real envs (which have their own integration tests).
 """
