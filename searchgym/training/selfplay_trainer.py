@@ -217,12 +217,12 @@ class SelfPlayTrainer:
         self.config = config
         self.reward_plan = reward_plan(config.reward)  # wrappers, and outcome vs step (SAPO) advantages
         self.device = resolve_device(config.device)
-        if config.cpu_threads:
+        if config.threads:
             import torch
 
             # Process-wide, set only when asked: for small models on a busy CPU, 1-2 threads beat the
             # default by up to 10x (thread synchronisation dominates tiny matmuls).
-            torch.set_num_threads(config.cpu_threads)
+            torch.set_num_threads(config.threads)
         self.policy, self.tokenizer, self.ref_model = self._open_policy(model, tokenizer)
         self.optimizer, self.scheduler = self._make_optimizer()
         #: True when rollouts sample in another dtype than the policy trains in: the update then weights each
@@ -316,7 +316,7 @@ class SelfPlayTrainer:
             if not config.vllm_server_url:
                 raise InvalidArgumentError("rollout_backend=vllm-server needs vllm_server_url (http://host:port)")
             generator = VLLMServerGenerator(
-                config.vllm_server_url, seed=config.seed, max_concurrency=config.max_batch_generate
+                config.vllm_server_url, seed=config.seed, concurrency=config.max_batch_generate
             )
             self._sync_generator(generator)  # the server starts from the policy's weights, not its own checkpoint
         else:
