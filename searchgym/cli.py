@@ -187,6 +187,21 @@ def show_renamed_warnings() -> None:
     per place: Python hides a DeprecationWarning raised outside ``__main__``, and a user must see this one."""
     if not sys.warnoptions:
         warnings.filterwarnings("default", category=RenamedWarning)
+    if not getattr(warnings.formatwarning, "shows_renamed", False):
+        warnings.formatwarning = _renamed_as_one_line(warnings.formatwarning)
+
+
+def _renamed_as_one_line(default_format):
+    """``warning: searchgym eval: --out is deprecated, use --output-dir`` for a RenamedWarning (no file, line or
+    source: the user typed the old spelling, the code did not); every other warning as ``default_format`` does."""
+
+    def formatwarning(message, category, filename, lineno, line=None):
+        if issubclass(category, RenamedWarning):
+            return f"warning: {message}\n"
+        return default_format(message, category, filename, lineno, line)
+
+    formatwarning.shows_renamed = True  # type: ignore[attr-defined]
+    return formatwarning
 
 
 if __name__ == "__main__":
