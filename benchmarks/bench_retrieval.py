@@ -116,11 +116,11 @@ def measure(size: int, n_single: int, n_batch: int, n_rank: int, rank_max: int) 
     t = time.perf_counter()
     r.batch_search(batch, k=3)
     res["bm25_batch_qps"] = len(batch) / (time.perf_counter() - t)
-    r.n_threads = 2
+    r.threads = 2
     t = time.perf_counter()
     r.batch_search(batch, k=3)
     res["bm25_batch_qps_2threads"] = len(batch) / (time.perf_counter() - t)
-    r.n_threads = 0
+    r.threads = 0
 
     model = r._model
     lat = latencies(

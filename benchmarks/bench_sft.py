@@ -56,7 +56,7 @@ def measure(
         micro_batch_size=batch,
         max_tokens=tokens,
         device=device,
-        cpu_threads=threads,
+        threads=threads,
         lr=1e-5,
         val_fraction=0.0,
         output_dir=tempfile.mkdtemp(prefix="bench_sft_"),

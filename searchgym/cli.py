@@ -19,6 +19,7 @@ import warnings
 from typing import Optional
 
 from .core.progress import interrupted_message, reset_phases
+from .core.renamed import RenamedWarning
 from .errors import SearchGymError
 
 COMMAND_MODULES = [
@@ -55,12 +56,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``searchgym`` console script."""
     parser = build_parser()
+    show_renamed_warnings()
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
     if not args.verbose:
         quiet_dependencies()
+        show_renamed_warnings()  # the filters above are inserted first: this one goes back in front
     reset_phases()
     try:
         return int(args.func(args) or 0)
@@ -174,9 +177,31 @@ def quiet_dependencies() -> None:
 
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()
-    if not sys.warnoptions:  # searchgym itself never warns through `warnings` (it logs): these all come from below
+    if not sys.warnoptions:  # searchgym warns through `warnings` only for old spellings (show_renamed_warnings)
         for category in (FutureWarning, DeprecationWarning, PendingDeprecationWarning, UserWarning):
             warnings.filterwarnings("ignore", category=category)
+
+
+def show_renamed_warnings() -> None:
+    """Print a :class:`~searchgym.core.renamed.RenamedWarning` (an old flag, config key or keyword was used) once
+    per place: Python hides a DeprecationWarning raised outside ``__main__``, and a user must see this one."""
+    if not sys.warnoptions:
+        warnings.filterwarnings("default", category=RenamedWarning)
+    if not getattr(warnings.formatwarning, "shows_renamed", False):
+        warnings.formatwarning = _renamed_as_one_line(warnings.formatwarning)
+
+
+def _renamed_as_one_line(default_format):
+    """``warning: searchgym eval: --out is deprecated, use --output-dir`` for a RenamedWarning (no file, line or
+    source: the user typed the old spelling, the code did not); every other warning as ``default_format`` does."""
+
+    def formatwarning(message, category, filename, lineno, line=None):
+        if issubclass(category, RenamedWarning):
+            return f"warning: {message}\n"
+        return default_format(message, category, filename, lineno, line)
+
+    formatwarning.shows_renamed = True  # type: ignore[attr-defined]
+    return formatwarning
 
 
 if __name__ == "__main__":

@@ -107,7 +107,7 @@ def test_every_recipe_builds_a_valid_config_at_every_size():
     assert (wcr.reward, wcr.solver_advantage, wcr.proposer_baseline) == ("wcr", "grpo", "verified")
     assert recipe_config("eve", "paper").kl_coef == 0.0 and recipe_config("eve", "cpu").env_kwargs["proposer_evidence"]
     cpu = recipe_config("kg-wcr", "cpu")
-    assert (cpu.batch_size, cpu.lora, cpu.cpu_threads, cpu.init) == (2, True, 1, SHIPPED_INIT)
+    assert (cpu.batch_size, cpu.lora, cpu.threads, cpu.init) == (2, True, 1, SHIPPED_INIT)
     assert cpu.env_kwargs["retriever"] == "bm25:passages=2"  # the cold start's passages
     assert DEFAULT_RECIPE == "kg-wcr" and "kg-wcr (default)" in recipes_table()
     with pytest.raises(InvalidArgumentError, match="unknown recipe"):

@@ -86,8 +86,8 @@ def test_workers_exit_when_the_supervisor_is_killed():
 
 
 def test_serve_rejects_zero_processes(capsys):
-    assert cli_main(["serve", "--synthetic", "--processes", "0", "--port", "0"]) == 2
-    assert "--processes must be >= 1" in capsys.readouterr().err
+    assert cli_main(["serve", "--synthetic", "--workers", "0", "--port", "0"]) == 2
+    assert "--workers must be >= 1" in capsys.readouterr().err
 
 
 def test_replicas_share_the_load_and_agree(bm25):

@@ -270,7 +270,7 @@ def test_sigkill_mid_run_resumes_to_the_same_weights(tmp_path, tiny_dir):
             "--set",
             "eval_every=3",
             "--set",
-            "cpu_threads=1",
+            "threads=1",
             "--set",
             "progress=false",
             "--set",

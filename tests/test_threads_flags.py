@@ -1,5 +1,6 @@
-"""``--threads`` on the commands that generate: ``train`` sets ``cpu_threads``, ``eval`` sets torch's threads
-for in-process agents only, and both refuse a count below 1."""
+"""``--threads`` on the commands that generate: ``train`` and ``sft`` set the config field ``threads``
+(``cpu_threads`` before, still read with a warning), ``eval`` sets torch's threads for in-process agents only,
+and both refuse a count below 1."""
 
 from __future__ import annotations
 
@@ -11,14 +12,14 @@ from searchgym.cli import build_parser
 from searchgym.errors import InvalidArgumentError
 
 
-def test_train_threads_sets_cpu_threads():
+def test_train_threads_sets_the_threads_field():
     from searchgym.commands.train import resolve_config
 
     def resolve(*argv):
         return resolve_config(build_parser().parse_args(["train", *argv]))
 
-    assert resolve("--size", "cpu", "--threads", "2").cpu_threads == 2
-    assert resolve("--size", "cpu").cpu_threads == 1  # the cpu size's own setting stays the default
+    assert resolve("--size", "cpu", "--threads", "2").threads == 2
+    assert resolve("--size", "cpu").threads == 1  # the cpu size's own setting stays the default
     with pytest.raises(InvalidArgumentError, match="--threads must be >= 1"):
         resolve("--threads", "0")
 
@@ -45,6 +46,6 @@ def test_sft_and_demo_take_threads():
     from searchgym.commands.sft import resolve_sft_config
 
     parser = build_parser()
-    assert resolve_sft_config(parser.parse_args(["sft", "--data", "d.jsonl", "--threads", "1"])).cpu_threads == 1
+    assert resolve_sft_config(parser.parse_args(["sft", "--data", "d.jsonl", "--threads", "1"])).threads == 1
     assert parser.parse_args(["demo", "--threads", "2"]).threads == 2
     assert parser.parse_args(["demo"]).threads is None  # the demo runs alone: torch's default, every core

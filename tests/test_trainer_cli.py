@@ -104,7 +104,7 @@ def test_a_run_killed_mid_way_resumes_to_the_same_state(tmp_path):
     common = (
         ["--model", str(model), "--steps", "3"]
         + SMALL
-        + ["--set", "cpu_threads=1", "--set", "lr=1e-2", "--set", "reward=tests.test_trainer_mechanics:LengthReward"]
+        + ["--set", "threads=1", "--set", "lr=1e-2", "--set", "reward=tests.test_trainer_mechanics:LengthReward"]
     )
     killed = tmp_path / "killed"
     root = Path(__file__).resolve().parents[1]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -55,20 +55,61 @@ class AgentSpec:
     the served model's name (openai). ``endpoint``: the server URL (openai). ``concurrency``: rollouts
     in flight, i.e. concurrent requests for an endpoint; ``timeout`` (s) and ``retries`` per request."""
 
-    kind: str = "scripted"
-    model: Optional[str] = None
-    endpoint: Optional[str] = None
-    api_key: Optional[str] = None
-    concurrency: int = 16
-    timeout: float = 60.0
-    retries: int = 2
-    max_new_tokens: int = 512
-    temperature: float = 0.0
-    dtype: str = "float32"
-    device: Optional[str] = None
-    seed: int = 0
-    engine: str = "auto"
-    rollout_dtype: str = "auto"
+    kind: str = field(
+        default="scripted",
+        metadata={
+            "help": "Agent backend: scripted, random, transformers, vllm or openai (an OpenAI-compatible endpoint)."
+        },
+    )
+    model: Optional[str] = field(
+        default=None,
+        metadata={
+            "help": (
+                "transformers/vllm: a model folder, checkpoint folder or 'smollm2'; openai: the served model's name."
+            )
+        },
+    )
+    endpoint: Optional[str] = field(
+        default=None,
+        metadata={"help": "Base URL of the OpenAI-compatible server (kind openai), e.g. http://127.0.0.1:8000/v1."},
+    )
+    api_key: Optional[str] = field(default=None, metadata={"help": "Bearer token for the endpoint (null: none)."})
+    concurrency: int = field(
+        default=16,
+        metadata={
+            "help": "Rollouts in flight, i.e. concurrent requests to an endpoint or rows of one generation batch."
+        },
+    )
+    timeout: float = field(default=60.0, metadata={"help": "Seconds per endpoint request before it counts as failed."})
+    retries: int = field(default=2, metadata={"help": "Retries of a failed endpoint request."})
+    max_new_tokens: int = field(default=512, metadata={"help": "Most tokens the agent generates in one turn."})
+    temperature: float = field(default=0.0, metadata={"help": "Sampling temperature (0: greedy)."})
+    dtype: str = field(
+        default="float32",
+        metadata={"help": "Weights dtype of a transformers/vllm agent: float32, bfloat16 or float16."},
+    )
+    device: Optional[str] = field(
+        default=None, metadata={"help": "Device of a transformers agent, e.g. cuda (null: the model's default)."}
+    )
+    seed: int = field(default=0, metadata={"help": "Seed of the agent's sampling."})
+    engine: str = field(
+        default="auto",
+        metadata={
+            "help": (
+                "Decoding loop of a transformers agent: auto (the static rollout engine on CPU for Llama-family "
+                "models), static or hf."
+            )
+        },
+    )
+    rollout_dtype: str = field(
+        default="auto",
+        metadata={
+            "help": (
+                "Weights and KV cache of the static engine: auto (= dtype), float32 or bfloat16 (half the bytes per "
+                "decode step)."
+            )
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.kind not in agent_kinds():
@@ -108,7 +149,7 @@ class AgentSpec:
             dtype=self.dtype,
             device=self.device,
             seed=self.seed,
-            max_concurrency=self.concurrency,
+            concurrency=self.concurrency,
             timeout=self.timeout,
             retries=self.retries,
             engine=self.engine,

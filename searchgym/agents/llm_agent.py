@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..core.llm import GenerationConfig, Prompt, TextGenerator
@@ -36,11 +36,13 @@ STOP_STRINGS = ("</search>", "</answer>", "</question>")
 class AgentConfig:
     """Sampling settings of :class:`LLMAgent` (``seed`` seeds the per-call sampling seeds)."""
 
-    max_new_tokens: int = 512
-    temperature: float = 1.0
-    top_p: float = 1.0
-    stop: tuple[str, ...] = STOP_STRINGS
-    seed: int | None = 0
+    max_new_tokens: int = field(default=512, metadata={"help": "Most tokens generated in one turn."})
+    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature (0: greedy)."})
+    top_p: float = field(default=1.0, metadata={"help": "Nucleus sampling mass, in (0, 1] (1.0: off)."})
+    stop: tuple[str, ...] = field(
+        default=STOP_STRINGS, metadata={"help": "Strings that end a turn (the protocol's closing tags)."}
+    )
+    seed: int | None = field(default=0, metadata={"help": "Seed of the per-call sampling seeds (null: unseeded)."})
 
 
 @dataclass

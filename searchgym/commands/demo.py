@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..core.renamed import add_renamed_flag
+
 logger = logging.getLogger(__name__)
 
 DEMO_QUERIES = 3
@@ -70,7 +72,7 @@ def run_demo(args: argparse.Namespace) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
-    outdir = Path(args.out)
+    outdir = Path(args.output_dir)
     outdir.mkdir(parents=True, exist_ok=True)
     world = default_world(seed=args.seed)
     retriever = _print_world(world, out)
@@ -315,7 +317,8 @@ def register(sub) -> None:
     p.add_argument(
         "--eval-base", type=int, default=4, help="of those, per hop count, how many the base model is scored on"
     )
-    p.add_argument("--out", default="out/demo", help="directory for trajectories.jsonl and subgraph.png")
+    p.add_argument("--output-dir", default="out/demo", help="directory for trajectories.jsonl and subgraph.png")
+    add_renamed_flag(p, "--out", "--output-dir")
     p.add_argument(
         "--no-picture",
         dest="picture",

@@ -2,10 +2,12 @@
 
 Examples::
 
-    searchgym eval --agent scripted --tasks builtin --out runs/eval/scripted
-    searchgym eval --agent transformers --model runs/ssp/checkpoints/step_00000040 --tasks builtin --out runs/eval/ck40
+    searchgym eval --agent scripted --tasks builtin --output-dir runs/eval/scripted
+    searchgym eval --agent transformers --model runs/ssp/checkpoints/step_00000040 --tasks builtin \\
+        --output-dir runs/eval/ck40
     searchgym eval --agent openai --endpoint http://127.0.0.1:8000/v1 --model Qwen2.5-3B \\
-        --tasks nq=nq.jsonl,hotpotqa=hotpot.jsonl --retriever http://127.0.0.1:8001 --limit 500 --out runs/eval/qwen
+        --tasks nq=nq.jsonl,hotpotqa=hotpot.jsonl --retriever http://127.0.0.1:8001 --limit 500 \\
+        --output-dir runs/eval/qwen
     searchgym eval --compare runs/eval/base/summary.json runs/eval/ck40/summary.json
 """
 
@@ -14,8 +16,10 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import textwrap
 
 from ..core.ray_support import add_ray_args, ray_config_from_args
+from ..core.renamed import add_renamed_flag
 from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
@@ -23,15 +27,24 @@ logger = logging.getLogger(__name__)
 
 def register(subparsers) -> None:
     """Add the ``eval`` sub-command."""
-    from ..agents.eval_agents import SCRIPTED_AGENTS
+    from ..agents.eval_agents import SCRIPTED_AGENTS, AgentSpec
+    from ..core.config_fields import fields_help_text
     from ..evaluation.metrics import METRICS
+    from ..evaluation.runner import EvalConfig
     from ..llm.registry import backend_help
 
     p = subparsers.add_parser(
         "eval",
         help="evaluate an agent on the built-in benchmark or QA datasets (EM/F1/cover-EM/LLM judge)",
-        description="Evaluate an agent on task sets; write summary.md, summary.json, eval.jsonl "
-        "and accuracy.png. Resumes from eval.jsonl when rerun with the same --out.",
+        description=textwrap.fill(
+            "Evaluate an agent on task sets; write summary.md, summary.json, eval.jsonl "
+            "and accuracy.png. Resumes from eval.jsonl when rerun with the same --output-dir.",
+            width=100,
+        ),
+        epilog=fields_help_text(EvalConfig, "evaluation settings (EvalConfig; the flags above set them)")
+        + "\n\n"
+        + fields_help_text(AgentSpec, "agent settings (AgentSpec; the flags above set them)"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "--agent",
@@ -106,8 +119,11 @@ def register(subparsers) -> None:
         "decode step on CPUs with AVX-512 BF16; answers may differ from float32) (default auto)",
     )
     p.add_argument("--trajectories", action="store_true", help="store each full trajectory in eval.jsonl")
-    p.add_argument("--out", help="output folder (eval.jsonl, summary.json, summary.md, accuracy.png)")
-    p.add_argument("--restart", action="store_true", help="discard the records already in --out instead of resuming")
+    p.add_argument("--output-dir", help="output folder (eval.jsonl, summary.json, summary.md, accuracy.png)")
+    add_renamed_flag(p, "--out", "--output-dir")
+    p.add_argument(
+        "--restart", action="store_true", help="discard the records already in --output-dir instead of resuming"
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
         "--compare", nargs=2, metavar=("A.json", "B.json"), help="print B − A with paired 95%% intervals and exit"
@@ -186,7 +202,7 @@ def _run(args: argparse.Namespace) -> int:
                 args.judge_model,
                 timeout=args.timeout,
                 max_retries=args.retries,
-                max_concurrency=args.concurrency,
+                concurrency=args.concurrency,
             )
         )
     world = None
@@ -206,7 +222,7 @@ def _run(args: argparse.Namespace) -> int:
             retriever=args.retriever,
             world=world,
             config=config,
-            out_dir=args.out,
+            out_dir=args.output_dir,
             judge=judge,
             restart=args.restart,
             ray=ray_config_from_args(args),

@@ -7,6 +7,7 @@ import logging
 import sys
 import time
 
+from ..core.renamed import add_renamed_flag
 from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
@@ -78,17 +79,17 @@ def _cmd_build(args) -> int:
     from ..core.artefacts import check_output
     from ..retrieval.factory import build_retriever
 
-    check_output(args.out, "index", force=args.force)
+    check_output(args.output_dir, "index", force=args.force)
     world = _load_world(args)
     kwargs = _backend_kwargs(args)
     if args.backend in ("bm25", "rank-bm25"):
         kwargs["progress"] = True
     t0 = time.perf_counter()
     r = build_retriever(world, args.backend, **kwargs)
-    r.save(args.out)
+    r.save(args.output_dir)
     print(
         f"indexed {r.num_docs} documents of world {world.name!r} with {args.backend} in "
-        f"{time.perf_counter() - t0:.1f} s -> {args.out}"
+        f"{time.perf_counter() - t0:.1f} s -> {args.output_dir}"
     )
     return 0
 
@@ -109,18 +110,18 @@ def _cmd_serve(args) -> int:
     from ..retrieval.multiproc import MultiProcessRetrievalServer
     from ..retrieval.server import RetrievalServer
 
-    if args.processes < 1:
-        raise InvalidArgumentError(f"--processes must be >= 1, got {args.processes}")
+    if args.workers < 1:
+        raise InvalidArgumentError(f"--workers must be >= 1, got {args.workers}")
     server: RetrievalServer | MultiProcessRetrievalServer
-    if args.processes > 1:
+    if args.workers > 1:
         server = MultiProcessRetrievalServer(
-            _retriever(args), host=args.host, port=args.port, processes=args.processes, default_topk=args.topk
+            _retriever(args), host=args.host, port=args.port, processes=args.workers, default_topk=args.topk
         )
     else:
         server = RetrievalServer(_retriever(args), host=args.host, port=args.port, default_topk=args.topk)
     server.bind()
     print(
-        f"serving {server.retriever!r} on {server.url} (POST /retrieve, GET /health) with {args.processes} "
+        f"serving {server.retriever!r} on {server.url} (POST /retrieve, GET /health) with {args.workers} "
         "process(es); Ctrl-C to stop",
         flush=True,
     )
@@ -137,9 +138,11 @@ def register(subparsers) -> None:
     sub = p.add_subparsers(dest="index_command", required=True)
     b = sub.add_parser("build", help="index a world's corpus and save it")
     _add_world_args(b, required=True)
-    b.add_argument("--out", required=True, metavar="DIR", help="directory to write the index to")
+    out = b.add_mutually_exclusive_group(required=True)
+    out.add_argument("--output-dir", metavar="DIR", help="directory to write the index to")
+    add_renamed_flag(out, "--out", "--output-dir", metavar="DIR")
     b.add_argument(
-        "--force", action="store_true", help="write into --out even if it holds another artefact (e.g. a world)"
+        "--force", action="store_true", help="write into --output-dir even if it holds another artefact (e.g. a world)"
     )
     _add_backend_args(b, ("bm25", "rank-bm25", "dense"))
     b.set_defaults(func=_cmd_build)
@@ -162,10 +165,11 @@ def register(subparsers) -> None:
     v.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any free port)")
     v.add_argument("--topk", type=int, default=3, help="top-k when a request gives none (default 3)")
     v.add_argument(
-        "--processes",
+        "--workers",
         type=int,
         default=1,
         help="worker processes sharing the port and the index (default 1; search is CPU-bound)",
     )
+    add_renamed_flag(v, "--processes", "--workers", type=int)
     _add_backend_args(v, ("bm25", "rank-bm25", "dense"))
     v.set_defaults(func=_cmd_serve)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import textwrap
 
 logger = logging.getLogger(__name__)
 
@@ -32,17 +33,25 @@ _FLAGS = {
     "dtype": "dtype",
     "chat_template": "chat_template",
     "env_id": "env_id",
-    "threads": "cpu_threads",
+    "threads": "threads",
 }
 
 
 def register(subparsers) -> None:
     """Add the ``sft`` sub-command."""
+    from ..core.config_fields import fields_help_text
+    from ..training.sft_config import SFTConfig
+
     p = subparsers.add_parser(
         "sft",
         help="supervised fine-tuning on demonstrations / trajectory JSONL, or rejection sampling (--source self)",
-        description="Fine-tune a model on agent tokens only (env text masked as in RL). Config: --config YAML, "
-        "then the flags, then --set key=value. Resumes from <output-dir>/checkpoints automatically.",
+        description=textwrap.fill(
+            "Fine-tune a model on agent tokens only (env text masked as in RL). Config: --config YAML, "
+            "then the flags, then --set key=value. Resumes from <output-dir>/checkpoints automatically.",
+            width=100,
+        ),
+        epilog=fields_help_text(SFTConfig, "config fields (--set KEY=VALUE, or keys of the --config file)"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--config", help="YAML config file (see --dump-config)")
     p.add_argument("--model", help="'smollm2' (bundled), a model folder, an adapter folder or a checkpoint")
@@ -71,7 +80,7 @@ def register(subparsers) -> None:
     p.add_argument("--batch-size", type=int, help="sequences per optimizer step")
     p.add_argument("--device", help="auto, cpu, cuda, cuda:1 ...")
     p.add_argument("--dtype", help="float32, bfloat16 or float16")
-    p.add_argument("--threads", type=int, help="torch CPU threads (config cpu_threads; 1 on a busy 2-core machine)")
+    p.add_argument("--threads", type=int, help="torch CPU threads (config threads; 1 on a busy 2-core machine)")
     p.add_argument("--chat-template", help="for a model without one: 'chatml' or a Jinja template file")
     p.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override any config key (repeatable)"

@@ -8,6 +8,7 @@ import logging
 import sys
 
 from ..core.ray_support import add_ray_args, ray_config_from_args
+from ..core.renamed import add_renamed_flag
 from ..errors import InvalidArgumentError, NotFoundError
 
 logger = logging.getLogger(__name__)
@@ -38,8 +39,9 @@ def register(subparsers) -> None:
     b.add_argument("--temperature", type=float, default=0.6, help="LLM selector temperature (default 0.6)")
     add_ray_args(b)
     b.add_argument(
-        "--workers", type=int, default=None, help="concurrent extractions (default 1; 10 with --selector llm)"
+        "--concurrency", type=int, default=None, help="extractions in flight (default 1; 10 with --selector llm)"
     )
+    add_renamed_flag(b, "--workers", "--concurrency", type=int)
     b.add_argument("--min-hops", type=int, default=3)
     b.add_argument("--max-hops", type=int, default=7)
     b.add_argument("--max-candidates", type=int, default=10)
@@ -94,7 +96,7 @@ def _load_world(args):
     return load_world(args.world)
 
 
-def _make_selector(args, workers: int):
+def _make_selector(args, concurrency: int):
     from ..construction.selectors import HeuristicSelector, LLMSelector, LLMSelectorConfig
 
     if args.selector == "heuristic":
@@ -109,7 +111,7 @@ def _make_selector(args, workers: int):
 
     # the extractor retries failed calls itself (--max-retries), so the HTTP client does not
     gen = OpenAICompatibleGenerator(
-        args.endpoint, args.model, api_key=args.api_key, timeout=args.timeout, max_retries=0, max_concurrency=workers
+        args.endpoint, args.model, api_key=args.api_key, timeout=args.timeout, max_retries=0, concurrency=concurrency
     )
     return LLMSelector(gen, LLMSelectorConfig(temperature=args.temperature, seed=args.seed))
 
@@ -130,8 +132,8 @@ def _cmd_build(args) -> int:
         allow_inverse_edges=args.inverse_edges,
     )
     world = _load_world(args)
-    workers = args.workers if args.workers is not None else (10 if args.selector == "llm" else 1)
-    selector = _make_selector(args, workers)
+    concurrency = args.concurrency if args.concurrency is not None else (10 if args.selector == "llm" else 1)
+    selector = _make_selector(args, concurrency)
     try:
         result = build_pool(
             world,
@@ -140,7 +142,7 @@ def _cmd_build(args) -> int:
             selector=selector,
             config=config,
             out=args.out,
-            workers=workers,
+            concurrency=concurrency,
             progress=not args.no_progress,
             ray=ray_config_from_args(args),
         )

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import textwrap
 
 from ..errors import InvalidArgumentError
 
@@ -27,17 +28,32 @@ logger = logging.getLogger(__name__)
 
 def register(subparsers) -> None:
     """Add the ``train`` and ``plot`` sub-commands."""
+    from ..core.config_fields import fields_help_text
     from ..envs.registration import env_ids
     from ..llm.registry import backend_help
+    from ..training.selfplay_config import TrainConfig
 
     p = subparsers.add_parser(
         "train",
         help="train the policy by search self-play (GRPO solver + REINFORCE proposer)",
-        description="Train one shared policy on KGSelfPlay-v0 (or another searchgym env). "
-        "Settings, lowest first: --recipe at --size, the --config file, --model/--output-dir/--steps, "
-        "then --set key=value.",
-        epilog=f"envs (--set env_id=ID): {', '.join(env_ids(text=True))}. "
-        f"Rollout backends (--set rollout_backend=NAME): {backend_help(trains=True)}.",
+        description=textwrap.fill(
+            "Train one shared policy on KGSelfPlay-v0 (or another searchgym env). "
+            "Settings, lowest first: --recipe at --size, the --config file, --model/--output-dir/--steps, "
+            "then --set key=value.",
+            width=100,
+        ),
+        epilog=textwrap.fill(
+            f"envs (--set env_id=ID): {', '.join(env_ids(text=True))}. "
+            f"Rollout backends (--set rollout_backend=NAME): {backend_help(trains=True)}.",
+            width=100,
+        )
+        + "\n\n"
+        + fields_help_text(
+            TrainConfig,
+            "config fields (--set KEY=VALUE, or keys of the --config file; the defaults shown are TrainConfig's, "
+            "a --recipe changes many of them: --dump-config shows the resolved values)",
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "--recipe",
@@ -60,7 +76,7 @@ def register(subparsers) -> None:
     p.add_argument(
         "--threads",
         type=int,
-        help="torch CPU threads (sets cpu_threads; default: the recipe's, 1 at size cpu, else torch's)",
+        help="torch CPU threads (sets threads; default: the recipe's, 1 at size cpu, else torch's)",
     )
     p.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override any config key (repeatable)"
@@ -106,7 +122,7 @@ def resolve_config(args: argparse.Namespace):
     if threads is not None:
         if threads < 1:
             raise InvalidArgumentError(f"--threads must be >= 1, got {threads}")
-        items.append(f"cpu_threads={threads}")
+        items.append(f"threads={threads}")
     cfg = cfg.with_overrides(items + list(args.set))
     return _drop_foreign_shipped_init(cfg, explicit=bool(getattr(args, "init", None)) or "init" in file_values)
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Union
 
 from ..core.artefacts import check_output, folder_kind
+from ..core.renamed import add_renamed_flag
 from ..errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -106,7 +107,7 @@ def _add_size_args(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    out = Path(args.out)
+    out = Path(args.output_dir)
     check_output(out, "world", force=args.force)
     if folder_kind(out) == "world" and not args.force:
         raise InvalidArgumentError(f"{out} already holds a world; pass --force to overwrite it")
@@ -145,7 +146,9 @@ def register(subparsers) -> None:
     sub = world.add_subparsers(dest="world_command", required=True)
 
     b = sub.add_parser("build", help="build a world and save it to a directory")
-    b.add_argument("--out", required=True, metavar="DIR", help="directory to write the world to")
+    out = b.add_mutually_exclusive_group(required=True)
+    out.add_argument("--output-dir", metavar="DIR", help="directory to write the world to")
+    add_renamed_flag(out, "--out", "--output-dir", metavar="DIR")
     b.add_argument(
         "--source",
         default="synthetic",
@@ -154,7 +157,9 @@ def register(subparsers) -> None:
     b.add_argument("--input", metavar="PATH", help="input file/directory for loader sources (not synthetic)")
     _add_size_args(b)
     b.add_argument(
-        "--force", action="store_true", help="overwrite what --out holds (an existing world, or another artefact)"
+        "--force",
+        action="store_true",
+        help="overwrite what --output-dir holds (an existing world, or another artefact)",
     )
     b.add_argument("--no-progress", dest="progress", action="store_false", help="hide progress bars")
     from .world_sources import add_loader_arguments

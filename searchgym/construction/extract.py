@@ -172,19 +172,51 @@ class ExtractionConfig:
     selector sees ``context.trial``); the longest attempt is kept. 0 keeps the first path.
     """
 
-    min_hops: int = 3
-    max_hops: int = 7
-    max_candidates: int = 10
-    max_retries: int = 5
-    num_distractors: tuple[int, int] = (1, 3)
-    distractor_hops: tuple[int, int] = (1, 2)
-    relation_blocklist: Collection[str] = field(default_factory=lambda: frozenset(DEFAULT_RELATION_BLOCKLIST))
-    relation_allowlist: Collection[str] = field(default_factory=frozenset)  # both stored as frozensets
-    allow_literal_answers: bool = True
-    allow_inverse_edges: bool = False
-    retry_backoff: float = 0.0
-    plan_retries: int = 4
-    distractors: tuple[int, int] | None = None
+    min_hops: int = field(default=3, metadata={"help": "Shortest target path, in edges (the question's hop count)."})
+    max_hops: int = field(default=7, metadata={"help": "Longest target path, in edges."})
+    max_candidates: int = field(
+        default=10, metadata={"help": "Most candidate edges shown to the selector at each step."}
+    )
+    max_retries: int = field(
+        default=5, metadata={"help": "Retries of a failed selector call (an LLM selector's error or unusable reply)."}
+    )
+    num_distractors: tuple[int, int] = field(
+        default=(1, 3),
+        metadata={"help": "Inclusive (low, high) range of distractor branches added to a subgraph, drawn uniformly."},
+    )
+    distractor_hops: tuple[int, int] = field(
+        default=(1, 2),
+        metadata={"help": "Inclusive (low, high) range of each distractor branch's length in edges, drawn uniformly."},
+    )
+    relation_blocklist: Collection[str] = field(
+        default_factory=lambda: frozenset(DEFAULT_RELATION_BLOCKLIST),
+        metadata={"help": "Relations (ids or labels) never walked."},
+    )
+    relation_allowlist: Collection[str] = field(
+        default_factory=frozenset, metadata={"help": "If not empty, the only relations walked (ids or labels)."}
+    )
+    allow_literal_answers: bool = field(
+        default=True, metadata={"help": "Let a path end at a literal (a date, a number) as its answer."}
+    )
+    allow_inverse_edges: bool = field(
+        default=False,
+        metadata={"help": "Let the target path also walk edges backwards (off: the paper follows out-edges only)."},
+    )
+    retry_backoff: float = field(
+        default=0.0, metadata={"help": "Seconds slept before retrying a failed selector call, doubled per attempt."}
+    )
+    plan_retries: int = field(
+        default=4,
+        metadata={
+            "help": (
+                "When a path ends short of the selector's planned length, re-draw it up to this many times and keep "
+                "the longest (0: keep the first)."
+            )
+        },
+    )
+    distractors: tuple[int, int] | None = field(
+        default=None, metadata={"help": "Alias of num_distractors (the name in older docs); null: unused."}
+    )
 
     def __post_init__(self) -> None:
         if self.distractors is not None:

@@ -3,9 +3,9 @@
 :func:`build_pool` extracts subgraphs until ``n`` are accepted. Seed ``i`` (the *seed index*) is
 a pure function of ``(seed, i)``: eligible entities are visited in a seeded permutation (a fresh
 permutation per pass when ``n`` exceeds them). Each extraction gets its own RNG derived from
-``(seed, i)``, so the pool is identical whatever ``workers`` is and however threads interleave.
+``(seed, i)``, so the pool is identical whatever ``concurrency`` is and however threads interleave.
 Exactly the seed indices ``0 .. M-1`` are committed, where ``M`` is the smallest count that yields
-``n`` accepted subgraphs: with ``workers > 1`` results are committed in index order (out-of-order
+``n`` accepted subgraphs: with ``concurrency > 1`` results are committed in index order (out-of-order
 completions wait in a small buffer) and speculative extractions past ``M`` are discarded unwritten,
 so every worker stays busy until the end and the output is the same as a sequential run's.
 
@@ -44,6 +44,7 @@ import numpy as np
 from ..core.artefacts import check_output
 from ..core.jsonl import check_unique, open_append, scan_jsonl
 from ..core.output_lock import OutputLock
+from ..core.renamed import renamed_kwargs
 from ..core.subgraph import Subgraph
 from ..errors import InvalidArgumentError, InvalidTypeError, MissingFileError, SearchGymError
 from .extract import (
@@ -353,18 +354,18 @@ def _run_sequential(work, run: _PoolRun, max_attempts: int) -> None:
             run.commit(work(i))
 
 
-def _run_concurrent(work, run: _PoolRun, workers: int, max_attempts: int) -> None:
-    """Run ``work(i)`` for i = 0, 1, ... on ``workers`` threads, committing results in index order.
+def _run_concurrent(work, run: _PoolRun, concurrency: int, max_attempts: int) -> None:
+    """Run ``work(i)`` for i = 0, 1, ... on ``concurrency`` threads, committing results in index order.
 
     Results that complete out of order wait in a buffer until every lower index is committed (or
     was already done by a resumed run), so the committed indices are always a contiguous prefix:
     the outcome (and the output file) is the same as a sequential run, only faster, and the same
-    for any worker count on resume. At most ``4 * workers`` indices run ahead of the commit
+    for any worker count on resume. At most ``4 * concurrency`` indices run ahead of the commit
     point; work past the point where ``run.finished()`` becomes true is speculative and discarded
     unwritten. On return (or an interrupt) queued work is cancelled and threads still busy with a
     discarded extraction finish in the background (each selector request has a total deadline).
     """
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="subgraphs")
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="subgraphs")
     inflight: dict = {}
     buffered: dict[int, _Outcome] = {}
     next_i = commit_i = 0
@@ -380,7 +381,7 @@ def _run_concurrent(work, run: _PoolRun, workers: int, max_attempts: int) -> Non
                     break
             if run.finished():
                 break
-            while len(inflight) < workers and next_i < max_attempts and next_i - commit_i < 4 * workers:
+            while len(inflight) < concurrency and next_i < max_attempts and next_i - commit_i < 4 * concurrency:
                 if not run.is_done(next_i):
                     inflight[pool.submit(work, next_i)] = next_i
                 next_i += 1
@@ -395,12 +396,12 @@ def _run_concurrent(work, run: _PoolRun, workers: int, max_attempts: int) -> Non
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _eligible_index(world, n, workers: int, selector, config: ExtractionConfig):
+def _eligible_index(world, n, concurrency: int, selector, config: ExtractionConfig):
     """Validate the arguments of :func:`build_pool`; return the world's extraction index."""
     if not isinstance(n, int) or n < 0:
         raise InvalidArgumentError(f"n must be a non-negative int, got {n!r}")
-    if workers < 1:
-        raise InvalidArgumentError(f"workers must be >= 1, got {workers}")
+    if concurrency < 1:
+        raise InvalidArgumentError(f"concurrency must be >= 1, got {concurrency}")
     if not callable(getattr(selector, "select", None)):
         raise InvalidTypeError(f"selector must have a select(context) -> int method, got {type(selector).__name__}")
     idx = extraction_index(world, config)
@@ -412,13 +413,13 @@ def _eligible_index(world, n, workers: int, selector, config: ExtractionConfig):
         )
     if len(idx.eligible_seeds) == 0:
         raise InvalidArgumentError(f"world {world.name!r} has no entity with an eligible edge to start a path from")
-    limit = getattr(getattr(selector, "generator", None), "max_concurrency", None)
-    if isinstance(limit, int) and limit < workers:
+    limit = getattr(getattr(selector, "generator", None), "concurrency", None)
+    if isinstance(limit, int) and limit < concurrency:
         logger.warning(
-            "the selector's generator allows %d concurrent requests but workers=%d: requests will queue; "
-            "create it with max_concurrency >= workers",
+            "the selector's generator allows %d concurrent requests but the pool runs %d extractions at once: "
+            "requests will queue; create the generator with concurrency >= that",
             limit,
-            workers,
+            concurrency,
         )
     return idx
 
@@ -480,6 +481,7 @@ def make_extractor(world, selector, config: ExtractionConfig, sampler: SeedSampl
     return work
 
 
+@renamed_kwargs(workers="concurrency")
 def build_pool(
     world,
     n: int,
@@ -488,7 +490,7 @@ def build_pool(
     selector=None,
     config: ExtractionConfig | None = None,
     out: str | os.PathLike | None = None,
-    workers: int = 1,
+    concurrency: int = 1,
     progress: bool = True,
     max_attempts: int | None = None,
     abort_after_selector_failures: int = 50,
@@ -496,7 +498,7 @@ def build_pool(
 ) -> PoolResult:
     """Extract subgraphs until ``n`` are accepted (see module doc for determinism and resume).
 
-    ``selector`` defaults to ``HeuristicSelector(seed)``; use ``workers=10`` with an
+    ``selector`` defaults to ``HeuristicSelector(seed)``; use ``concurrency=10`` with an
     :class:`~searchgym.construction.selectors.LLMSelector` (I/O bound, as the paper's 10
     threads). ``max_attempts`` caps processed seed indices (default ``20 * n + 1000``). When a
     seed's selector calls all fail because the endpoint is down (timeout, unreachable, HTTP
@@ -509,7 +511,7 @@ def build_pool(
     """
     config = config or ExtractionConfig()
     selector = selector if selector is not None else HeuristicSelector(seed)
-    idx = _eligible_index(world, n, workers, selector, config)
+    idx = _eligible_index(world, n, concurrency, selector, config)
     max_attempts = max_attempts if max_attempts is not None else 20 * n + 1000
     fingerprint = pool_fingerprint(world, seed, config, selector)
     t0 = time.perf_counter()
@@ -532,10 +534,10 @@ def build_pool(
                 from .pool_ray import run_pool_on_ray
 
                 run_pool_on_ray(ray, world, selector, config, idx.eligible_seeds, seed, fingerprint, run, max_attempts)
-            elif workers == 1:
+            elif concurrency == 1:
                 _run_sequential(work, run, max_attempts)
             else:
-                _run_concurrent(work, run, workers, max_attempts)
+                _run_concurrent(work, run, concurrency, max_attempts)
         finally:
             if bar is not None:
                 bar.close()

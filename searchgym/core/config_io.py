@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Sequence, TypeVar, get_type_hints
 
 from ..errors import InvalidArgumentError, MissingFileError
+from .renamed import rename_keys
 
 _Config = TypeVar("_Config", bound="ConfigIO")
 
@@ -25,6 +26,8 @@ class ConfigIO:
     __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]  # a subclass is a dataclass
     RESUME_MUTABLE: ClassVar[frozenset] = frozenset()
     DUMP_HINT: ClassVar[str] = "searchgym train --dump-config"
+    #: old key -> new key: an old key still loads (file, ``--set``, a checkpoint's config) with a RenamedWarning
+    RENAMED_KEYS: ClassVar[dict[str, str]] = {}
 
     def to_dict(self) -> dict:
         """Plain dict (YAML/JSON-ready)."""
@@ -32,7 +35,8 @@ class ConfigIO:
 
     @classmethod
     def from_dict(cls: type[_Config], d: dict) -> _Config:
-        """Build from a dict; unknown keys are an error naming them."""
+        """Build from a dict; unknown keys are an error naming them, renamed keys warn and map to the new name."""
+        d = rename_keys(d, cls.RENAMED_KEYS, cls.__name__)
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - known)
         if unknown:
@@ -83,6 +87,7 @@ class ConfigIO:
                 raise InvalidArgumentError(f"override {item!r} must look like key=value (e.g. batch_size=8)")
             key, raw = item.split("=", 1)
             key = key.strip()
+            key = next(iter(rename_keys({key: None}, self.RENAMED_KEYS, f"--set {key}")))
             if key not in d:
                 raise InvalidArgumentError(f"unknown config key {key!r}; valid keys: {', '.join(sorted(d))}")
             try:

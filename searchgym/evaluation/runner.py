@@ -65,16 +65,57 @@ class EvalConfig:
     """How questions are played and scored. ``layout="search-r1"`` inserts retrieved documents
     exactly as Search-R1 does; ``doc_max_chars="auto"`` then leaves them uncut (else 1,000 characters)."""
 
-    metrics: tuple = DEFAULT_METRICS
-    max_turns: int = DEFAULT_MAX_TURNS
-    top_k: int = DEFAULT_TOP_K
-    doc_max_chars: Optional[int] | str = "auto"
-    layout: str = "searchgym"
-    concurrency: int = 16
-    seed: int = 0
-    n_boot: int = N_BOOT
-    save_trajectories: bool = False
-    progress: bool = True
+    metrics: tuple = field(
+        default=DEFAULT_METRICS,
+        metadata={
+            "help": (
+                "Answer metrics scored for every record: a tuple of names from searchgym.evaluation.metrics.METRICS "
+                "(em, f1, cover_em, llm_judge)."
+            )
+        },
+    )
+    max_turns: int = field(
+        default=DEFAULT_MAX_TURNS, metadata={"help": "Most agent turns per question before the episode is cut off."}
+    )
+    top_k: int = field(default=DEFAULT_TOP_K, metadata={"help": "Documents returned by each search."})
+    doc_max_chars: Optional[int] | str = field(
+        default="auto",
+        metadata={
+            "help": (
+                "Cap each retrieved document at this many characters (null: uncut; auto: uncut with layout=search-r1,"
+                " else 1,000)."
+            )
+        },
+    )
+    layout: str = field(
+        default="searchgym",
+        metadata={
+            "help": (
+                "Observation layout: searchgym, or search-r1 (Search-R1's exact <information> text, for comparable "
+                "numbers)."
+            )
+        },
+    )
+    concurrency: int = field(
+        default=16,
+        metadata={
+            "help": "Questions in flight at once (also concurrent requests to an endpoint); does not change any record."
+        },
+    )
+    seed: int = field(
+        default=0,
+        metadata={
+            "help": "Seed of each question's env reset (mixed with the task's key) and of the bootstrap intervals."
+        },
+    )
+    n_boot: int = field(default=N_BOOT, metadata={"help": "Bootstrap resamples of the 95 % confidence intervals."})
+    save_trajectories: bool = field(
+        default=False,
+        metadata={
+            "help": "Store each full trajectory in eval.jsonl (larger files; needed to replay or diagnose games)."
+        },
+    )
+    progress: bool = field(default=True, metadata={"help": "Show a progress bar on stderr."})
 
     def __post_init__(self) -> None:
         self.metrics = check_metrics(self.metrics)

@@ -28,6 +28,7 @@ from typing import Sequence
 from searchgym.core.http_deadline import DeadlineExceeded, exchange, open_connection
 
 from ..core.llm import GenerationConfig, GenerationError, GenerationResult, Prompt, TextGenerator, truncate_at_stop
+from ..core.renamed import renamed_kwargs
 from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
@@ -40,11 +41,12 @@ class OpenAICompatibleGenerator(TextGenerator):
     per HTTP request (the whole exchange, not per read); ``max_retries``: extra attempts after a
     timeout, connection error, 5xx or 429, waiting ``backoff * 2**attempt`` between them, so one
     call takes at most about ``timeout * (max_retries + 1)`` plus the backoff.
-    ``max_concurrency`` bounds in-flight requests per :meth:`generate` call. ``request_token_ids`` asks the server
-    for the
-    sampled token ids (see the module docstring); leave it off for servers that reject unknown fields.
+    ``concurrency`` (``max_concurrency`` before) bounds in-flight requests per :meth:`generate` call.
+    ``request_token_ids`` asks the server for the sampled token ids (see the module docstring); leave it off
+    for servers that reject unknown fields.
     """
 
+    @renamed_kwargs(max_concurrency="concurrency")
     def __init__(
         self,
         base_url: str,
@@ -54,7 +56,7 @@ class OpenAICompatibleGenerator(TextGenerator):
         timeout: float = 20.0,
         max_retries: int = 1,
         backoff: float = 0.5,
-        max_concurrency: int = 16,
+        concurrency: int = 16,
         request_token_ids: bool = False,
     ) -> None:
         url = base_url.rstrip("/")
@@ -70,10 +72,10 @@ class OpenAICompatibleGenerator(TextGenerator):
         self.timeout = timeout
         self.max_retries = max_retries
         self.backoff = backoff
-        self.max_concurrency = max_concurrency
+        self.concurrency = concurrency
         self.request_token_ids = request_token_ids
         self._warned_no_ids = False
-        self._pool = ThreadPoolExecutor(max_workers=max_concurrency, thread_name_prefix="openai")
+        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="openai")
 
     def _post(self, path: str, body: dict) -> dict:
         return self._request(self.base_url + path, body)

@@ -58,7 +58,7 @@ class BackendRequest:
     ``purpose``: ``"train"`` (the trainer's rollouts: sampled token ids, and per-token log-probs when they run
     in another dtype than the policy) or ``"eval"``. ``model``: a model folder, checkpoint, ``smollm2`` or a
     served model's name; ``policy`` / ``tokenizer``: the trainer's in-memory model (a ``"model"`` backend that
-    decodes it uses it instead of loading ``model``). ``endpoint``: a server URL. ``max_concurrency``: rows
+    decodes it uses it instead of loading ``model``). ``endpoint``: a server URL. ``concurrency``: rows
     decoded together or requests in flight. ``max_context_tokens``: prompt + response budget (``None``: the
     model's). ``engine`` / ``rollout_dtype`` / ``cache``: the transformers decoding loop, its weights' dtype and
     its KV cache kind (``None``: the default)."""
@@ -72,7 +72,7 @@ class BackendRequest:
     dtype: str = "float32"
     device: Optional[str] = None
     seed: int = 0
-    max_concurrency: int = 16
+    concurrency: int = 16
     max_context_tokens: Optional[int] = None
     timeout: float = 60.0
     retries: int = 2
@@ -182,7 +182,7 @@ def _transformers(request: BackendRequest) -> TextGenerator:
         policy,
         tokenizer,
         device=request.device,
-        max_batch_size=request.max_concurrency,
+        max_batch_size=request.concurrency,
         max_context_tokens=request.max_context_tokens,
         seed=request.seed,
         decoding=DecodingConfig(cache=request.cache) if request.cache is not None else None,
@@ -219,7 +219,7 @@ def _vllm_server(request: BackendRequest) -> TextGenerator:
     """A ``vllm serve`` endpoint that takes the trainer's weights after every update."""
     from .vllm_server import VLLMServerGenerator
 
-    return VLLMServerGenerator(str(request.endpoint), seed=request.seed, max_concurrency=request.max_concurrency)
+    return VLLMServerGenerator(str(request.endpoint), seed=request.seed, concurrency=request.concurrency)
 
 
 def _openai(request: BackendRequest) -> TextGenerator:
@@ -233,7 +233,7 @@ def _openai(request: BackendRequest) -> TextGenerator:
         api_key=request.api_key,
         timeout=request.timeout,
         max_retries=request.retries,
-        max_concurrency=request.max_concurrency,
+        concurrency=request.concurrency,
     )
 
 

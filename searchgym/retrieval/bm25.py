@@ -31,6 +31,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..core.renamed import renamed_kwargs
 from ..errors import InvalidArgumentError
 from .analyzer import Analyzer
 from .base import DEFAULT_TOP_K, Hit
@@ -73,12 +74,13 @@ class BM25Retriever(CorpusRetriever):
 
     ``k1``/``b``: the usual BM25 parameters; ``method``: bm25s scoring variant (one of
     :data:`BM25_METHODS`, default ``"lucene"``). ``stopwords``/``stemmer``: see
-    :class:`~searchgym.retrieval.analyzer.Analyzer`. ``n_threads``: threads that score chunks of
-    a large batch in parallel (scipy's sparse product releases the GIL); ``0``/``1`` = inline.
+    :class:`~searchgym.retrieval.analyzer.Analyzer`. ``threads`` (``n_threads`` before): threads that
+    score chunks of a large batch in parallel (scipy's sparse product releases the GIL); ``0``/``1`` = inline.
     """
 
     backend = "bm25"
 
+    @renamed_kwargs(n_threads="threads")
     def __init__(
         self,
         doc_ids: Sequence[str],
@@ -91,7 +93,7 @@ class BM25Retriever(CorpusRetriever):
         index_titles: bool = True,
         stopwords: str | Sequence[str] | None = "en",
         stemmer: str | None = "english",
-        n_threads: int = 0,
+        threads: int = 0,
         progress: bool = False,
     ) -> None:
         super().__init__(doc_ids, titles, texts, index_titles=index_titles)
@@ -108,18 +110,18 @@ class BM25Retriever(CorpusRetriever):
         model = bm25s.BM25(k1=k1, b=b, method=method, backend="numpy", csc_backend="scipy")
         model.index((ids, vocab), create_empty_token=False, show_progress=progress)
         del ids
-        self._attach(model, analyzer, n_threads)
+        self._attach(model, analyzer, threads)
 
     # ----------------------------------------------------------------- set-up
-    def _attach(self, model, analyzer: Analyzer, n_threads: int) -> None:
+    def _attach(self, model, analyzer: Analyzer, threads: int) -> None:
         import scipy.sparse as sp
 
-        if n_threads < 0:
-            raise InvalidArgumentError(f"n_threads must be >= 0, got {n_threads}")
+        if threads < 0:
+            raise InvalidArgumentError(f"threads must be >= 0, got {threads}")
         self._model = model
         self._analyzer = analyzer
         self._vocab: dict[str, int] = model.vocab_dict
-        self.n_threads = int(n_threads)
+        self.threads = int(threads)
         s = model.scores
         indptr = np.asarray(s["indptr"])
         # posting-list length of every term, for sizing chunks (computed once, not per batch)
@@ -227,9 +229,9 @@ class BM25Retriever(CorpusRetriever):
 
     def _chunks(self, term_lists: list[list[int]]) -> list[tuple[int, int]]:
         """Split a batch so no sparse product holds more than ~_MAX_PAIRS_PER_CHUNK candidates and
-        each of ``n_threads`` workers gets a share."""
+        each of the ``threads`` threads gets a share."""
         lengths = self._term_lengths
-        per_thread = -(-len(term_lists) // max(1, self.n_threads))
+        per_thread = -(-len(term_lists) // max(1, self.threads))
         spans, start, pairs = [], 0, 0
         for i, terms in enumerate(term_lists):
             cost = int(lengths[terms].sum()) if terms else 0
@@ -249,8 +251,8 @@ class BM25Retriever(CorpusRetriever):
         if len(term_lists) <= _SMALL_BATCH:
             return [self._score_one(terms, k) for terms in term_lists]
         spans = self._chunks(term_lists)
-        if self.n_threads > 1 and len(spans) > 1:
-            with ThreadPoolExecutor(max_workers=self.n_threads) as pool:
+        if self.threads > 1 and len(spans) > 1:
+            with ThreadPoolExecutor(max_workers=self.threads) as pool:
                 parts = list(pool.map(lambda sp_: self._score_chunk(term_lists[sp_[0] : sp_[1]], k), spans))
         else:
             parts = [self._score_chunk(term_lists[a:b], k) for a, b in spans]
@@ -264,7 +266,8 @@ class BM25Retriever(CorpusRetriever):
         return list(_BM25S_FILES)
 
     @classmethod
-    def load(cls, path, *, mmap: bool = False, n_threads: int = 0) -> "BM25Retriever":
+    @renamed_kwargs(n_threads="threads")
+    def load(cls, path, *, mmap: bool = False, threads: int = 0) -> "BM25Retriever":
         """Load an index written by :meth:`save`; ``mmap`` maps the score arrays instead of reading them.
 
         Raises :class:`~searchgym.retrieval.storage.IndexFormatError` naming the problem (and
@@ -295,7 +298,7 @@ class BM25Retriever(CorpusRetriever):
             raise index_error(d, f"bad analyzer settings ({exc})") from None
         obj = cls.__new__(cls)
         CorpusRetriever.__init__(obj, ids, titles, texts, index_titles=params.get("index_titles", True))
-        obj._attach(model, analyzer, n_threads)
+        obj._attach(model, analyzer, threads)
         return obj
 
 

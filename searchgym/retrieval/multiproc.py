@@ -9,7 +9,7 @@ each new connection to one waiting worker. A worker that dies is restarted by :m
 (called by ``serve_forever`` every second), so the port keeps answering. Ctrl-C or SIGTERM to the
 supervisor stops every worker; a worker whose supervisor was killed outright exits by itself.
 
-Linux/macOS only (``fork``). ``searchgym serve --processes N`` uses it.
+Linux/macOS only (``fork``). ``searchgym serve --workers N`` uses it.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class MultiProcessRetrievalServer:
             raise InvalidArgumentError(f"processes must be >= 1, got {processes}")
         if "fork" not in mp.get_all_start_methods():
             raise SearchGymRuntimeError(
-                "several retrieval server processes need fork (Linux or macOS); use --processes 1"
+                "several retrieval server processes need fork (Linux or macOS); use --workers 1"
             )
         RetrievalServer(retriever, host, port, backlog=backlog, **server_kwargs)  # validates the settings now
         self.retriever = retriever

@@ -33,7 +33,7 @@ logger = logging.getLogger(__name__)
 
 FORMAT = "searchgym-index"
 VERSION = 1
-REBUILD_HINT = "rebuild it with `searchgym index build --world DIR --out {path}`"
+REBUILD_HINT = "rebuild it with `searchgym index build --world DIR --output-dir {path}`"
 
 __all__ = [
     "IndexFormatError",
@@ -65,14 +65,14 @@ def index_error(path: Path, problem: str, hint: str = REBUILD_HINT) -> IndexForm
     if kind == "world":
         hint = (
             "it holds a world, not an index: search it with --world {path}, or build an index of it into a new "
-            "folder with `searchgym index build --world {path} --out NEW_DIR`"
+            "folder with `searchgym index build --world {path} --output-dir NEW_DIR`"
         )
     elif kind not in (None, "index") or (
         d.is_dir() and not (d / "manifest.json").exists() and not (d / "docs.jsonl").exists() and any(d.iterdir())
     ):
         what = article(kind) if kind else "other files"
         hint = f"it holds {what}, not an index: build one into a new folder with "
-        hint += "`searchgym index build --world DIR --out NEW_DIR`"
+        hint += "`searchgym index build --world DIR --output-dir NEW_DIR`"
     return IndexFormatError(f"index directory {str(path)!r}: {problem}; " + hint.format(path=path))
 
 

@@ -45,14 +45,25 @@ REASONS = (
 class FilterConfig:
     """Thresholds of the rule filters; set a rule's flag False (or its bound to 0) to disable it."""
 
-    min_chars: int = 10
-    max_chars: int = 1000
-    min_words: int = 10
-    min_searches: int = 2
-    require_information: bool = True
-    forbid_duplicate_queries: bool = True
-    forbid_answer_in_question: bool = True
-    leak_check_aliases: bool = False
+    min_chars: int = field(default=10, metadata={"help": "Shortest question accepted, in characters (0: no bound)."})
+    max_chars: int = field(default=1000, metadata={"help": "Longest question accepted, in characters (0: no bound)."})
+    min_words: int = field(default=10, metadata={"help": "Fewest words a question must have (0: no bound)."})
+    min_searches: int = field(
+        default=2, metadata={"help": "Fewest search calls the Proposer's trajectory must have made (0: no bound)."}
+    )
+    require_information: bool = field(
+        default=True, metadata={"help": "Reject a question whose trajectory retrieved no information at all."}
+    )
+    forbid_duplicate_queries: bool = field(
+        default=True, metadata={"help": "Reject a trajectory that repeats a search query (case and spacing ignored)."}
+    )
+    forbid_answer_in_question: bool = field(
+        default=True, metadata={"help": "Reject a question that contains its canonical answer (case ignored)."}
+    )
+    leak_check_aliases: bool = field(
+        default=False,
+        metadata={"help": "Also look for the answer's aliases in the question (with forbid_answer_in_question)."},
+    )
 
     def __post_init__(self) -> None:
         for name in ("min_chars", "max_chars", "min_words", "min_searches"):

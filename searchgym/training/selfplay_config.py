@@ -29,7 +29,7 @@ RESUME_MUTABLE = frozenset(
         "tensorboard",
         "progress",
         "device",
-        "cpu_threads",
+        "threads",
         "rollout_backend",
         "micro_batch_size",
         "max_batch_generate",
@@ -58,85 +58,265 @@ class TrainConfig(ModelOptions, ConfigIO):
     RESUME_MUTABLE = RESUME_MUTABLE
 
     # model: the ModelOptions fields, then
-    init: str | None = None  # start from this SFT output / checkpoint (same model family as `model`)
+    init: str | None = field(
+        default=None,
+        metadata={
+            "help": (
+                "Start RL from this `searchgym sft` output, adapter or checkpoint (same model family as `model`); "
+                "null: from `model`'s own weights."
+            )
+        },
+    )
     # environment
-    env_id: str = "KGSelfPlay-v0"
-    env_kwargs: dict = field(default_factory=dict)
-    reward: str = "binary"
+    env_id: str = field(
+        default="KGSelfPlay-v0",
+        metadata={"help": "Gymnasium id of the env the policy plays (a searchgym self-play or group env)."},
+    )
+    env_kwargs: dict = field(
+        default_factory=dict,
+        metadata={"help": "Extra keyword arguments of every env the trainer builds, e.g. {order: shuffle}."},
+    )
+    reward: str = field(
+        default="binary",
+        metadata={
+            "help": (
+                "Reward shaping: a registered name (binary, wcr, ...), a stack 'dynasearcher,wcr', or "
+                "'package.module:Wrapper'."
+            )
+        },
+    )
     # rollout
-    batch_size: int = 256
-    replay_reset_steps: int = 10
-    group_size: int = 5
-    max_turns: int = 10
-    max_prompt_tokens: int = 4096
-    max_response_tokens: int = 8192
-    max_new_tokens: int = 1024
-    temperature: float = 1.0
-    top_p: float = 1.0
-    val_temperature: float = 0.0
-    max_batch_generate: int = 64
-    rollout_backend: str = "transformers"
-    rollout_cache: str = "auto"
-    # the transformers backend's decoding loop: "auto" (the static rollout engine on CPU for Llama-family
-    # models -- rows leave the batch when they stop, a slot KV cache, a lean forward -- transformers' loop
-    # elsewhere), "static" (the engine, refused for a model it cannot run), "hf" (transformers' loop)
-    rollout_engine: str = "auto"
-    # weights and KV cache of the static engine's rollouts: "auto" (= dtype), "float32", "bfloat16" (half the
-    # bytes per decode step; a rollout dtype other than dtype turns on the truncated importance correction)
-    rollout_dtype: str = "auto"
-    # cap C of the truncated importance weight min(pi_train_old / pi_rollout, C) applied per token when the
-    # rollouts run in another dtype than the policy (TIS, as verl's rollout_is_threshold; docs/fidelity.md)
-    rollout_is_cap: float = 2.0
-    vllm_server_url: str | None = None
+    batch_size: int = field(
+        default=256,
+        metadata={
+            "help": "Self-play games (Proposer questions) per training step; each has group_size Solver rollouts."
+        },
+    )
+    replay_reset_steps: int = field(
+        default=10,
+        metadata={"help": "Clear the shared replay buffer of verified questions every N training steps (0: never)."},
+    )
+    group_size: int = field(
+        default=5,
+        metadata={
+            "help": "Solver rollouts per question (G of GRPO): the group the Solver advantage is normalised over."
+        },
+    )
+    max_turns: int = field(default=10, metadata={"help": "Most agent turns in one rollout before the env cuts it off."})
+    max_prompt_tokens: int = field(
+        default=4096,
+        metadata={"help": "Most tokens of a rollout's prompt (system prompt and env text); longer rollouts are cut."},
+    )
+    max_response_tokens: int = field(
+        default=8192, metadata={"help": "Most agent-generated tokens in one rollout, summed over its turns."}
+    )
+    max_new_tokens: int = field(default=1024, metadata={"help": "Most tokens the policy generates in one turn."})
+    temperature: float = field(
+        default=1.0,
+        metadata={"help": "Sampling temperature of training rollouts (1.0: the policy's own distribution)."},
+    )
+    top_p: float = field(
+        default=1.0, metadata={"help": "Nucleus sampling mass of training rollouts, in (0, 1] (1.0: off)."}
+    )
+    val_temperature: float = field(
+        default=0.0, metadata={"help": "Sampling temperature of validation rollouts (0: greedy)."}
+    )
+    max_batch_generate: int = field(
+        default=64,
+        metadata={
+            "help": (
+                "Most rollouts generated together in one batch (also the vLLM server's requests in flight); lower it "
+                "when memory runs out."
+            )
+        },
+    )
+    rollout_backend: str = field(
+        default="transformers",
+        metadata={
+            "help": (
+                "What generates rollouts: transformers (in process), vllm (in-process vLLM) or vllm-server (a `vllm "
+                "serve` endpoint)."
+            )
+        },
+    )
+    rollout_cache: str = field(
+        default="auto",
+        metadata={
+            "help": "KV cache of transformers rollouts: auto (static on CUDA, dynamic elsewhere), dynamic or static."
+        },
+    )
+    rollout_engine: str = field(
+        default="auto",
+        metadata={
+            "help": (
+                "Decoding loop of the transformers backend: auto (the static rollout engine on CPU for Llama-family "
+                "models, transformers' loop elsewhere), static (the engine) or hf (transformers' loop)."
+            )
+        },
+    )
+    rollout_dtype: str = field(
+        default="auto",
+        metadata={
+            "help": (
+                "Weights and KV cache of the static engine's rollouts: auto (= dtype), float32 or bfloat16 (half the "
+                "bytes per decode step; turns on the truncated importance correction)."
+            )
+        },
+    )
+    rollout_is_cap: float = field(
+        default=2.0,
+        metadata={
+            "help": (
+                "Cap C of the per-token truncated importance weight min(pi_train / pi_rollout, C) when rollouts run "
+                "in another dtype (TIS, verl's rollout_is_threshold)."
+            )
+        },
+    )
+    vllm_server_url: str | None = field(
+        default=None,
+        metadata={
+            "help": (
+                "URL http://HOST:PORT of a `vllm serve` endpoint; needed by (and only used with) "
+                "rollout_backend=vllm-server."
+            )
+        },
+    )
     # optimisation
-    total_steps: int = 200
-    lr: float = 1e-6
-    warmup_steps: int = 5
-    weight_decay: float = 0.0
-    max_grad_norm: float = 1.0
-    epochs: int = 1
-    mini_batch_size: int = 128
-    micro_batch_size: int = 4
-    share_prompt: bool = True  # run each micro-batch's shared prompts once (agents/prefix.py); same maths
-    kl_coef: float = 0.01
-    # leave sequences whose advantages are all 0 (a group whose rollouts all scored alike) out of the update:
-    # DAPO's dynamic-sampling filter without resampling. Saves their forward/backward (most of a CPU step
-    # early in RL); the remaining sequences carry the mean, and the dropped ones lose their KL term.
-    skip_zero_advantage: bool = False
-    clip_low: float = 0.2
-    clip_high: float = 0.28
-    adv_eps: float = 1e-6
-    adv_std_ddof: int = 0  # GRPO group std: 0 population (default), 1 sample (verl / TRL); the papers do not say
-    # Solver group advantage: "grpo" (R - mean) / (std + eps) (kg-paths-wcr Eq. 3/10); "grpo_centred" R - mean,
-    # no division by the std (SSP Eq. 4)
-    solver_advantage: str = "grpo"
-    # Proposer REINFORCE baseline: "none" (SSP Eq. 5: the advantage is the reward), "verified" (mean over the
-    # verified questions, invalid ones get 0: kg-paths-wcr Eq. 9's b), "all" (batch mean), "hop_group" (EVE's
-    # HRPO: standardised within each hop count)
-    proposer_baseline: str = "verified"
-    # how a sequence's token losses combine: "token_mean" (GRPO's 1/|tau| sum, SSP Eq. 4) or "token_sum"
-    # (REINFORCE's sum of log-probs, SSP Eq. 5 / kg-paths-wcr Eq. 9)
-    solver_loss_aggregation: str = "token_mean"
-    proposer_loss_aggregation: str = "token_mean"
-    # the named recipe these settings started from (searchgym.training.recipes; null: none), and its size
-    recipe: str | None = None
-    recipe_size: str | None = None
-    train_solver: bool = True
-    train_proposer: bool = True
+    total_steps: int = field(
+        default=200, metadata={"help": "Training steps to run (a resumed run continues up to this count)."}
+    )
+    lr: float = field(default=1e-6, metadata={"help": "Peak learning rate of AdamW."})
+    warmup_steps: int = field(
+        default=5, metadata={"help": "Optimizer steps of linear learning-rate warm-up from 0 to lr."}
+    )
+    weight_decay: float = field(default=0.0, metadata={"help": "AdamW weight decay."})
+    max_grad_norm: float = field(
+        default=1.0, metadata={"help": "Clip the gradient's global norm to this value before each optimizer step."}
+    )
+    epochs: int = field(default=1, metadata={"help": "Passes over one step's rollouts (PPO epochs); 1 is on-policy."})
+    mini_batch_size: int = field(default=128, metadata={"help": "Sequences per optimizer step within a training step."})
+    micro_batch_size: int = field(
+        default=4,
+        metadata={
+            "help": (
+                "Sequences per forward/backward pass (gradient accumulation up to mini_batch_size); lower it when "
+                "memory runs out."
+            )
+        },
+    )
+    share_prompt: bool = field(
+        default=True,
+        metadata={
+            "help": "Run each micro-batch's shared prompt once (llm/shared_prefix.py): same maths, less compute."
+        },
+    )
+    kl_coef: float = field(
+        default=0.01,
+        metadata={"help": "Weight of the KL penalty to the reference (initial) policy; 0 skips the reference model."},
+    )
+    skip_zero_advantage: bool = field(
+        default=False,
+        metadata={
+            "help": (
+                "Leave sequences whose advantages are all 0 out of the update (DAPO's dynamic-sampling filter without"
+                " resampling): saves most of an early CPU step."
+            )
+        },
+    )
+    clip_low: float = field(
+        default=0.2, metadata={"help": "Lower PPO clip range: the ratio is clipped at 1 - clip_low."}
+    )
+    clip_high: float = field(
+        default=0.28,
+        metadata={"help": "Upper PPO clip range: the ratio is clipped at 1 + clip_high (DAPO's clip-higher)."},
+    )
+    adv_eps: float = field(
+        default=1e-6, metadata={"help": "Epsilon added to the group std in the GRPO advantage's denominator."}
+    )
+    adv_std_ddof: int = field(
+        default=0,
+        metadata={"help": "Degrees of freedom of the GRPO group std: 0 population (default), 1 sample (verl, TRL)."},
+    )
+    solver_advantage: str = field(
+        default="grpo",
+        metadata={
+            "help": "Solver group advantage: grpo (R - mean) / (std + eps), or grpo_centred R - mean (SSP Eq. 4)."
+        },
+    )
+    proposer_baseline: str = field(
+        default="verified",
+        metadata={
+            "help": (
+                "Proposer REINFORCE baseline: none (SSP Eq. 5), verified (mean over verified questions), all (batch "
+                "mean) or hop_group (EVE's HRPO)."
+            )
+        },
+    )
+    solver_loss_aggregation: str = field(
+        default="token_mean",
+        metadata={
+            "help": (
+                "How a Solver sequence's token losses combine: token_mean (GRPO, SSP Eq. 4) or token_sum (REINFORCE)."
+            )
+        },
+    )
+    proposer_loss_aggregation: str = field(
+        default="token_mean",
+        metadata={
+            "help": "How a Proposer sequence's token losses combine: token_mean or token_sum (REINFORCE, SSP Eq. 5)."
+        },
+    )
+    recipe: str | None = field(
+        default=None,
+        metadata={
+            "help": (
+                "Name of the recipe these settings started from (searchgym.training.recipes); a label, its values are"
+                " the other fields."
+            )
+        },
+    )
+    recipe_size: str | None = field(
+        default=None, metadata={"help": "Size of that recipe (cpu, gpu, paper); a label like recipe."}
+    )
+    train_solver: bool = field(
+        default=True, metadata={"help": "Update the policy on the Solver's rollouts (false: the Solver only plays)."}
+    )
+    train_proposer: bool = field(
+        default=True,
+        metadata={"help": "Update the policy on the Proposer's rollouts (false: the Proposer only plays)."},
+    )
     # bookkeeping
-    seed: int = 0
-    output_dir: str = "runs/ssp"
-    save_every: int = 10
-    keep_checkpoints: int = 2
-    log_every: int = 1
-    val_every: int = 10
-    val_size: int = 64
-    val_tasks: str | None = None
-    eval_every: int = 0  # run `searchgym eval` on eval_tasks every n steps (and at step 0); 0 = never
-    eval_tasks: str = "builtin"
-    eval_limit: int | None = None
-    tensorboard: bool = True
-    progress: bool = True
+    seed: int = field(default=0, metadata={"help": "Seed of every random draw of the run (tasks, sampling, shuffles)."})
+    output_dir: str = field(
+        default="runs/ssp",
+        metadata={"help": "Run folder: metrics.jsonl, checkpoints/, TensorBoard logs and eval results."},
+    )
+    save_every: int = field(
+        default=10, metadata={"help": "Write a checkpoint every N training steps and at the end (0: never)."}
+    )
+    keep_checkpoints: int = field(
+        default=2, metadata={"help": "Most checkpoints kept in output_dir/checkpoints; older ones are deleted."}
+    )
+    log_every: int = field(default=1, metadata={"help": "Append a metrics line every N training steps."})
+    val_every: int = field(
+        default=10, metadata={"help": "Validate the Solver on val_tasks every N training steps (0: never)."}
+    )
+    val_size: int = field(default=64, metadata={"help": "Most validation tasks scored each time."})
+    val_tasks: str | None = field(
+        default=None, metadata={"help": "JSONL file of held-out validation tasks (null: no validation)."}
+    )
+    eval_every: int = field(
+        default=0,
+        metadata={"help": "Run `searchgym eval` on eval_tasks every N training steps and at step 0 (0: never)."},
+    )
+    eval_tasks: str = field(
+        default="builtin", metadata={"help": "Task sets of those evaluations, as `searchgym eval --tasks` takes them."}
+    )
+    eval_limit: int | None = field(
+        default=None, metadata={"help": "Seeded sample of at most N questions per eval task set (null: all)."}
+    )
+    tensorboard: bool = field(default=True, metadata={"help": "Also write TensorBoard event files to output_dir."})
+    progress: bool = field(default=True, metadata={"help": "Show progress lines on stderr."})
 
     def __post_init__(self) -> None:
         self.validate()

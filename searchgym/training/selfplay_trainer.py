@@ -216,12 +216,12 @@ class SelfPlayTrainer:
         self.config = config
         self.reward_plan = reward_plan(config.reward)  # wrappers, and outcome vs step (SAPO) advantages
         self.device = resolve_device(config.device)
-        if config.cpu_threads:
+        if config.threads:
             import torch
 
             # Process-wide, set only when asked: for small models on a busy CPU, 1-2 threads beat the
             # default by up to 10x (thread synchronisation dominates tiny matmuls).
-            torch.set_num_threads(config.cpu_threads)
+            torch.set_num_threads(config.threads)
         self.policy, self.tokenizer, self.ref_model = self._open_policy(model, tokenizer)
         self.optimizer, self.scheduler = self._make_optimizer()
         #: True when rollouts sample in another dtype than the policy trains in: the update then weights each
@@ -309,7 +309,7 @@ class SelfPlayTrainer:
                 endpoint=config.vllm_server_url,
                 dtype=config.dtype,
                 seed=config.seed,
-                max_concurrency=config.max_batch_generate,
+                concurrency=config.max_batch_generate,
                 max_context_tokens=config.max_prompt_tokens + config.max_response_tokens,
                 engine=config.rollout_engine,
                 rollout_dtype=config.rollout_dtype,

@@ -28,7 +28,7 @@ class SFTConfig(ModelOptions, ConfigIO):
             "keep_checkpoints",
             "progress",
             "device",
-            "cpu_threads",
+            "threads",
             "micro_batch_size",
             "log_every",
             "on_error",
@@ -37,59 +37,162 @@ class SFTConfig(ModelOptions, ConfigIO):
     DUMP_HINT = "searchgym sft --dump-config"
 
     # model: the ModelOptions fields, then
-    chat_template: str | None = None  # for a model without one: "chatml" or a Jinja template file
-    save_adapter: bool = False
-    # full fine-tune only: train just the linear layers with these names (e.g. the seven of lora_extract.ALL_LINEAR)
-    # and freeze embeddings and norms, so a LoRA extracted from the result carries all of the change but its rank;
-    # null: every weight trains
-    trainable_modules: list | None = None
+    chat_template: str | None = field(
+        default=None,
+        metadata={
+            "help": (
+                "For a model without a chat template: 'chatml' or the path of a Jinja template file (null: the "
+                "tokenizer's own)."
+            )
+        },
+    )
+    save_adapter: bool = field(
+        default=False, metadata={"help": "With lora=true: final/ holds the LoRA adapter instead of the merged model."}
+    )
+    trainable_modules: list | None = field(
+        default=None,
+        metadata={
+            "help": (
+                "Full fine-tune only: train just the linear layers with these names (e.g. lora_extract.ALL_LINEAR) "
+                "and freeze embeddings and norms, so an extracted LoRA carries all of the change; null: every weight "
+                "trains."
+            )
+        },
+    )
     # data
-    source: str = "data"
-    data: list = field(default_factory=list)
-    val_data: list = field(default_factory=list)
-    val_fraction: float = 0.1
-    roles: list = field(default_factory=lambda: ["solver", "proposer"])
-    min_reward: float | None = None
-    on_error: str = "skip"
-    max_tokens: int = 2048
+    source: str = field(
+        default="data",
+        metadata={
+            "help": (
+                "Where the training examples come from: data (the JSONL files in data) or self (rejection sampling of"
+                " the model's own rollouts)."
+            )
+        },
+    )
+    data: list = field(
+        default_factory=list,
+        metadata={"help": "Demonstration, trajectory or env-export JSONL files to train on (source=data)."},
+    )
+    val_data: list = field(
+        default_factory=list,
+        metadata={"help": "Held-out JSONL files for the validation loss (empty: a val_fraction split of data)."},
+    )
+    val_fraction: float = field(
+        default=0.1,
+        metadata={"help": "Share of the tasks held out for the validation loss when val_data is empty, in [0, 1)."},
+    )
+    roles: list = field(
+        default_factory=lambda: ["solver", "proposer"],
+        metadata={"help": "Roles whose turns are trained on: solver, proposer or both."},
+    )
+    min_reward: float | None = field(
+        default=None, metadata={"help": "Keep only trajectories whose reward is >= this (null: keep all)."}
+    )
+    on_error: str = field(
+        default="skip",
+        metadata={"help": "Malformed data lines: skip (count them and go on) or stop (raise naming file:line)."},
+    )
+    max_tokens: int = field(
+        default=2048,
+        metadata={"help": "Most tokens of one training sequence; longer ones are truncated (and counted)."},
+    )
     # rejection sampling (source=self)
-    env_id: str = "KGSolver-v0"
-    env_kwargs: dict = field(default_factory=dict)
-    max_turns: int = 4
-    num_tasks: int = 32
-    samples_per_task: int = 4
-    reward_threshold: float = 1.0
-    rounds: int = 1
-    max_new_tokens: int = 256
-    temperature: float = 1.0
-    max_batch_generate: int = 16
-    # the sampling loop: "auto" (the static rollout engine on CPU for Llama-family models), "static", "hf"
-    rollout_engine: str = "auto"
+    env_id: str = field(default="KGSolver-v0", metadata={"help": "Gymnasium id of the env sampled with source=self."})
+    env_kwargs: dict = field(default_factory=dict, metadata={"help": "Extra keyword arguments of that env."})
+    max_turns: int = field(default=4, metadata={"help": "Most agent turns per sampled rollout."})
+    num_tasks: int = field(default=32, metadata={"help": "Tasks sampled per rejection-sampling round."})
+    samples_per_task: int = field(default=4, metadata={"help": "Rollouts sampled per task."})
+    reward_threshold: float = field(default=1.0, metadata={"help": "Keep sampled rollouts whose reward is >= this."})
+    rounds: int = field(
+        default=1,
+        metadata={"help": "Rejection-sampling rounds: sample, fine-tune, then sample again from the new model."},
+    )
+    max_new_tokens: int = field(default=256, metadata={"help": "Most tokens the model generates in one sampled turn."})
+    temperature: float = field(
+        default=1.0, metadata={"help": "Sampling temperature of the rejection-sampling rollouts."}
+    )
+    max_batch_generate: int = field(
+        default=16, metadata={"help": "Most rollouts generated together in one batch; lower it when memory runs out."}
+    )
+    rollout_engine: str = field(
+        default="auto",
+        metadata={
+            "help": (
+                "The sampling loop: auto (the static rollout engine on CPU for Llama-family models), static or hf "
+                "(transformers' loop)."
+            )
+        },
+    )
     # optimisation
-    lr: float = 5e-5
-    lr_schedule: str = "constant"
-    warmup_steps: int = 0
-    weight_decay: float = 0.0
-    max_grad_norm: float = 1.0
-    batch_size: int = 16
-    micro_batch_size: int = 4
-    # "bfloat16": matmuls under torch.autocast, weights and optimizer state stay in `dtype` (1.6x faster
-    # forward+backward for SmolLM2-135M on one AVX-512 BF16 core; see docs/sft.md). "none": plain `dtype`.
-    mixed_precision: str = "none"
-    share_prefix: bool = True  # run the token prefix a micro-batch shares (its system prompt) once: same maths
-    epochs: float = 1.0
-    max_steps: int | None = None
+    lr: float = field(default=5e-5, metadata={"help": "Peak learning rate of AdamW (LoRA usually wants ~2e-4)."})
+    lr_schedule: str = field(
+        default="constant",
+        metadata={"help": "Learning rate after warm-up: constant or cosine (decay to 0 at the last step)."},
+    )
+    warmup_steps: int = field(default=0, metadata={"help": "Optimizer steps of linear warm-up from 0 to lr."})
+    weight_decay: float = field(default=0.0, metadata={"help": "AdamW weight decay."})
+    max_grad_norm: float = field(
+        default=1.0,
+        metadata={"help": "Clip the gradient's global norm to this value before each optimizer step (0: no clipping)."},
+    )
+    batch_size: int = field(default=16, metadata={"help": "Sequences per optimizer step."})
+    micro_batch_size: int = field(
+        default=4,
+        metadata={
+            "help": (
+                "Sequences per forward/backward pass (gradient accumulation up to batch_size); lower it when memory "
+                "runs out."
+            )
+        },
+    )
+    mixed_precision: str = field(
+        default="none",
+        metadata={
+            "help": (
+                "bfloat16: matmuls under torch.autocast with weights and optimizer state in dtype (1.6x faster on an "
+                "AVX-512 BF16 CPU, docs/sft.md); none: plain dtype."
+            )
+        },
+    )
+    share_prefix: bool = field(
+        default=True,
+        metadata={
+            "help": "Run the token prefix a micro-batch shares (its system prompt) once: same maths, less compute."
+        },
+    )
+    epochs: float = field(
+        default=1.0, metadata={"help": "Passes over the training data (fractions allowed); max_steps overrides it."}
+    )
+    max_steps: int | None = field(default=None, metadata={"help": "Optimizer steps to run (null: epochs decide)."})
     # held-out loss
-    eval_every: int = 10
-    patience: int = 0
-    min_delta: float = 0.0
+    eval_every: int = field(
+        default=10, metadata={"help": "Compute the held-out loss every N optimizer steps (and at the last one)."}
+    )
+    patience: int = field(
+        default=0,
+        metadata={
+            "help": (
+                "Stop after this many held-out evaluations without improvement; the best weights become final (0: "
+                "never stop early)."
+            )
+        },
+    )
+    min_delta: float = field(
+        default=0.0, metadata={"help": "Smallest drop of the held-out loss that counts as an improvement."}
+    )
     # bookkeeping
-    seed: int = 0
-    output_dir: str = "runs/sft"
-    save_every: int = 10
-    keep_checkpoints: int = 2
-    log_every: int = 1
-    progress: bool = True
+    seed: int = field(default=0, metadata={"help": "Seed of the validation split, the data order and sampling."})
+    output_dir: str = field(
+        default="runs/sft", metadata={"help": "Run folder: final/ (the model), metrics.jsonl and checkpoints/."}
+    )
+    save_every: int = field(
+        default=10, metadata={"help": "Write a checkpoint every N optimizer steps and at the end (0: only at the end)."}
+    )
+    keep_checkpoints: int = field(
+        default=2, metadata={"help": "Most checkpoints kept in output_dir/checkpoints; older ones are deleted."}
+    )
+    log_every: int = field(default=1, metadata={"help": "Append a metrics line every N optimizer steps."})
+    progress: bool = field(default=True, metadata={"help": "Show progress lines on stderr."})
 
     def __post_init__(self) -> None:
         self.validate()

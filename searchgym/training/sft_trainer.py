@@ -129,8 +129,8 @@ class SFTRun:
 
         self.config = c = config
         self.device = resolve_device(c.device)
-        if c.cpu_threads:
-            torch.set_num_threads(c.cpu_threads)
+        if c.threads:
+            torch.set_num_threads(c.threads)
         if model is None:
             model, tokenizer = open_model(
                 c.model, dtype=c.dtype, cache_dir=c.model_cache_dir, gradient_checkpointing=c.gradient_checkpointing

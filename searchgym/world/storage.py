@@ -265,7 +265,9 @@ def load_world(path, *, progress: bool = False):
 
     d = Path(path)
     if not d.is_dir():
-        raise WorldFormatError(f"world directory {d} does not exist; build one with `searchgym world build --out {d}`")
+        raise WorldFormatError(
+            f"world directory {d} does not exist; build one with `searchgym world build --output-dir {d}`"
+        )
     mf = d / "manifest.json"
     if not mf.is_file():
         raise WorldFormatError(
@@ -320,7 +322,7 @@ def _rebuild_hint(d: Path, metadata) -> str:
     args = f" --source {source}" if isinstance(source, str) and source.replace("-", "").isalnum() else ""
     if source == "synthetic" and isinstance(meta.get("seed"), int):
         args += f" --seed {meta['seed']}"
-    return f"rebuild it: `searchgym world build{args} --out {d} --force` (with the options it was built with)"
+    return f"rebuild it: `searchgym world build{args} --output-dir {d} --force` (with the options it was built with)"
 
 
 def _verify_checksums(d: Path, manifest: dict, scope: str) -> None:

@@ -39,7 +39,7 @@ def test_issue_repro_search_with_a_world_as_index_gives_safe_advice(world_dir, c
     assert main(["search", "Alice", "--index", str(world_dir)]) == 2
     err = _error(capsys)
     assert "holds a world, not an index" in err and f"--world {world_dir}" in err
-    assert f"--out {world_dir}" not in err and "--out NEW_DIR" in err
+    assert f"--output-dir {world_dir}" not in err and "--output-dir NEW_DIR" in err
     # the advice the old message gave is refused instead of followed
     assert main(["index", "build", "--world", str(world_dir), "--out", str(world_dir)]) == 2
     err = _error(capsys)
@@ -69,7 +69,7 @@ def test_search_with_a_run_folder_as_index_does_not_suggest_writing_there(saved_
     capsys.readouterr()
     assert main(["search", "Alice", "--index", str(run)]) == 2
     err = _error(capsys)
-    assert "holds an eval run, not an index" in err and f"--out {run}" not in err
+    assert "holds an eval run, not an index" in err and f"--output-dir {run}" not in err
 
 
 def test_every_builder_refuses_another_kind_of_artefact(world_dir, saved_tiny, tmp_path, capsys):

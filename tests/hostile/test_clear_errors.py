@@ -111,7 +111,7 @@ def _eval_tiny(model: str, out: Path) -> list[str]:
         "--concurrency",
         "2",
         "--no-progress",
-        "--out",
+        "--output-dir",
         str(out),
     ]
 
@@ -210,7 +210,7 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tiny_model, 
 # ------------------------------------------------------------------ 14. disk full
 def test_disk_full_during_eval_names_the_file(tmp_path):
     out = tmp_path / "ev"
-    res = _run(["eval", "--agent", "scripted", "--out", str(out), "--no-progress"], limit_fsize=True)
+    res = _run(["eval", "--agent", "scripted", "--output-dir", str(out), "--no-progress"], limit_fsize=True)
     assert res.returncode == 2, res.stderr
     line = _one_line_error(res.stderr, "eval")
     assert line == (
@@ -302,7 +302,7 @@ def test_ctrl_c_during_eval_then_the_same_command_resumes(tmp_path):
     n = 1500
     many.write_text("".join(json.dumps({**questions[i % len(questions)], "id": f"q{i}"}) + "\n" for i in range(n)))
     out = tmp_path / "ev"
-    args = ["eval", "--agent", "scripted", "--tasks", f"many={many}", "--concurrency", "1", "--out", str(out)]
+    args = ["eval", "--agent", "scripted", "--tasks", f"many={many}", "--concurrency", "1", "--output-dir", str(out)]
     code, seen, rest = _interrupt_after_progress(args, "eval: ")
     assert code == 130, rest
     line = _one_line_error(rest, "eval")
@@ -400,6 +400,6 @@ def test_dependency_warnings_are_kept_out_of_a_command_unless_verbose(tmp_path):
         [sys.executable, "-W", "default", "-c", code], cwd=ROOT, env=ENV, capture_output=True, text=True
     )
     assert "FutureWarning" in chosen.stderr and "UserWarning" in chosen.stderr
-    res = _run(["eval", "--agent", "scripted", "--limit", "20", "--out", str(tmp_path / "ev")])
+    res = _run(["eval", "--agent", "scripted", "--limit", "20", "--output-dir", str(tmp_path / "ev")])
     assert res.returncode == 0 and "Warning" not in res.stderr and "\r" not in res.stderr
     assert res.stderr.startswith("eval: 20/20 questions (100%)")  # its own progress: one line in a log

@@ -253,7 +253,7 @@ def test_four_bytes_overwritten_in_place_are_caught_with_the_rebuild_command(wor
         load_world(world_dir)
     message = str(err.value)
     assert "doc_texts.utf8 does not match its SHA-256 in manifest.json" in message
-    assert f"searchgym world build --out {world_dir} --force" in message and "\n" not in message
+    assert f"searchgym world build --output-dir {world_dir} --force" in message and "\n" not in message
     assert main(["world", "stats", str(world_dir)]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "doc_texts.utf8 does not match" in lines[0] and "searchgym world build" in lines[0]
