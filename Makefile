@@ -34,6 +34,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/python docs/gen_config.py --check  # docs/config.md matches the config fields
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site  # a broken link or reference fails
 
 # the docs site (mkdocs.yml): pages from docs/, the API reference read statically from the docstrings

@@ -117,7 +117,7 @@ def test_one_backend_registration_reaches_train_eval_and_the_cli(new_backend, tm
     assert "echo" in agent_kinds()
     agent = make_agent(AgentSpec("echo", endpoint="http://127.0.0.1:1", model="m", concurrency=3))
     assert agent.name == "echo:m@http://127.0.0.1:1"
-    assert isinstance(agent.generator, _EchoGenerator) and agent.generator.request.max_concurrency == 3
+    assert isinstance(agent.generator, _EchoGenerator) and agent.generator.request.concurrency == 3
     assert agent.settings["endpoint"] == "http://127.0.0.1:1" and "dtype" not in agent.settings
     # the CLI: eval --help and train --help name it with its help text
     parser = build_parser()
