@@ -5,7 +5,8 @@ import json
 import pytest
 
 from searchgym.commands.demonstrations import parse_hop_counts
-from searchgym.retrieval.passages import passage_retriever, split_passages
+from searchgym.retrieval import passage_retriever
+from searchgym.retrieval.passages import split_passages
 from searchgym.tasks.heldout import hop_tasks, is_heldout_name
 from searchgym.training.demonstrations import (
     ProposerExpert,
@@ -206,3 +207,4 @@ def test_hop_counts_parse_and_refuse_bad_text():
     assert parse_hop_counts("") == {}
     with pytest.raises(ValueError, match="HOPS:N"):
         parse_hop_counts("1-300")
+

@@ -6,8 +6,9 @@ plain Python lists, triples in three numpy arrays with CSR (compressed sparse ro
 out- and in-edges, and lookup tables (title/alias → entities) are built lazily on first use.
 Value objects (:class:`Entity`, :class:`Edge`, ...) are materialised only when asked for.
 
-Build a world with :class:`WorldBuilder`; persist it with :meth:`World.save` /
-:meth:`World.load` (format documented in :mod:`searchgym.world.storage`).
+Build a world with :class:`WorldBuilder`; persist it with :func:`save_world` / :func:`load_world`
+(or :meth:`World.save` / :meth:`World.load`): :mod:`searchgym.world.storage` reads and writes the
+tables (:class:`~searchgym.world.storage.WorldColumns`), this module turns them into a World and back.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
+from dataclasses import fields
+from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 from typing import Literal as _Lit
 
@@ -23,10 +26,11 @@ import numpy as np
 from ..errors import InvalidArgumentError, NotFoundError, SearchGymError
 from .model import Document, Edge, Entity, Literal, Node, Relation, Triple, WorldStats
 from .shared import LockFreePickling
+from .storage import VERSION, WorldColumns, WorldFormatError, read_columns, write_columns
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["World", "WorldBuilder", "WorldError", "normalize_name"]
+__all__ = ["World", "WorldBuilder", "WorldError", "load_world", "normalize_name", "save_world"]
 
 
 class WorldError(SearchGymError, ValueError):
@@ -446,19 +450,41 @@ class World(LockFreePickling):
         )
 
     # ------------------------------------------------------------ persistence
+    def columns(self) -> WorldColumns:
+        """The world's tables as stored (shared with the world, not copied: treat them as read-only)."""
+        return WorldColumns(
+            name=self.name,
+            metadata=self.metadata,
+            entity_ids=self._ent_ids,
+            titles=self._titles,
+            aliases=self._aliases,
+            descriptions=self._descs,
+            types=self._types,
+            relation_ids=self._rel_ids,
+            relation_labels=self._rel_labels,
+            literal_values=self._lit_values,
+            literal_kinds=self._lit_kinds,
+            triples=self._triples,
+            doc_ids=self._doc_ids,
+            doc_titles=self._doc_titles,
+            doc_texts=self._doc_texts,
+            doc_entities=self._doc_ent,
+        )
+
+    @classmethod
+    def from_columns(cls, columns: WorldColumns) -> "World":
+        """A world over ``columns`` (checked as the constructor checks them; :class:`WorldError` if inconsistent)."""
+        return cls(**{f.name: getattr(columns, f.name) for f in fields(columns)})
+
     def save(self, path, *, progress: bool = False, version: int | None = None) -> None:
         """Write the world to directory ``path`` (created if needed) in the documented format
         (the current version unless ``version`` names an older one that is still read)."""
-        from .storage import VERSION, save_world
-
         save_world(self, path, progress=progress, version=VERSION if version is None else version)
 
     @classmethod
     def load(cls, path, *, progress: bool = False) -> "World":
         """Read a world saved by :meth:`save`; raises :class:`~searchgym.world.storage.WorldFormatError`
         naming the file and the problem if the directory is missing, partial or corrupt."""
-        from .storage import load_world
-
         return load_world(path, progress=progress)
 
 
@@ -615,3 +641,19 @@ class WorldBuilder:
             doc_entities=doc_ent,
             metadata={**self.metadata, "dropped": dict(self.dropped)} if self.dropped else self.metadata,
         )
+
+
+def save_world(world: World, path, *, progress: bool = False, version: int = VERSION) -> None:
+    """Write ``world`` to directory ``path`` in format ``version`` (see :mod:`searchgym.world.storage`)."""
+    write_columns(world.columns(), path, progress=progress, version=version)
+
+
+def load_world(path, *, progress: bool = False) -> World:
+    """Read a world directory written by :func:`save_world`; raises
+    :class:`~searchgym.world.storage.WorldFormatError` naming the file and the fix when it is missing,
+    partial, corrupt, or holds tables that do not form a consistent world."""
+    columns = read_columns(path, progress=progress)
+    try:
+        return World.from_columns(columns)
+    except WorldError as exc:
+        raise WorldFormatError(f"{Path(path)}: {exc}; rebuild the world") from None
