@@ -69,6 +69,7 @@ __all__ = [
     "EngineOutput",
     "EngineStats",
     "RolloutEngine",
+    "RowSampler",
     "StopChecker",
     "prefill_groups",
     "row_seed",
@@ -458,6 +459,70 @@ def prefill_groups(lengths: Sequence[int], call_tokens: int) -> list[tuple[int, 
     return groups[::-1]
 
 
+class RowSampler:
+    """The tokens sampled for one call's rows: each row's own stream of uniforms, its stop rules
+    (an EOS of ``eos_ids``, ``stop``, its ``max_new_tokens``) and, with ``logprobs``, the log-probability
+    of every sampled token. ``out[r]`` / ``logps[r]`` grow as row ``r`` is decoded."""
+
+    def __init__(
+        self,
+        max_new_tokens: Sequence[int],
+        temperature: float,
+        top_p: float,
+        seeds: Sequence[int],
+        eos_ids: Sequence[int],
+        stop: Optional[StopChecker],
+        logprobs: bool,
+        device: Any,
+    ) -> None:
+        n = len(max_new_tokens)
+        self.max_new_tokens, self.temperature, self.top_p, self.seeds = max_new_tokens, temperature, top_p, seeds
+        self.eos = set(int(e) for e in eos_ids)
+        self.stop, self.device = stop, device
+        self.out: list[list[int]] = [[] for _ in range(n)]
+        self.logps: Optional[list[list[float]]] = [[] for _ in range(n)] if logprobs else None
+        self.uniforms: dict[int, Any] = {}
+
+    def start(self, rows: Sequence[int]) -> None:
+        """Draw the uniforms of ``rows`` (one per token they may sample) from their seeds' streams."""
+        import torch
+
+        if self.temperature <= 0:
+            return
+        for r in rows:
+            gen = torch.Generator(device="cpu").manual_seed(self.seeds[r] % (2**63))
+            self.uniforms[r] = torch.rand(self.max_new_tokens[r], generator=gen, dtype=torch.float64).tolist()
+
+    def _draw(self, rows: Sequence[int]):
+        """The next uniform of each of ``rows`` (``None`` when greedy)."""
+        import torch
+
+        if self.temperature <= 0:
+            return None
+        out = self.out
+        return torch.tensor([self.uniforms[r][len(out[r])] for r in rows], dtype=torch.float64, device=self.device)
+
+    def take(self, rows: Sequence[int], logits) -> list[int]:
+        """Sample the next token of ``rows`` (in slot order); the positions (in ``rows``) that finished."""
+        import torch
+
+        tok = sample_rows(logits, self.temperature, self.top_p, self._draw(rows))
+        toks = tok.tolist()
+        logps, lp = self.logps, None
+        if logps is not None:
+            lp = (logits.gather(-1, tok[:, None])[:, 0] - torch.logsumexp(logits, dim=-1)).tolist()
+        done = []
+        eos, stop, max_new_tokens = self.eos, self.stop, self.max_new_tokens
+        for k, (r, t) in enumerate(zip(rows, toks)):
+            row = self.out[r]
+            row.append(t)
+            if lp is not None and logps is not None:
+                logps[r].append(lp[k])
+            if t in eos or (stop and stop.hit(row)) or len(row) >= max_new_tokens[r]:
+                done.append(k)
+        return done
+
+
 class RolloutEngine:
     """Batched decoding with rows that leave, per-row caps and stops, a slot cache and prefix reuse.
 
@@ -508,8 +573,7 @@ class RolloutEngine:
             self.model.train(was_training)
 
     def _run(self, prompts, max_new_tokens, temperature, top_p, seeds, eos_ids, stop) -> EngineOutput:
-        import torch
-
+        """One call: bind the weights, size the slot cache, decode every row to its end, count what it did."""
         n = len(prompts)
         stats0 = EngineStats(**self.stats.as_dict())
         cfg = self.config
@@ -518,72 +582,49 @@ class RolloutEngine:
         self.stats.calls += 1
         self.stats.rows += n
         self.stats.prompt_tokens += sum(len(p) for p in prompts)
-        eos = set(int(e) for e in eos_ids)
-        out: list[list[int]] = [[] for _ in range(n)]
-        logps: Optional[list[list[float]]] = [[] for _ in range(n)] if cfg.logprobs else None
-        uniforms: dict[int, Any] = {}
+        rows = RowSampler(max_new_tokens, temperature, top_p, seeds, eos_ids, stop, cfg.logprobs, runner.device)
         slots = min(cfg.max_batch, n)
         runner.allocate(slots, max(len(p) for p in prompts) + min(max(max_new_tokens), cfg.room))
-        slot_row: list[int] = []  # slot -> row, for the active slots 0 .. len - 1
-        waiting = deque(range(n))
-        refill_at = max(1, math.ceil(cfg.refill * slots))
-        dev = runner.device
-
-        def draw(rows: Sequence[int]):
-            if temperature <= 0:
-                return None
-            return torch.tensor([uniforms[r][len(out[r])] for r in rows], dtype=torch.float64, device=dev)
-
-        def take(rows: Sequence[int], logits) -> list[int]:
-            """Sample the next token of ``rows`` (in slot order); the positions (in ``rows``) that finished."""
-            tok = sample_rows(logits, temperature, top_p, draw(rows))
-            toks = tok.tolist()
-            lp = None
-            if logps is not None:
-                lp = (logits.gather(-1, tok[:, None])[:, 0] - torch.logsumexp(logits, dim=-1)).tolist()
-            done = []
-            for k, (r, t) in enumerate(zip(rows, toks)):
-                row = out[r]
-                row.append(t)
-                if lp is not None and logps is not None:
-                    logps[r].append(lp[k])
-                if t in eos or (stop and stop.hit(row)) or len(row) >= max_new_tokens[r]:
-                    done.append(k)
-            return done
-
         try:
-            while waiting or slot_row:
-                free = slots - len(slot_row)
-                if waiting and free and (not slot_row or free >= min(refill_at, len(waiting))):
-                    admitted = [waiting.popleft() for _ in range(min(free, len(waiting)))]
-                    t0 = time.perf_counter()
-                    for r in admitted:
-                        if temperature > 0:
-                            gen = torch.Generator(device="cpu").manual_seed(seeds[r] % (2**63))
-                            uniforms[r] = torch.rand(max_new_tokens[r], generator=gen, dtype=torch.float64).tolist()
-                    first = len(slot_row)
-                    admitted, logits = self._admit(admitted, prompts, first)
-                    slot_row.extend(admitted)
-                    done = take(admitted, logits)
-                    self.stats.prefill_s += time.perf_counter() - t0
-                    self._leave([first + k for k in done], slot_row, prompts, out)
-                    continue
-                t0 = time.perf_counter()
-                active = len(slot_row)
-                last = torch.tensor([out[r][-1] for r in slot_row], dtype=torch.long, device=dev)
-                logits = runner.decode(last, active)
-                done = take(slot_row, logits)
-                self.stats.decode_steps += 1
-                self.stats.row_steps += active
-                self.stats.decode_s += time.perf_counter() - t0
-                self._leave(done, slot_row, prompts, out)
+            self._decode_rows(prompts, rows, slots)
         finally:
             if runner.cache_bytes > cfg.keep_cache_mb << 20:
                 runner.release()
-        self.stats.new_tokens += sum(len(t) for t in out)
+        self.stats.new_tokens += sum(len(t) for t in rows.out)
         self.stats.grows = runner.cache.grows
         delta = {k: v - getattr(stats0, k) for k, v in self.stats.as_dict().items()}
-        return EngineOutput(out, logps, delta)
+        return EngineOutput(rows.out, rows.logps, delta)
+
+    def _decode_rows(self, prompts: Sequence[Sequence[int]], rows: "RowSampler", slots: int) -> None:
+        """The decode loop: admit waiting rows into free slots (when enough are free, or none is active),
+        else decode one token for every active slot; rows that finish leave their slot."""
+        import torch
+
+        slot_row: list[int] = []  # slot -> row, for the active slots 0 .. len - 1
+        waiting = deque(range(len(prompts)))
+        refill_at = max(1, math.ceil(self.config.refill * slots))
+        while waiting or slot_row:
+            free = slots - len(slot_row)
+            if waiting and free and (not slot_row or free >= min(refill_at, len(waiting))):
+                admitted = [waiting.popleft() for _ in range(min(free, len(waiting)))]
+                t0 = time.perf_counter()
+                rows.start(admitted)
+                first = len(slot_row)
+                admitted, logits = self._admit(admitted, prompts, first)
+                slot_row.extend(admitted)
+                done = rows.take(admitted, logits)
+                self.stats.prefill_s += time.perf_counter() - t0
+                self._leave([first + k for k in done], slot_row, prompts, rows.out)
+                continue
+            t0 = time.perf_counter()
+            active = len(slot_row)
+            last = torch.tensor([rows.out[r][-1] for r in slot_row], dtype=torch.long, device=self.runner.device)
+            logits = self.runner.decode(last, active)
+            done = rows.take(slot_row, logits)
+            self.stats.decode_steps += 1
+            self.stats.row_steps += active
+            self.stats.decode_s += time.perf_counter() - t0
+            self._leave(done, slot_row, prompts, rows.out)
 
     # ------------------------------------------------------------------ helpers
     def _admit(self, rows: list[int], all_prompts: Sequence[Sequence[int]], start: int):
