@@ -52,7 +52,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -186,7 +186,7 @@ def write_columns(w: WorldColumns, path, *, progress: bool = False, version: int
         _save_array(d / "triples.npy", w.triples)
         _save_array(d / "doc_entities.npy", w.doc_entities)
         names += ["entity_aliases.utf8", "entity_aliases.offsets.npy", *ARRAYS_V2]
-    body = {
+    body: dict[str, Any] = {
         "format": FORMAT,
         "version": version,
         "name": w.name,

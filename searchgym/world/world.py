@@ -18,7 +18,7 @@ import threading
 from collections import Counter
 from dataclasses import fields
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Sequence, Sized
 from typing import Literal as _Lit
 
 import numpy as np
@@ -69,10 +69,10 @@ def csr_index(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _check_columns(
-    entity_cols: tuple[Sequence, ...],
-    relation_cols: tuple[Sequence, ...],
-    literal_cols: tuple[Sequence, ...],
-    doc_cols: tuple[Sequence, ...],
+    entity_cols: tuple[Sized, ...],
+    relation_cols: tuple[Sized, ...],
+    literal_cols: tuple[Sized, ...],
+    doc_cols: tuple[Sized, ...],
     triples: np.ndarray,
 ) -> None:
     """Raise :class:`WorldError` when a table's columns differ in length or a triple points outside the
