@@ -207,4 +207,3 @@ def test_hop_counts_parse_and_refuse_bad_text():
     assert parse_hop_counts("") == {}
     with pytest.raises(ValueError, match="HOPS:N"):
         parse_hop_counts("1-300")
-
