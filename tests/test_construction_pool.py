@@ -340,3 +340,12 @@ def test_default_world_pool_of_1000(default_world, tmp_path):
     out.write_text("\n".join(text[:400]) + "\n" + text[400][:50])
     again = build_pool(default_world, 1000, out=out, progress=False)
     assert dicts(again.subgraphs) == dicts(res.subgraphs)
+
+
+def test_moved_pool_names_raise_an_error_naming_their_new_home():
+    """One seed index's extraction lives in pool_extraction (pool_ray uses it without importing pool)."""
+    import searchgym.construction.pool as pool
+
+    for name in ("make_walker", "make_outcome"):
+        with pytest.raises(AttributeError, match=f"from searchgym.construction.pool_extraction import {name}"):
+            getattr(pool, name)

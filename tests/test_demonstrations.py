@@ -5,7 +5,8 @@ import json
 import pytest
 
 from searchgym.commands.demonstrations import parse_hop_counts
-from searchgym.retrieval.passages import passage_retriever, split_passages
+from searchgym.retrieval import passage_retriever
+from searchgym.retrieval.passages import split_passages
 from searchgym.tasks.heldout import hop_tasks, is_heldout_name
 from searchgym.training.demonstrations import (
     ProposerExpert,

@@ -368,3 +368,11 @@ def test_make_retriever_caches_per_world_and_settings(tiny_world):
         make_retriever(backend="remote")
     with pytest.raises(ValueError, match="needs a world"):
         make_retriever(None, "bm25")
+
+
+def test_passage_retriever_moved_to_the_factory():
+    """passages.py only splits text; the retriever over passages is the factory's."""
+    import searchgym.retrieval.passages as passages
+
+    with pytest.raises(AttributeError, match="from searchgym.retrieval import passage_retriever"):
+        passages.passage_retriever

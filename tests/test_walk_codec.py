@@ -10,7 +10,7 @@ import pytest
 
 from searchgym.construction import ExtractionConfig, HeuristicSelector, Rejected, SelectorUnavailable
 from searchgym.construction.extract import Walk, extract_subgraph, extraction_index, subgraph_from_walk
-from searchgym.construction.pool import SeedSampler, make_walker
+from searchgym.construction.pool_extraction import SeedSampler, make_walker
 from searchgym.construction.selectors import SelectorError
 from searchgym.construction.walk_codec import decode_walks, encode_walks
 from tests.support.construction_world import build_random_world

@@ -132,7 +132,7 @@ def _cmd_stats(args: argparse.Namespace) -> int:
         args.input = None
         world = build_synthetic(args)
     else:
-        from ..world.storage import load_world
+        from ..world import load_world
 
         world = load_world(args.path, progress=args.progress)
     stats = world.stats(top=args.top)

@@ -38,14 +38,46 @@ def subgraph_layout(sg: Subgraph) -> dict[str, tuple[float, float]]:
     return pos
 
 
+#: node roles: legend label, face colour, edge colour, marker (Fig. 6's scheme)
+_ROLES = (
+    ("seed v0 (waypoint)", "#FFF4CC", "#D4A017", "D"),
+    ("waypoint", "#DCE9F7", "#4C72B0", "D"),
+    ("answer: {answer}", "#DFF2DF", "#2E8B57", "o"),
+    ("distractor", "#EEEEEE", "#9A9A9A", "o"),
+)
+
+
 def plot_subgraph(sg: Subgraph, png_path, *, title: str | None = None) -> None:
     """Draw ``sg`` into ``png_path`` (PNG) with the Fig. 6 colour scheme."""
-    import networkx as nx
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-    from matplotlib.lines import Line2D
 
     pos = subgraph_layout(sg)
+    xs = [p[0] for p in pos.values()]
+    ys = [p[1] for p in pos.values()]
+    width = max(6.0, 1.9 * (max(xs) - min(xs)) / _DX + 3)
+    height = max(3.5, 1.3 * (max(ys) - min(ys)) + 3)
+    fig = Figure(figsize=(width, height), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    ax.set_axis_off()
+    _draw_graph(sg, pos, ax)
+    ax.legend(handles=_legend(sg), loc="upper left", fontsize=8, frameon=False, bbox_to_anchor=(0, 1.02))
+    ax.margins(0.12, 0.25)
+    ax.set_title(
+        title
+        or f"{sg.id}: {sg.hops}-hop path, {len(sg.distractors)} distractor branch(es), answer type {sg.answer_type}",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    fig.savefig(str(png_path), format="png")
+
+
+def _draw_graph(sg: Subgraph, pos: dict, ax) -> None:
+    """The subgraph's nodes (by role), path edges solid, branch edges dashed, relation labels on the edges
+    and titles on the nodes."""
+    import networkx as nx
+
     g = nx.DiGraph()
     g.add_nodes_from(sg.nodes)
     path_edges: list[tuple[str, str]] = []
@@ -55,38 +87,7 @@ def plot_subgraph(sg: Subgraph, png_path, *, title: str | None = None) -> None:
         g.add_edge(e.head, e.tail)
         (path_edges if i < sg.hops else branch_edges).append((e.head, e.tail))
         labels[(e.head, e.tail)] = textwrap.fill(e.relation, 18)
-
-    xs = [p[0] for p in pos.values()]
-    ys = [p[1] for p in pos.values()]
-    width = max(6.0, 1.9 * (max(xs) - min(xs)) / _DX + 3)
-    height = max(3.5, 1.3 * (max(ys) - min(ys)) + 3)
-    fig = Figure(figsize=(width, height), dpi=100)
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot(1, 1, 1)
-    ax.set_axis_off()
-
-    seed, answer = sg.path[0], sg.path[-1]
-    waypoints = sg.path[1:-1]
-    distractors = [n for n in sg.nodes if n not in set(sg.path)]
-    groups = [
-        ([seed], "#FFF4CC", "#D4A017", "D"),
-        (waypoints, "#DCE9F7", "#4C72B0", "D"),
-        ([answer], "#DFF2DF", "#2E8B57", "o"),
-        (distractors, "#EEEEEE", "#9A9A9A", "o"),
-    ]
-    for nodes, face, edge, shape in groups:
-        if nodes:
-            nx.draw_networkx_nodes(
-                g,
-                pos,
-                nodelist=nodes,
-                node_color=face,
-                edgecolors=edge,
-                linewidths=2.5,
-                node_size=2600,
-                node_shape=shape,
-                ax=ax,
-            )
+    _draw_nodes(sg, g, pos, ax)
     nx.draw_networkx_edges(
         g, pos, edgelist=path_edges, width=2.0, edge_color="#333333", arrows=True, arrowsize=16, node_size=2600, ax=ax
     )
@@ -113,18 +114,38 @@ def plot_subgraph(sg: Subgraph, png_path, *, title: str | None = None) -> None:
     )
     names = {n: textwrap.fill(node.title, 14)[:60] for n, node in sg.nodes.items()}
     nx.draw_networkx_labels(g, pos, labels=names, font_size=7, ax=ax)
-    legend = [
-        Line2D([], [], marker="D", ls="", mfc="#FFF4CC", mec="#D4A017", mew=2, ms=10, label="seed v0 (waypoint)"),
-        Line2D([], [], marker="D", ls="", mfc="#DCE9F7", mec="#4C72B0", mew=2, ms=10, label="waypoint"),
-        Line2D([], [], marker="o", ls="", mfc="#DFF2DF", mec="#2E8B57", mew=2, ms=10, label=f"answer: {sg.answer}"),
-        Line2D([], [], marker="o", ls="", mfc="#EEEEEE", mec="#9A9A9A", mew=2, ms=10, label="distractor"),
+
+
+def _role_nodes(sg: Subgraph) -> tuple[list[str], ...]:
+    """The nodes of each role in :data:`_ROLES` order: seed, waypoints, answer, distractors."""
+    on_path = set(sg.path)
+    return [sg.path[0]], sg.path[1:-1], [sg.path[-1]], [n for n in sg.nodes if n not in on_path]
+
+
+def _draw_nodes(sg: Subgraph, g, pos: dict, ax) -> None:
+    """The nodes, coloured and shaped by role (:data:`_ROLES`)."""
+    import networkx as nx
+
+    for nodes, (_, face, edge, shape) in zip(_role_nodes(sg), _ROLES):
+        if nodes:
+            nx.draw_networkx_nodes(
+                g,
+                pos,
+                nodelist=nodes,
+                node_color=face,
+                edgecolors=edge,
+                linewidths=2.5,
+                node_size=2600,
+                node_shape=shape,
+                ax=ax,
+            )
+
+
+def _legend(sg: Subgraph) -> list:
+    """Legend entries of the node roles (the answer's names the answer)."""
+    from matplotlib.lines import Line2D
+
+    return [
+        Line2D([], [], marker=shape, ls="", mfc=face, mec=edge, mew=2, ms=10, label=label.format(answer=sg.answer))
+        for label, face, edge, shape in _ROLES
     ]
-    ax.legend(handles=legend, loc="upper left", fontsize=8, frameon=False, bbox_to_anchor=(0, 1.02))
-    ax.margins(0.12, 0.25)
-    ax.set_title(
-        title
-        or f"{sg.id}: {sg.hops}-hop path, {len(sg.distractors)} distractor branch(es), answer type {sg.answer_type}",
-        fontsize=10,
-    )
-    fig.tight_layout()
-    fig.savefig(str(png_path), format="png")

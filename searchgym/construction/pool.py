@@ -21,9 +21,9 @@ index or subgraph id on two lines, naming both. A selector outage (endpoint down
 not a property of the seed: the build stops there without journaling it, and the rerun retries it.
 
 Layout: :func:`build_pool` validates (:func:`_eligible_index`), resumes (:func:`_resume`), then
-runs :func:`make_extractor`'s work function through :func:`_run_sequential` or
-:func:`_run_concurrent`; :class:`_PoolRun` holds the outcomes and stop rules, :class:`_Journal`
-the files.
+runs the extraction of each seed index (:mod:`searchgym.construction.pool_extraction`) through
+:func:`_run_sequential`, :func:`_run_concurrent` or Ray (:mod:`searchgym.construction.pool_ray`);
+:class:`_PoolRun` holds the outcomes and stop rules, :class:`_Journal` the files.
 """
 
 from __future__ import annotations
@@ -32,29 +32,23 @@ import hashlib
 import json
 import logging
 import os
-import random
 import time
 from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from ..core.artefacts import check_output
 from ..core.jsonl import check_unique, open_append, scan_jsonl
+from ..core.moved import moved_getattr
 from ..core.output_lock import OutputLock
 from ..core.renamed import renamed_kwargs
+from ..core.progress import Progress
 from ..core.subgraph import Subgraph
 from ..errors import InvalidArgumentError, InvalidTypeError, MissingFileError, SearchGymError
-from .extract import (
-    ExtractionConfig,
-    Rejected,
-    SelectorUnavailable,
-    build_subgraph,
-    extraction_index,
-    walk_subgraph,
-)
+from .extract import ExtractionConfig, SelectorUnavailable, extraction_index
+from .pool_extraction import SeedOutcome, SeedSampler, make_extractor
+from .pool_ray import run_pool_on_ray
 from .selectors import HeuristicSelector
 
 logger = logging.getLogger(__name__)
@@ -124,23 +118,6 @@ def pool_fingerprint(world, seed: int, config: ExtractionConfig, selector) -> st
         "world": [world.name, world.num_entities, world.num_relations, world.num_triples],
     }
     return hashlib.sha1(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-class SeedSampler:
-    """Seed index → entity index, a pure function of (seed, index)."""
-
-    def __init__(self, eligible: np.ndarray, seed: int) -> None:
-        self.eligible = eligible
-        self.seed = seed
-        self._perms: dict[int, np.ndarray] = {}
-
-    def __call__(self, i: int) -> int:
-        m = len(self.eligible)
-        epoch, pos = divmod(i, m)
-        perm = self._perms.get(epoch)
-        if perm is None:
-            perm = self._perms[epoch] = np.random.default_rng([self.seed, epoch]).permutation(m)
-        return int(self.eligible[perm[pos]])
 
 
 def _scan_jsonl(path: Path, *, repair: bool) -> list[tuple[int, dict]]:
@@ -248,17 +225,6 @@ class _Journal:
             self._lock.release()
 
 
-@dataclass
-class _Outcome:
-    """What one seed index produced: a subgraph, a rejection, or an endpoint outage (not journaled)."""
-
-    index: int
-    seed_id: str
-    subgraph: Subgraph | None = None
-    rejection: Rejected | None = None
-    outage: SelectorUnavailable | None = None
-
-
 class _PoolRun:
     """State of one build: finished seed indices, this run's counts, the stop conditions."""
 
@@ -296,7 +262,7 @@ class _PoolRun:
         """Enough accepted, the selector evidently broken, or its endpoint down."""
         return len(self.accepted) >= self.n or self.outage is not None or self.aborted()
 
-    def commit(self, o: _Outcome) -> None:
+    def commit(self, o: SeedOutcome) -> None:
         """Record one outcome (in seed index order) and journal it, unless it is an outage."""
         if o.outage is not None:
             self.outage = (o.index, o.outage)
@@ -367,7 +333,7 @@ def _run_concurrent(work, run: _PoolRun, concurrency: int, max_attempts: int) ->
     """
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="subgraphs")
     inflight: dict = {}
-    buffered: dict[int, _Outcome] = {}
+    buffered: dict[int, SeedOutcome] = {}
     next_i = commit_i = 0
     try:
         while True:
@@ -437,50 +403,6 @@ def _resume(out_path: Path | None, fingerprint: str) -> tuple[dict[int, Subgraph
     return accepted, rejected
 
 
-def make_walker(world, selector, config: ExtractionConfig, sampler: SeedSampler, seed: int):
-    """``walk(i) -> (seed id, Walk | Rejected | SelectorUnavailable)``: stage 1 and 2 of seed index
-    ``i`` with its own RNG, as codes (thread-safe; what a Ray worker runs and sends back)."""
-    entity_ids = world.entity_ids
-
-    def walk(i: int):
-        sid = entity_ids[sampler(i)]
-        rng = random.Random(f"searchgym-pool:{seed}:{i}")
-        try:
-            return sid, walk_subgraph(world, sid, selector, config, rng)
-        except (Rejected, SelectorUnavailable) as exc:
-            return sid, exc
-
-    return walk
-
-
-def make_outcome(world, config: ExtractionConfig, seed: int, fingerprint: str):
-    """``outcome(i, seed id, walk result) -> _Outcome``: the subgraph (with its pool metadata) of a
-    walk of :func:`make_walker`, or its rejection or outage."""
-
-    idx = extraction_index(world, config)
-
-    def outcome(i: int, sid: str, result) -> _Outcome:
-        if isinstance(result, Rejected):
-            return _Outcome(i, sid, rejection=result)
-        if isinstance(result, SelectorUnavailable):
-            return _Outcome(i, sid, outage=result)
-        extra = {"seed_index": i, "pool_seed": seed, "pool_fingerprint": fingerprint}
-        return _Outcome(i, sid, subgraph=build_subgraph(idx, sid, result, f"sg{i:06d}", extra))
-
-    return outcome
-
-
-def make_extractor(world, selector, config: ExtractionConfig, sampler: SeedSampler, seed: int, fingerprint: str):
-    """``work(i) -> _Outcome``: extraction of seed index ``i`` with its own RNG (thread-safe)."""
-    walk = make_walker(world, selector, config, sampler, seed)
-    outcome = make_outcome(world, config, seed, fingerprint)
-
-    def work(i: int) -> _Outcome:
-        return outcome(i, *walk(i))
-
-    return work
-
-
 @renamed_kwargs(workers="concurrency")
 def build_pool(
     world,
@@ -520,9 +442,6 @@ def build_pool(
     try:
         accepted, rejected = _resume(out_path, fingerprint)
         result = PoolResult([], Counter(rejected.values()), resumed=len(accepted) + len(rejected), path=out_path)
-        work = make_extractor(world, selector, config, SeedSampler(idx.eligible_seeds, seed), seed, fingerprint)
-        from ..core.progress import Progress
-
         journal.open()
         hint = "rerun the same command to resume" if out_path is not None else None
         bar = Progress(
@@ -531,25 +450,32 @@ def build_pool(
         run = _PoolRun(n, accepted, rejected, result, journal, fingerprint, abort_after_selector_failures, bar)
         try:
             if ray is not None:
-                from .pool_ray import run_pool_on_ray
-
                 run_pool_on_ray(ray, world, selector, config, idx.eligible_seeds, seed, fingerprint, run, max_attempts)
-            elif concurrency == 1:
-                _run_sequential(work, run, max_attempts)
             else:
-                _run_concurrent(work, run, concurrency, max_attempts)
+                work = make_extractor(world, selector, config, SeedSampler(idx.eligible_seeds, seed), seed, fingerprint)
+                if concurrency == 1:
+                    _run_sequential(work, run, max_attempts)
+                else:
+                    _run_concurrent(work, run, concurrency, max_attempts)
         finally:
-            if bar is not None:
-                bar.close()
+            bar.close()
     finally:
         journal.close()
+    _summarise(result, run, selector, max_attempts, time.perf_counter() - t0)
+    return result
 
+
+def _summarise(result: PoolResult, run: _PoolRun, selector, max_attempts: int, elapsed_s: float) -> None:
+    """Fill ``result`` from a finished run: why it stopped early (logged), the subgraphs in seed index
+    order, the counts, the time and the selector's statistics."""
     result.stopped_early = run.stop_reason(max_attempts)
     if result.stopped_early:
         logger.warning("build_pool: %s", result.stopped_early)
-    result.subgraphs = [accepted[i] for i in sorted(accepted)][:n]
-    result.attempted = len(accepted) + len(rejected)
-    result.elapsed_s = time.perf_counter() - t0
+    result.subgraphs = [run.accepted[i] for i in sorted(run.accepted)][: run.n]
+    result.attempted = len(run.accepted) + len(run.rejected)
+    result.elapsed_s = elapsed_s
     stats = getattr(selector, "stats", None)
     result.selector_stats = stats() if callable(stats) else None
-    return result
+
+
+__getattr__ = moved_getattr(__name__)  # make_walker / make_outcome moved to searchgym.construction.pool_extraction

@@ -5,8 +5,8 @@ and extraction config once and walks a chunk per call, every index with its own 
 ``(seed, index)`` exactly as the local path does. A chunk comes back as the walks' codes in one
 integer array (:mod:`searchgym.construction.walk_codec`), not as pickled subgraphs: the driver shares
 the machine's cores with the workers, so its work per subgraph is kept to decoding the codes and
-building the subgraph record. Chunks are committed in order through the same
-:class:`~searchgym.construction.pool._PoolRun` as a local build, so the pool (and the JSONL file,
+building the subgraph record. Chunks are committed in order through the same run (the build's
+commit log, :class:`~searchgym.construction.pool._PoolRun`) as a local build, so the pool (and the JSONL file,
 and its resume) is identical to a local run with the same seed, for any number of workers; a worker
 killed mid-chunk is restarted by Ray and the chunk re-run (:func:`searchgym.core.ray_support.ordered_map`).
 """
@@ -18,6 +18,7 @@ import logging
 from contextlib import contextmanager
 
 from ..core.ray_support import RayConfig, ordered_map
+from .pool_extraction import SeedSampler, make_outcome, make_walker
 from .walk_codec import decode_walks, encode_walks
 
 logger = logging.getLogger(__name__)
@@ -49,8 +50,6 @@ class PoolActor:
     """A Ray actor walking chunks of seed indices (built once per worker)."""
 
     def __init__(self, world, selector, config, eligible, seed: int) -> None:
-        from .pool import SeedSampler, make_walker
-
         self.walk = make_walker(world, selector, config, SeedSampler(eligible, seed), seed)
 
     def run(self, chunk: tuple[int, int, tuple]):
@@ -64,9 +63,10 @@ class PoolActor:
 def run_pool_on_ray(
     ray_config: RayConfig, world, selector, config, eligible, seed: int, fingerprint: str, run, max_attempts: int
 ) -> None:
-    """Commit seed indices ``0, 1, ...`` into ``run`` from Ray workers until it is finished."""
-    from .pool import make_outcome
+    """Commit seed indices ``0, 1, ...`` into ``run`` from Ray workers until it is finished.
 
+    ``run`` is the build's commit log (``is_done(i)``, ``finished()``, ``commit(outcome)``), the same one a
+    local build commits into."""
     size = ray_config.chunk or DEFAULT_CHUNK
     outcome = make_outcome(world, config, seed, fingerprint)
     entity_ids = world.entity_ids

@@ -78,6 +78,8 @@ MOVED_MODULES: dict[str, str] = {
     "searchgym.wrappers.sapo": "searchgym.core.advantages",
     "searchgym.wrappers.stacking": "searchgym.wrappers.registry",
     "searchgym.wrappers.wcr": "searchgym.wrappers.waypoint_coverage_reward",
+    "searchgym.world.synthetic_names": "searchgym.world.synthetic_name_forge",
+    "searchgym.world.synthetic_naming": "searchgym.world.synthetic_titles",
 }
 
 #: names a package used to offer -> the package or module to import them from now
@@ -104,6 +106,12 @@ MOVED_NAMES: dict[str, str] = {
     },
     "searchgym.envs.LLMReader": "searchgym.scoring",
     "searchgym.agents.eval_agents.resolve_checkpoint": "searchgym.llm.pretrained",
+    # module-level names moved to break import cycles (the old module's ``__getattr__`` names the new home)
+    "searchgym.world.storage.load_world": "searchgym.world",
+    "searchgym.world.storage.save_world": "searchgym.world",
+    "searchgym.retrieval.passages.passage_retriever": "searchgym.retrieval",
+    "searchgym.construction.pool.make_walker": "searchgym.construction.pool_extraction",
+    "searchgym.construction.pool.make_outcome": "searchgym.construction.pool_extraction",
     **{
         f"searchgym.wrappers.{n}": "searchgym.core.advantages"
         for n in ("grpo_advantages", "sapo_group_advantages", "sapo_step_advantages", "step_advantages")

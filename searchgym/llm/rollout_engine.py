@@ -50,16 +50,15 @@ import math
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from ..errors import InvalidArgumentError
+from .decoder_weights import DecoderWeights
 from .kv_reuse import PrefixKVStore
 from .shared_prefix import common_prefix_len
-
-if TYPE_CHECKING:
-    import torch
+from .slot_kv_cache import SlotKVCache
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +69,7 @@ __all__ = [
     "EngineOutput",
     "EngineStats",
     "RolloutEngine",
+    "RowSampler",
     "StopChecker",
     "prefill_groups",
     "row_seed",
@@ -81,8 +81,6 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")
 STOP_TAIL_TOKENS = 24
 #: model types whose decoder layers :class:`DecoderRunner` runs (Llama's layer: pre-norm, rotary, GQA, gated MLP)
 SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "mistral")
-#: ``pack=None`` prepacks float32 weights whose copies take at most this many bytes (other dtypes: always)
-PACK_LIMIT_BYTES = 2 << 30
 
 
 @dataclass(frozen=True)
@@ -99,7 +97,8 @@ class EngineConfig:
     the projections on oneDNN-prepacked weight copies (CPU; 1.3-1.7x faster decode steps at batch 4-16 for
     SmolLM2 in float32, other float rounding than ``F.linear``; re-packed, about 0.4 s for SmolLM2, when the
     weights change); ``None`` = when the weights are copied anyway (a ``dtype`` other than the model's) or
-    the float32 copies take at most :data:`PACK_LIMIT_BYTES`; ``False`` runs transformers' own kernels.
+    the float32 copies take at most :data:`~searchgym.llm.decoder_weights.PACK_LIMIT_BYTES`; ``False`` runs
+    transformers' own kernels.
     ``split_prefill``: rows admitted together are prefilled in groups of similar length when that saves more
     padded tokens than this many per extra call (a call re-reads the weights: ~20-30 tokens of prefill
     work for SmolLM2 on a CPU); ``-1`` prefills them in one call. ``keep_cache_mb``: the slot cache is
@@ -218,28 +217,21 @@ def sample_rows(logits, temperature: float, top_p: float, uniforms):
 
 
 # ====================================================================== the lean decoder
-def _torch_dtype(name: str, model_dtype):
-    import torch
-
-    return model_dtype if name == "auto" else getattr(torch, name)
-
-
 class DecoderRunner:
     """A Llama-family decoder run layer by layer over a slot KV cache (see the module docstring).
 
-    Slots ``0 .. active - 1`` hold the rows being decoded; :meth:`prefill` fills the next slots,
-    :meth:`decode` feeds one token per active slot, :meth:`move` copies a slot into another (compaction)."""
+    Three parts, one job each: :attr:`weights` (:class:`~searchgym.llm.decoder_weights.DecoderWeights`: the
+    layers as calls in the rollout dtype, refreshed when the model changes), :attr:`cache`
+    (:class:`~searchgym.llm.slot_kv_cache.SlotKVCache`: a slot per row) and the forward here. Slots
+    ``0 .. active - 1`` hold the rows being decoded; :meth:`prefill` fills the next slots, :meth:`decode`
+    feeds one token per active slot, ``cache.move`` copies a slot into another (compaction)."""
 
     def __init__(self, model, dtype: str = "auto", *, pack: Optional[bool] = None, pack_rows: int = 16) -> None:
-        import torch
-
         reason = self.unsupported(model)
         if reason:
             raise InvalidArgumentError(f"the static rollout engine cannot run this model: {reason}; use engine='hf'")
         self.model = model
         base = self._base(model)
-        self.decoder = base.get_decoder()
-        self.head_module = base.get_output_embeddings()
         cfg = base.config
         self.n_layers = int(cfg.num_hidden_layers)
         self.n_heads = int(cfg.num_attention_heads)
@@ -247,35 +239,33 @@ class DecoderRunner:
         self.head_dim = int(getattr(cfg, "head_dim", None) or cfg.hidden_size // self.n_heads)
         self.groups = self.n_heads // self.n_kv
         self.scaling = self.head_dim**-0.5
-        param = next(model.parameters())
-        self.device = param.device
-        self.dtype = _torch_dtype(dtype, param.dtype)
-        # oneDNN-prepacked weight copies (CPU): by default when the weights are copied anyway (another dtype)
-        # or the copies are small (at most PACK_LIMIT_BYTES)
-        can_pack = self.device.type == "cpu" and torch.backends.mkldnn.is_available()
-        if pack is None:
-            linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
-            pack = self.dtype != param.dtype or linear * param.element_size() <= PACK_LIMIT_BYTES
-        self.pack = can_pack and bool(pack)
-        self._derived_cache: dict[tuple[str, int], tuple[tuple, tuple, Any]] = {}
-        self._used: set[tuple[str, int]] = set()
-        self.pack_rows = max(1, int(pack_rows))
-        self.grows = 0
-        self._fingerprint: Optional[int] = None
-        self._layers: list[tuple] = []
-        self._embed: Any = None
-        self._norm: Any = None
-        self._head: Any = None
-        # the slot cache
-        self.kv: Optional[torch.Tensor] = None
-        self.slots = 0
-        self.columns = 0
-        self.lengths: list[int] = []
-        self._len_t: Optional[torch.Tensor] = None
-        self._kflat: list = []
-        self._vflat: list = []
-        self._head_base: Optional[torch.Tensor] = None
-        self._arange: Optional[torch.Tensor] = None
+        self.weights = DecoderWeights(
+            model, base.get_decoder(), base.get_output_embeddings(), dtype, pack=pack, pack_rows=pack_rows
+        )
+        self.device, self.dtype = self.weights.device, self.weights.dtype
+        self.cache = SlotKVCache(self.n_layers, self.n_kv, self.head_dim, self.dtype, self.device)
+
+    @property
+    def pack(self) -> bool:
+        """Whether the projections run on oneDNN-prepacked weight copies."""
+        return self.weights.pack
+
+    def refresh(self) -> None:
+        """Bind the model's current weights (only what changed since the last call is remade)."""
+        self.weights.refresh()
+
+    def allocate(self, slots: int, columns: int) -> None:
+        """A cache of at least ``slots`` rows and ``columns`` positions, every row empty."""
+        self.cache.allocate(slots, columns)
+
+    def release(self) -> None:
+        """Drop the slot cache (its memory goes back)."""
+        self.cache.release()
+
+    @property
+    def cache_bytes(self) -> int:
+        """Bytes the slot cache holds (0 when released)."""
+        return self.cache.cache_bytes
 
     # ------------------------------------------------------------------ support
     @staticmethod
@@ -325,229 +315,6 @@ class DecoderRunner:
             return "the embedding is not a module"
         return None
 
-    # ------------------------------------------------------------------ weights
-    def _fingerprint_now(self) -> int:
-        return hash(tuple((id(p), p._version) for p in self.model.parameters()))
-
-    def refresh(self) -> None:
-        """Bind the layers' weights (converting, fusing and packing them as configured) unless nothing changed
-        since the last call; only tensors derived from changed parameters are remade."""
-        fp = self._fingerprint_now()
-        if fp == self._fingerprint and self._layers:
-            return
-        self._used = set()
-
-        def conv(t):
-            if t is None or t.dtype == self.dtype:
-                return t
-            return self._derived("dtype", (t,), lambda: t.detach().to(self.dtype))
-
-        dec = self.decoder
-        self._embed = self._embedding(dec.embed_tokens, conv)
-        self._layers = []
-        for layer in dec.layers:
-            attn, mlp = layer.self_attn, layer.mlp
-            self._layers.append(
-                (
-                    self._rms(layer.input_layernorm, conv),
-                    self._projections((attn.q_proj, attn.k_proj, attn.v_proj), conv),
-                    self._linear(attn.o_proj, conv),
-                    self._rms(layer.post_attention_layernorm, conv),
-                    self._projections((mlp.gate_proj, mlp.up_proj), conv),
-                    self._linear(mlp.down_proj, conv),
-                    mlp.act_fn,
-                )
-            )
-        self._norm = self._rms(dec.norm, conv)
-        self._head = self._linear(self.head_module, conv)
-        for key in set(self._derived_cache) - self._used:  # weights no longer in the model
-            del self._derived_cache[key]
-        self._fingerprint = self._fingerprint_now()
-
-    def _derived(self, kind: str, sources: tuple, make: Callable):
-        """``make()``, a tensor derived from the parameters ``sources``, remade only when one of them was
-        replaced or updated in place since (version counters): a LoRA step re-derives the adapter's tensors,
-        not the frozen base weights'."""
-        key = (kind, id(sources[0]))
-        self._used.add(key)
-        stamp = tuple((id(t), t._version) for t in sources)
-        hit = self._derived_cache.get(key)
-        if hit is not None and hit[0] == stamp:
-            return hit[2]
-        value = make()
-        self._derived_cache[key] = (stamp, sources, value)  # the sources are held: their ids stay theirs
-        return value
-
-    def _cast_module(self, module) -> Callable:
-        """``module`` called in its own dtype, its output in the rollout dtype."""
-        params = list(module.parameters())
-        own = params[0].dtype if params else self.dtype
-        if own == self.dtype:
-            return module
-        dtype = self.dtype
-        return lambda x: module(x.to(own)).to(dtype)
-
-    def _dense(self, weight, bias, sources: tuple) -> Callable:
-        """``x -> x @ weight.T + bias``: oneDNN on a prepacked copy when packing, else ``F.linear``."""
-        import torch
-        import torch.nn.functional as F
-
-        if self.pack:
-            rows = self.pack_rows
-            packed = self._derived(
-                "pack", sources, lambda: torch.ops.mkldnn._reorder_linear_weight(weight.detach(), rows)
-            )
-            linear = torch.ops.mkldnn._linear_pointwise
-            return lambda x: linear(x, packed, bias, "none", [None], "")
-        return lambda x: F.linear(x, weight, bias)
-
-    def _linear(self, module, conv) -> Callable:
-        import torch
-
-        if type(module) is not torch.nn.Linear:  # a LoRA layer, a wrapper: call it (adapters on/off work)
-            return self._cast_module(module)
-        return self._dense(conv(module.weight), conv(module.bias), (module.weight,))
-
-    def _projections(self, modules: tuple, conv) -> Callable:
-        """``x -> (m(x) for m in modules)``: one matmul over the concatenated weights when they are plain
-        ``nn.Linear`` and copied anyway (packed or converted), else one call per module."""
-        import torch
-
-        plain = all(type(m) is torch.nn.Linear for m in modules)
-        biased = [m.bias is not None for m in modules] if plain else []
-        if not (plain and self.pack and len(set(biased)) == 1):
-            calls = [self._linear(m, conv) for m in modules]
-            return lambda x: tuple(f(x) for f in calls)
-        weights = tuple(m.weight for m in modules)
-        fused = self._derived("fuse", weights, lambda: torch.cat([conv(w).detach() for w in weights]))
-        bias = None
-        if biased[0]:
-            biases = tuple(m.bias for m in modules)
-            bias = self._derived("fuse-bias", biases, lambda: torch.cat([conv(b).detach() for b in biases]))
-        dense = self._dense(fused, bias, weights)
-        sizes = [int(m.weight.shape[0]) for m in modules]
-        return lambda x: dense(x).split(sizes, dim=-1)
-
-    def _embedding(self, module, conv) -> Callable:
-        import torch
-        import torch.nn.functional as F
-
-        if type(module) is not torch.nn.Embedding:
-            return self._cast_module(module)
-        w = conv(module.weight)
-        return lambda ids: F.embedding(ids, w)
-
-    def _rms(self, module, conv) -> Callable:
-        """transformers' RMSNorm, same operations in the same order (statistics in float32)."""
-        import torch
-
-        eps = getattr(module, "variance_epsilon", None)
-        weight = getattr(module, "weight", None)
-        if eps is None or weight is None or not type(module).__name__.endswith("RMSNorm"):
-            return self._cast_module(module)
-        w = conv(weight)
-        dtype = self.dtype
-
-        def norm(x):
-            h = x.to(torch.float32)
-            h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
-            return w * h.to(dtype)
-
-        return norm
-
-    # ------------------------------------------------------------------ the cache
-    def allocate(self, slots: int, columns: int) -> None:
-        """A cache of at least ``slots`` rows and ``columns`` positions (plus one trash column), every row
-        empty: the one kept from the last call when it is large enough, else a new zeroed one (masked
-        columns are read, so they must hold finite numbers: zeros or earlier rows' keys and values)."""
-        import torch
-
-        if self.kv is not None and self.slots >= slots and self.columns >= columns:
-            self.lengths = [0] * self.slots
-            assert self._len_t is not None
-            self._len_t.zero_()
-            return
-        self.kv = None
-        self.kv = torch.zeros(
-            (2, self.n_layers, slots, self.n_kv, columns + 1, self.head_dim), dtype=self.dtype, device=self.device
-        )
-        self.slots, self.columns = slots, columns
-        self.lengths = [0] * slots
-        self._len_t = torch.zeros(slots, dtype=torch.long, device=self.device)
-        self._views()
-
-    def _views(self) -> None:
-        import torch
-
-        assert self.kv is not None
-        d = self.head_dim
-        self._kflat = [self.kv[0, layer].view(-1, d) for layer in range(self.n_layers)]
-        self._vflat = [self.kv[1, layer].view(-1, d) for layer in range(self.n_layers)]
-        heads = torch.arange(self.n_kv, device=self.device)
-        rows = torch.arange(self.slots, device=self.device)
-        self._head_base = (rows[:, None] * self.n_kv + heads[None, :]) * (self.columns + 1)  # [slots, kv_heads]
-        self._arange = torch.arange(self.columns + 1, device=self.device)
-
-    @property
-    def cache_bytes(self) -> int:
-        """Bytes the slot cache holds (0 when released)."""
-        return 0 if self.kv is None else self.kv.numel() * self.kv.element_size()
-
-    def release(self) -> None:
-        """Drop the cache (its memory goes back)."""
-        self.kv = None
-        self._kflat, self._vflat = [], []
-        self._head_base = self._len_t = self._arange = None
-        self.slots = self.columns = 0
-        self.lengths = []
-
-    def ensure_columns(self, needed: int) -> bool:
-        """Grow the cache (by half at least) so ``needed`` columns fit; True if it grew."""
-        import torch
-
-        if needed <= self.columns:
-            return False
-        assert self.kv is not None
-        new = max(needed, self.columns + self.columns // 2 + 1)
-        old = self.kv
-        self.kv = torch.zeros(
-            (2, self.n_layers, self.slots, self.n_kv, new + 1, self.head_dim), dtype=self.dtype, device=self.device
-        )
-        self.kv[:, :, :, :, : self.columns].copy_(old[:, :, :, :, : self.columns])
-        self.columns = new
-        self.grows += 1
-        self._views()
-        return True
-
-    def move(self, src: Sequence[int], dst: Sequence[int]) -> None:
-        """Copy slots ``src`` into slots ``dst`` (keys, values and lengths)."""
-        import torch
-
-        if not src:
-            return
-        assert self.kv is not None and self._len_t is not None
-        width = max(self.lengths[s] for s in src)
-        s_idx = torch.tensor(list(src), device=self.device)
-        d_idx = torch.tensor(list(dst), device=self.device)
-        self.kv[:, :, d_idx, :, :width] = self.kv[:, :, s_idx, :, :width]
-        for s, d in zip(src, dst):
-            self.lengths[d] = self.lengths[s]
-        self._len_t[d_idx] = self._len_t[s_idx]
-
-    def row_kv(self, slot: int):
-        """``(keys, values)``: per layer ``[kv_heads, length, head_dim]`` copies of a slot's cache."""
-        assert self.kv is not None
-        kv = self.kv[:, :, slot, :, : self.lengths[slot]].clone()
-        return list(kv[0].unbind(0)), list(kv[1].unbind(0))
-
-    def load_prefix(self, slot: int, keys: Sequence, values: Sequence, n: int) -> None:
-        """Copy the first ``n`` positions of stored per-layer keys/values into ``slot``."""
-        import torch
-
-        assert self.kv is not None
-        self.kv[0, :, slot, :, :n].copy_(torch.stack([k[:, :n] for k in keys]))
-        self.kv[1, :, slot, :, :n].copy_(torch.stack([v[:, :n] for v in values]))
-
     # ------------------------------------------------------------------ forward
     def _rope(self, x, cos, sin_signed):
         """``x * cos + rotate_half(x) * sin`` (transformers' rotary embedding) with ``rotate_half(x) * sin`` as
@@ -558,7 +325,7 @@ class DecoderRunner:
         """``(cos, sin_signed)`` ``[B, 1, S, D]`` for ``positions`` ``[B, S]`` from the model's rotary module."""
         import torch
 
-        cos, sin = self.decoder.rotary_emb(hidden, positions)
+        cos, sin = self.weights.decoder.rotary_emb(hidden, positions)
         half = self.head_dim // 2
         sin_signed = torch.cat([-sin[..., :half], sin[..., half:]], dim=-1)
         return cos.unsqueeze(1), sin_signed.unsqueeze(1)
@@ -572,8 +339,9 @@ class DecoderRunner:
         B, S = h.shape[0], h.shape[1]
         hq, hk, d, g = self.n_heads, self.n_kv, self.head_dim, self.groups
         end = start + rows
-        assert self.kv is not None
-        for li, (n1, fqkv, fo, n2, fgu, fd, act) in enumerate(self._layers):
+        cache, w = self.cache, self.weights
+        assert cache.kv is not None
+        for li, (n1, fqkv, fo, n2, fgu, fd, act) in enumerate(w.layers):
             x = n1(h)
             q, k, v = fqkv(x)
             q = q.view(B, S, hq, d).transpose(1, 2)
@@ -581,10 +349,10 @@ class DecoderRunner:
             v = v.view(B, S, hk, d).transpose(1, 2)
             q = self._rope(q, cos, sin)
             k = self._rope(k, cos, sin)
-            self._kflat[li].index_copy_(0, write_idx, k.transpose(1, 2).reshape(-1, d))
-            self._vflat[li].index_copy_(0, write_idx, v.transpose(1, 2).reshape(-1, d))
-            keys = self.kv[0, li, start:end, :, :width]
-            values = self.kv[1, li, start:end, :, :width]
+            cache.k_rows[li].index_copy_(0, write_idx, k.transpose(1, 2).reshape(-1, d))
+            cache.v_rows[li].index_copy_(0, write_idx, v.transpose(1, 2).reshape(-1, d))
+            keys = cache.kv[0, li, start:end, :, :width]
+            values = cache.kv[1, li, start:end, :, :width]
             if S == 1:  # transformers' pack_gqa: the grouped query heads of one token share their kv head
                 o = F.scaled_dot_product_attention(
                     q.reshape(B, hk, g, d), keys, values, attn_mask=mask, scale=self.scaling
@@ -609,16 +377,17 @@ class DecoderRunner:
 
     def prefill(self, start: int, prompts: Sequence[Sequence[int]], cached: Sequence[int]):
         """Fill slots ``start ..`` with ``prompts`` whose first ``cached[i]`` positions are already in the slot
-        (:meth:`load_prefix`); returns each row's next-token logits (float32 ``[rows, vocab]``)."""
+        (``cache.load_prefix``); returns each row's next-token logits (float32 ``[rows, vocab]``)."""
         import torch
 
+        cache, w = self.cache, self.weights
         rows = len(prompts)
         new = [list(p[c:]) for p, c in zip(prompts, cached)]
         if any(not n for n in new):
             raise InvalidArgumentError("every prompt needs at least one token to prefill (its logits pick the next)")
         S = max(len(n) for n in new)
         ends = [c + len(n) for c, n in zip(cached, new)]
-        self.ensure_columns(max(ends) + 1)
+        cache.ensure_columns(max(ends) + 1)
         dev = self.device
         ids = torch.zeros((rows, S), dtype=torch.long)
         for i, n in enumerate(new):
@@ -628,40 +397,41 @@ class DecoderRunner:
         s_t = torch.tensor([len(n) for n in new], device=dev)
         pos = c_t[:, None] + j[None, :]  # [rows, S]; positions past a row's end are never read back
         valid = j[None, :] < s_t[:, None]
-        assert self._head_base is not None and self._arange is not None and self._len_t is not None
-        cols = torch.where(valid, pos, torch.full_like(pos, self.columns))  # padding writes the trash column
-        base = self._head_base[start : start + rows]  # [rows, kv]
+        assert cache.head_base is not None and cache.column_ids is not None and cache.lengths_t is not None
+        cols = torch.where(valid, pos, torch.full_like(pos, cache.columns))  # padding writes the trash column
+        base = cache.head_base[start : start + rows]  # [rows, kv]
         write_idx = (base[:, None, :] + cols[:, :, None]).reshape(-1)  # order (row, position, head)
         width = max(ends)
-        mask = self._additive((self._arange[None, None, :width] <= pos[:, :, None])[:, None])  # [rows, 1, S, width]
-        h = self._embed(ids.to(dev))
+        mask = self._additive((cache.column_ids[None, None, :width] <= pos[:, :, None])[:, None])  # [rows, 1, S, width]
+        h = w.embed(ids.to(dev))
         cos, sin = self._rotary(h, pos)
         h = self._layers_forward(h, cos, sin, write_idx, start, rows, width, mask)
         last = h[torch.arange(rows, device=dev), s_t - 1]  # [rows, hidden]
-        logits = self._head(self._norm(last[:, None]))[:, 0].float()
+        logits = w.head(w.norm(last[:, None]))[:, 0].float()
         for i, e in enumerate(ends):
-            self.lengths[start + i] = e
-        self._len_t[start : start + rows] = torch.tensor(ends, dtype=torch.long, device=dev)
+            cache.lengths[start + i] = e
+        cache.lengths_t[start : start + rows] = torch.tensor(ends, dtype=torch.long, device=dev)
         return logits
 
     def decode(self, tokens, active: int):
         """Feed ``tokens`` ``[active]`` (one per slot ``0 .. active - 1``) at each slot's next position;
         returns the next-token logits (float32 ``[active, vocab]``)."""
-        assert self._head_base is not None and self._len_t is not None and self._arange is not None
-        need = max(self.lengths[:active]) + 1
-        if need > self.columns:
-            self.ensure_columns(need)
-        lens = self._len_t[:active]
-        write_idx = (self._head_base[:active] + lens[:, None]).reshape(-1)
-        mask = self._additive((self._arange[None, :need] <= lens[:, None])[:, None, None])  # [B, 1, 1, width]
-        h = self._embed(tokens[:, None])
+        cache, w = self.cache, self.weights
+        assert cache.head_base is not None and cache.lengths_t is not None and cache.column_ids is not None
+        need = max(cache.lengths[:active]) + 1
+        if need > cache.columns:
+            cache.ensure_columns(need)
+        lens = cache.lengths_t[:active]
+        write_idx = (cache.head_base[:active] + lens[:, None]).reshape(-1)
+        mask = self._additive((cache.column_ids[None, :need] <= lens[:, None])[:, None, None])  # [B, 1, 1, width]
+        h = w.embed(tokens[:, None])
         pos = lens[:, None]
         cos, sin = self._rotary(h, pos)
         h = self._layers_forward(h, cos, sin, write_idx, 0, active, need, mask)
-        logits = self._head(self._norm(h))[:, 0].float()
+        logits = w.head(w.norm(h))[:, 0].float()
         lens += 1
         for i in range(active):
-            self.lengths[i] += 1
+            cache.lengths[i] += 1
         return logits
 
 
@@ -687,6 +457,70 @@ def prefill_groups(lengths: Sequence[int], call_tokens: int) -> list[tuple[int, 
         groups.append((cut[j], j))
         j = cut[j]
     return groups[::-1]
+
+
+class RowSampler:
+    """The tokens sampled for one call's rows: each row's own stream of uniforms, its stop rules
+    (an EOS of ``eos_ids``, ``stop``, its ``max_new_tokens``) and, with ``logprobs``, the log-probability
+    of every sampled token. ``out[r]`` / ``logps[r]`` grow as row ``r`` is decoded."""
+
+    def __init__(
+        self,
+        max_new_tokens: Sequence[int],
+        temperature: float,
+        top_p: float,
+        seeds: Sequence[int],
+        eos_ids: Sequence[int],
+        stop: Optional[StopChecker],
+        logprobs: bool,
+        device: Any,
+    ) -> None:
+        n = len(max_new_tokens)
+        self.max_new_tokens, self.temperature, self.top_p, self.seeds = max_new_tokens, temperature, top_p, seeds
+        self.eos = set(int(e) for e in eos_ids)
+        self.stop, self.device = stop, device
+        self.out: list[list[int]] = [[] for _ in range(n)]
+        self.logps: Optional[list[list[float]]] = [[] for _ in range(n)] if logprobs else None
+        self.uniforms: dict[int, Any] = {}
+
+    def start(self, rows: Sequence[int]) -> None:
+        """Draw the uniforms of ``rows`` (one per token they may sample) from their seeds' streams."""
+        import torch
+
+        if self.temperature <= 0:
+            return
+        for r in rows:
+            gen = torch.Generator(device="cpu").manual_seed(self.seeds[r] % (2**63))
+            self.uniforms[r] = torch.rand(self.max_new_tokens[r], generator=gen, dtype=torch.float64).tolist()
+
+    def _draw(self, rows: Sequence[int]):
+        """The next uniform of each of ``rows`` (``None`` when greedy)."""
+        import torch
+
+        if self.temperature <= 0:
+            return None
+        out = self.out
+        return torch.tensor([self.uniforms[r][len(out[r])] for r in rows], dtype=torch.float64, device=self.device)
+
+    def take(self, rows: Sequence[int], logits) -> list[int]:
+        """Sample the next token of ``rows`` (in slot order); the positions (in ``rows``) that finished."""
+        import torch
+
+        tok = sample_rows(logits, self.temperature, self.top_p, self._draw(rows))
+        toks = tok.tolist()
+        logps, lp = self.logps, None
+        if logps is not None:
+            lp = (logits.gather(-1, tok[:, None])[:, 0] - torch.logsumexp(logits, dim=-1)).tolist()
+        done = []
+        eos, stop, max_new_tokens = self.eos, self.stop, self.max_new_tokens
+        for k, (r, t) in enumerate(zip(rows, toks)):
+            row = self.out[r]
+            row.append(t)
+            if lp is not None and logps is not None:
+                logps[r].append(lp[k])
+            if t in eos or (stop and stop.hit(row)) or len(row) >= max_new_tokens[r]:
+                done.append(k)
+        return done
 
 
 class RolloutEngine:
@@ -739,8 +573,7 @@ class RolloutEngine:
             self.model.train(was_training)
 
     def _run(self, prompts, max_new_tokens, temperature, top_p, seeds, eos_ids, stop) -> EngineOutput:
-        import torch
-
+        """One call: bind the weights, size the slot cache, decode every row to its end, count what it did."""
         n = len(prompts)
         stats0 = EngineStats(**self.stats.as_dict())
         cfg = self.config
@@ -749,72 +582,49 @@ class RolloutEngine:
         self.stats.calls += 1
         self.stats.rows += n
         self.stats.prompt_tokens += sum(len(p) for p in prompts)
-        eos = set(int(e) for e in eos_ids)
-        out: list[list[int]] = [[] for _ in range(n)]
-        logps: Optional[list[list[float]]] = [[] for _ in range(n)] if cfg.logprobs else None
-        uniforms: dict[int, Any] = {}
+        rows = RowSampler(max_new_tokens, temperature, top_p, seeds, eos_ids, stop, cfg.logprobs, runner.device)
         slots = min(cfg.max_batch, n)
         runner.allocate(slots, max(len(p) for p in prompts) + min(max(max_new_tokens), cfg.room))
-        slot_row: list[int] = []  # slot -> row, for the active slots 0 .. len - 1
-        waiting = deque(range(n))
-        refill_at = max(1, math.ceil(cfg.refill * slots))
-        dev = runner.device
-
-        def draw(rows: Sequence[int]):
-            if temperature <= 0:
-                return None
-            return torch.tensor([uniforms[r][len(out[r])] for r in rows], dtype=torch.float64, device=dev)
-
-        def take(rows: Sequence[int], logits) -> list[int]:
-            """Sample the next token of ``rows`` (in slot order); the positions (in ``rows``) that finished."""
-            tok = sample_rows(logits, temperature, top_p, draw(rows))
-            toks = tok.tolist()
-            lp = None
-            if logps is not None:
-                lp = (logits.gather(-1, tok[:, None])[:, 0] - torch.logsumexp(logits, dim=-1)).tolist()
-            done = []
-            for k, (r, t) in enumerate(zip(rows, toks)):
-                row = out[r]
-                row.append(t)
-                if lp is not None and logps is not None:
-                    logps[r].append(lp[k])
-                if t in eos or (stop and stop.hit(row)) or len(row) >= max_new_tokens[r]:
-                    done.append(k)
-            return done
-
         try:
-            while waiting or slot_row:
-                free = slots - len(slot_row)
-                if waiting and free and (not slot_row or free >= min(refill_at, len(waiting))):
-                    admitted = [waiting.popleft() for _ in range(min(free, len(waiting)))]
-                    t0 = time.perf_counter()
-                    for r in admitted:
-                        if temperature > 0:
-                            gen = torch.Generator(device="cpu").manual_seed(seeds[r] % (2**63))
-                            uniforms[r] = torch.rand(max_new_tokens[r], generator=gen, dtype=torch.float64).tolist()
-                    first = len(slot_row)
-                    admitted, logits = self._admit(admitted, prompts, first)
-                    slot_row.extend(admitted)
-                    done = take(admitted, logits)
-                    self.stats.prefill_s += time.perf_counter() - t0
-                    self._leave([first + k for k in done], slot_row, prompts, out)
-                    continue
-                t0 = time.perf_counter()
-                active = len(slot_row)
-                last = torch.tensor([out[r][-1] for r in slot_row], dtype=torch.long, device=dev)
-                logits = runner.decode(last, active)
-                done = take(slot_row, logits)
-                self.stats.decode_steps += 1
-                self.stats.row_steps += active
-                self.stats.decode_s += time.perf_counter() - t0
-                self._leave(done, slot_row, prompts, out)
+            self._decode_rows(prompts, rows, slots)
         finally:
             if runner.cache_bytes > cfg.keep_cache_mb << 20:
                 runner.release()
-        self.stats.new_tokens += sum(len(t) for t in out)
-        self.stats.grows = runner.grows
+        self.stats.new_tokens += sum(len(t) for t in rows.out)
+        self.stats.grows = runner.cache.grows
         delta = {k: v - getattr(stats0, k) for k, v in self.stats.as_dict().items()}
-        return EngineOutput(out, logps, delta)
+        return EngineOutput(rows.out, rows.logps, delta)
+
+    def _decode_rows(self, prompts: Sequence[Sequence[int]], rows: "RowSampler", slots: int) -> None:
+        """The decode loop: admit waiting rows into free slots (when enough are free, or none is active),
+        else decode one token for every active slot; rows that finish leave their slot."""
+        import torch
+
+        slot_row: list[int] = []  # slot -> row, for the active slots 0 .. len - 1
+        waiting = deque(range(len(prompts)))
+        refill_at = max(1, math.ceil(self.config.refill * slots))
+        while waiting or slot_row:
+            free = slots - len(slot_row)
+            if waiting and free and (not slot_row or free >= min(refill_at, len(waiting))):
+                admitted = [waiting.popleft() for _ in range(min(free, len(waiting)))]
+                t0 = time.perf_counter()
+                rows.start(admitted)
+                first = len(slot_row)
+                admitted, logits = self._admit(admitted, prompts, first)
+                slot_row.extend(admitted)
+                done = rows.take(admitted, logits)
+                self.stats.prefill_s += time.perf_counter() - t0
+                self._leave([first + k for k in done], slot_row, prompts, rows.out)
+                continue
+            t0 = time.perf_counter()
+            active = len(slot_row)
+            last = torch.tensor([rows.out[r][-1] for r in slot_row], dtype=torch.long, device=self.runner.device)
+            logits = self.runner.decode(last, active)
+            done = rows.take(slot_row, logits)
+            self.stats.decode_steps += 1
+            self.stats.row_steps += active
+            self.stats.decode_s += time.perf_counter() - t0
+            self._leave(done, slot_row, prompts, rows.out)
 
     # ------------------------------------------------------------------ helpers
     def _admit(self, rows: list[int], all_prompts: Sequence[Sequence[int]], start: int):
@@ -833,7 +643,7 @@ class RolloutEngine:
         for slot, i in enumerate(order, start):
             entry, m = matches[i]
             if entry is not None and m:
-                runner.load_prefix(slot, entry.keys, entry.values, m)
+                runner.cache.load_prefix(slot, entry.keys, entry.values, m)
         ordered = [prompts[i] for i in order]
         self.stats.reused_tokens += sum(cached)
         self.stats.prefilled_tokens += sum(len(p) - c for p, c in zip(ordered, cached))
@@ -855,11 +665,11 @@ class RolloutEngine:
         entry, m = store.lookup([prefix], count=False)[0]  # a stored part of it, if any
         cached = 0
         if entry is not None and m:
-            self.runner.load_prefix(start, entry.keys, entry.values, m)
+            self.runner.cache.load_prefix(start, entry.keys, entry.values, m)
             cached = m
         self.runner.prefill(start, [prefix], [cached])
         self.stats.prefilled_tokens += shared - cached
-        keys, values = self.runner.row_kv(start)
+        keys, values = self.runner.cache.row_kv(start)
         store.add(prefix, keys, values)
 
     def _leave(self, done: Sequence[int], slot_row: list[int], prompts, out) -> None:
@@ -872,15 +682,15 @@ class RolloutEngine:
             for s in done:
                 r = slot_row[s]
                 ids = list(prompts[r]) + out[r][:-1]  # prompt + every fed token (the last sampled one was not fed)
-                if len(ids) != runner.lengths[s]:
-                    raise AssertionError(f"slot {s} holds {runner.lengths[s]} positions, expected {len(ids)}")
-                keys, values = runner.row_kv(s)
+                if len(ids) != runner.cache.lengths[s]:
+                    raise AssertionError(f"slot {s} holds {runner.cache.lengths[s]} positions, expected {len(ids)}")
+                keys, values = runner.cache.row_kv(s)
                 self.store.add(ids, keys, values)
         gone = set(done)
         keep = len(slot_row) - len(gone)
         holes = sorted(s for s in gone if s < keep)
         movers = [s for s in range(keep, len(slot_row)) if s not in gone]
-        runner.move(movers, holes)
+        runner.cache.move(movers, holes)
         self.stats.moves += len(movers)
         for src, dst in zip(movers, holes):
             slot_row[dst] = slot_row[src]

@@ -10,7 +10,7 @@ from .base import DEFAULT_TOP_K, LAYOUTS, Hit, Retriever, format_hits
 from .bm25 import BM25Retriever, RankBM25Retriever
 from .client import RemoteRetriever, RetrievalError
 from .dense import DenseRetriever, Encoder, MiniLMEncoder
-from .factory import BACKENDS, load_index, make_retriever
+from .factory import BACKENDS, load_index, make_retriever, passage_retriever
 from .kg import KGLookup, format_triples
 from .server import RetrievalServer
 from .storage import IndexFormatError
@@ -33,6 +33,7 @@ __all__ = [
     "format_triples",
     "BACKENDS",
     "make_retriever",
+    "passage_retriever",
     "load_index",
     "IndexFormatError",
 ]

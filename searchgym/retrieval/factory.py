@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING
 from ..errors import InvalidArgumentError
 from ..world.shared import share
 from .base import Retriever
+from .passages import split_passages
 
 if TYPE_CHECKING:
     from .corpus import CorpusRetriever
 
-__all__ = ["BACKENDS", "make_retriever", "build_retriever", "retriever_class", "load_index"]
+__all__ = ["BACKENDS", "make_retriever", "build_retriever", "retriever_class", "load_index", "passage_retriever"]
 
 BACKENDS = ("bm25", "rank-bm25", "dense", "remote")
 
@@ -47,8 +48,6 @@ def build_retriever(world, backend: str = "bm25", **kwargs) -> CorpusRetriever:
     cls = retriever_class(backend)
     if sentences is None:
         return cls.from_world(world, **kwargs)
-    from .passages import split_passages
-
     return cls(*split_passages(world.doc_ids, world.doc_titles, world.doc_texts, sentences=sentences), **kwargs)
 
 
@@ -82,6 +81,19 @@ def make_retriever(world=None, backend: str = "bm25", *, cache: bool = True, **k
         if key not in per_world:  # pickles as this call: the cached index, not a copy
             per_world[key] = share(build_retriever(world, backend, **kwargs), _cached_retriever, world, backend, key[1])
         return per_world[key]
+
+
+def passage_retriever(world, *, sentences: int = 2, backend: str = "bm25", **kwargs) -> Retriever:
+    """A retriever over ``world``'s documents split into passages of ``sentences`` sentences
+    (:func:`~searchgym.retrieval.passages.split_passages`), built once per world and settings
+    (:func:`make_retriever`'s cache).
+
+    ``backend``: ``"bm25"`` (default), ``"rank-bm25"`` or ``"dense"``; ``kwargs`` go to its
+    constructor. Titles are indexed with each passage.
+    """
+    if backend not in ("bm25", "rank-bm25", "dense"):
+        raise InvalidArgumentError(f"unknown passage retrieval backend {backend!r}; choose bm25, rank-bm25 or dense")
+    return make_retriever(world, backend, passage_sentences=sentences, **kwargs)
 
 
 def _cached_retriever(world, backend: str, settings: tuple) -> Retriever:

@@ -3,9 +3,9 @@
 Search-R1 and FlashRAG retrieve 100-word passages of Wikipedia, each with its article's title, not
 whole articles. Short passages keep observations small (what a small model can read, and what
 CPU training can afford) while the title keeps pronoun-only sentences findable ("He was educated
-at …" under the title "Hourem Trisova"). :func:`split_passages` does the splitting;
-:func:`passage_retriever` indexes the passages with any in-process backend, through the retriever
-factory's per-world cache.
+at …" under the title "Hourem Trisova"). :func:`split_passages` does the splitting (text only: this
+module sits below the retrievers); :func:`searchgym.retrieval.factory.passage_retriever` indexes the
+passages with any in-process backend, through the retriever factory's per-world cache.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from ..core.moved import moved_getattr
 from ..errors import InvalidArgumentError
-from .base import Retriever
 
-__all__ = ["split_passages", "passage_retriever"]
+__all__ = ["split_passages"]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 
@@ -41,15 +41,4 @@ def split_passages(
     return ids, out_titles, out_texts
 
 
-def passage_retriever(world, *, sentences: int = 2, backend: str = "bm25", **kwargs) -> Retriever:
-    """A retriever over ``world``'s documents split into passages of ``sentences`` sentences, built
-    once per world and settings (:func:`~searchgym.retrieval.factory.make_retriever`'s cache).
-
-    ``backend``: ``"bm25"`` (default), ``"rank-bm25"`` or ``"dense"``; ``kwargs`` go to its
-    constructor. Titles are indexed with each passage.
-    """
-    from .factory import make_retriever
-
-    if backend not in ("bm25", "rank-bm25", "dense"):
-        raise InvalidArgumentError(f"unknown passage retrieval backend {backend!r}; choose bm25, rank-bm25 or dense")
-    return make_retriever(world, backend, passage_sentences=sentences, **kwargs)
+__getattr__ = moved_getattr(__name__)  # passage_retriever moved to searchgym.retrieval.factory

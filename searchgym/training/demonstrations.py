@@ -81,7 +81,7 @@ def cold_start_env_kwargs(world, *, max_turns: int = COLD_START_MAX_TURNS) -> di
     """Env settings the cold start, its benchmark and the demo share: 2-sentence passages (title kept)
     indexed with BM25, top 3 per search. Short observations are what a small model can read and what
     CPU training can afford. The passage index is built once per world (the retriever factory's cache)."""
-    from ..retrieval.passages import passage_retriever
+    from ..retrieval import passage_retriever
 
     return {
         "world": world,

@@ -1,9 +1,9 @@
 """Worlds: a knowledge graph plus a text corpus, their storage, generators and real-data loaders."""
 
 from .model import Document, Edge, Entity, Literal, Relation, Triple, WorldStats
-from .storage import WorldFormatError, load_world, save_world
+from .storage import WorldFormatError
 from .synthetic import SyntheticConfig, default_world, generate_world
-from .world import World, WorldBuilder, WorldError, normalize_name
+from .world import World, WorldBuilder, WorldError, load_world, normalize_name, save_world
 
 __all__ = [
     "Document",

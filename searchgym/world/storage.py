@@ -29,6 +29,11 @@ Version 1 (still read; ``save_world(..., version=1)`` still writes it): JSON Lin
       triples.npy       as above
       documents.jsonl   {"id", "title", "text", "entity": id or null}
 
+This module reads and writes a world's tables, :class:`WorldColumns`, and knows nothing of the
+:class:`~searchgym.world.world.World` built from them: :func:`~searchgym.world.world.load_world` and
+:func:`~searchgym.world.world.save_world` (also :meth:`World.load` / :meth:`World.save`) turn the
+tables into a World and back.
+
 Rows refer to 0-based positions in the tables. Every file is written to a temporary name and
 renamed, and the manifest is written last, so an interrupted save never looks complete. Loading
 checks the manifest's sizes and counts, every file's SHA-256 and every column's shape, and fails
@@ -45,40 +50,80 @@ from __future__ import annotations
 import json
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
 from ..core.checksums import CACHE_NAME, VerifiedCache, bytes_sha256, sha256_file
+from ..core.moved import moved_getattr
 from ..core.progress import progress_iter
 from ..errors import InvalidArgumentError, SearchGymError
 
 logger = logging.getLogger(__name__)
 
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "READABLE_VERSIONS",
+    "WorldColumns",
+    "WorldFormatError",
+    "read_columns",
+    "write_columns",
+]
+
 FORMAT = "searchgym-world"
 VERSION = 2
 READABLE_VERSIONS = (1, 2)
 FILES = ("entities.jsonl", "relations.jsonl", "literals.jsonl", "triples.npy", "documents.jsonl")  # version 1
-# version 2: string column name -> (count key, World attribute)
+# version 2: string column file name -> (count key, WorldColumns field)
 STRING_COLUMNS = {
-    "entity_ids": ("entities", "_ent_ids"),
-    "entity_titles": ("entities", "_titles"),
-    "entity_descriptions": ("entities", "_descs"),
-    "entity_types": ("entities", "_types"),
-    "relation_ids": ("relations", "_rel_ids"),
-    "relation_labels": ("relations", "_rel_labels"),
-    "literal_values": ("literals", "_lit_values"),
-    "literal_kinds": ("literals", "_lit_kinds"),
-    "doc_ids": ("documents", "_doc_ids"),
-    "doc_titles": ("documents", "_doc_titles"),
-    "doc_texts": ("documents", "_doc_texts"),
+    "entity_ids": ("entities", "entity_ids"),
+    "entity_titles": ("entities", "titles"),
+    "entity_descriptions": ("entities", "descriptions"),
+    "entity_types": ("entities", "types"),
+    "relation_ids": ("relations", "relation_ids"),
+    "relation_labels": ("relations", "relation_labels"),
+    "literal_values": ("literals", "literal_values"),
+    "literal_kinds": ("literals", "literal_kinds"),
+    "doc_ids": ("documents", "doc_ids"),
+    "doc_titles": ("documents", "doc_titles"),
+    "doc_texts": ("documents", "doc_texts"),
 }
 ARRAYS_V2 = ("entity_alias_offsets.npy", "triples.npy", "doc_entities.npy")
 
 
 class WorldFormatError(SearchGymError, ValueError):
     """A world directory is missing, partial or corrupt; the message names the file and a fix."""
+
+
+@dataclass(frozen=True)
+class WorldColumns:
+    """A world's tables as they are stored: what :func:`write_columns` writes and :func:`read_columns`
+    reads. The fields are :class:`~searchgym.world.world.World`'s constructor arguments, so the World and
+    its storage share one typed contract instead of the storage reading the World's private fields.
+
+    ``triples`` is ``(N, 3)`` int64 (head row, relation row, tail code: ``>= 0`` an entity row, ``< 0``
+    literal ``-code - 1``); ``doc_entities`` holds the entity row each document describes, or -1.
+    """
+
+    name: str
+    metadata: dict
+    entity_ids: list[str]
+    titles: list[str]
+    aliases: list[tuple[str, ...]]
+    descriptions: list[str]
+    types: list[str]
+    relation_ids: list[str]
+    relation_labels: list[str]
+    literal_values: list[str]
+    literal_kinds: list[str]
+    triples: np.ndarray
+    doc_ids: list[str]
+    doc_titles: list[str]
+    doc_texts: list[str]
+    doc_entities: np.ndarray
 
 
 def _write_jsonl(path: Path, rows: Iterable[dict], total: int, progress: bool, desc: str) -> None:
@@ -116,8 +161,8 @@ def _save_strings(d: Path, name: str, values) -> None:
     _save_array(d / f"{name}.offsets.npy", offsets)
 
 
-def save_world(world, path, *, progress: bool = False, version: int = VERSION) -> None:
-    """Write ``world`` to directory ``path`` in format ``version`` (see the module docstring)."""
+def write_columns(w: WorldColumns, path, *, progress: bool = False, version: int = VERSION) -> None:
+    """Write a world's tables to directory ``path`` in format ``version`` (see the module docstring)."""
     if version not in READABLE_VERSIONS:
         raise InvalidArgumentError(f"world format version {version} does not exist; use one of {READABLE_VERSIONS}")
     d = Path(path)
@@ -125,33 +170,33 @@ def save_world(world, path, *, progress: bool = False, version: int = VERSION) -
     manifest = d / "manifest.json"
     if manifest.exists():
         manifest.unlink()  # the directory is incomplete until the new manifest lands
-    w = world
     if version == 1:
         names = list(_save_v1(w, d, progress))
     else:
         names = []
         columns = progress_iter(STRING_COLUMNS.items(), len(STRING_COLUMNS), "columns", unit="column", enabled=progress)
-        for name, (_, attr) in columns:
-            _save_strings(d, name, getattr(w, attr))
+        for name, (_, field) in columns:
+            _save_strings(d, name, getattr(w, field))
             names += [f"{name}.utf8", f"{name}.offsets.npy"]
-        _save_strings(d, "entity_aliases", [a for row in w._aliases for a in row])
-        alias_offsets = np.zeros(w.num_entities + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, w._aliases), dtype=np.int64, count=w.num_entities), out=alias_offsets[1:])
+        n_ent = len(w.entity_ids)
+        _save_strings(d, "entity_aliases", [a for row in w.aliases for a in row])
+        alias_offsets = np.zeros(n_ent + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, w.aliases), dtype=np.int64, count=n_ent), out=alias_offsets[1:])
         _save_array(d / "entity_alias_offsets.npy", alias_offsets)
-        _save_array(d / "triples.npy", w._triples)
-        _save_array(d / "doc_entities.npy", w._doc_ent)
+        _save_array(d / "triples.npy", w.triples)
+        _save_array(d / "doc_entities.npy", w.doc_entities)
         names += ["entity_aliases.utf8", "entity_aliases.offsets.npy", *ARRAYS_V2]
-    body = {
+    body: dict[str, Any] = {
         "format": FORMAT,
         "version": version,
         "name": w.name,
         "metadata": w.metadata,
         "counts": {
-            "entities": w.num_entities,
-            "relations": w.num_relations,
-            "literals": len(w._lit_values),
-            "triples": w.num_triples,
-            "documents": w.num_documents,
+            "entities": len(w.entity_ids),
+            "relations": len(w.relation_ids),
+            "literals": len(w.literal_values),
+            "triples": int(w.triples.shape[0]),
+            "documents": len(w.doc_ids),
         },
         "files": {name: (d / name).stat().st_size for name in names},
         "files_sha256": {name: sha256_file(d / name) for name in names},
@@ -166,41 +211,41 @@ def save_world(world, path, *, progress: bool = False, version: int = VERSION) -
     cache.save()
 
 
-def _save_v1(w, d: Path, progress: bool) -> tuple[str, ...]:
+def _save_v1(w: WorldColumns, d: Path, progress: bool) -> tuple[str, ...]:
     """The version-1 JSON Lines tables (see the module docstring)."""
     _write_jsonl(
         d / "entities.jsonl",
         (
             {"id": i, "title": t, "aliases": list(a), "description": ds, "type": ty}
-            for i, t, a, ds, ty in zip(w._ent_ids, w._titles, w._aliases, w._descs, w._types)
+            for i, t, a, ds, ty in zip(w.entity_ids, w.titles, w.aliases, w.descriptions, w.types)
         ),
-        w.num_entities,
+        len(w.entity_ids),
         progress,
         "entities",
     )
     _write_jsonl(
         d / "relations.jsonl",
-        ({"id": i, "label": lab} for i, lab in zip(w._rel_ids, w._rel_labels)),
-        w.num_relations,
+        ({"id": i, "label": lab} for i, lab in zip(w.relation_ids, w.relation_labels)),
+        len(w.relation_ids),
         False,
         "relations",
     )
     _write_jsonl(
         d / "literals.jsonl",
-        ({"value": v, "kind": k} for v, k in zip(w._lit_values, w._lit_kinds)),
-        len(w._lit_values),
+        ({"value": v, "kind": k} for v, k in zip(w.literal_values, w.literal_kinds)),
+        len(w.literal_values),
         False,
         "literals",
     )
-    _save_array(d / "triples.npy", w._triples)
-    ents = w._ent_ids
+    _save_array(d / "triples.npy", w.triples)
+    ents = w.entity_ids
     _write_jsonl(
         d / "documents.jsonl",
         (
             {"id": i, "title": t, "text": x, "entity": ents[e] if e >= 0 else None}
-            for i, t, x, e in zip(w._doc_ids, w._doc_titles, w._doc_texts, w._doc_ent.tolist())
+            for i, t, x, e in zip(w.doc_ids, w.doc_titles, w.doc_texts, np.asarray(w.doc_entities).tolist())
         ),
-        w.num_documents,
+        len(w.doc_ids),
         progress,
         "documents",
     )
@@ -259,10 +304,10 @@ def _columns(
     return cols
 
 
-def load_world(path, *, progress: bool = False):
-    """Read a world directory written by :func:`save_world`."""
-    from .world import World, WorldError
-
+def read_columns(path, *, progress: bool = False) -> WorldColumns:
+    """Read the tables of a world directory written by :func:`write_columns`, every file checked
+    against the manifest (sizes, counts, SHA-256, shapes); raises :class:`WorldFormatError` naming the
+    file and the fix."""
     d = Path(path)
     if not d.is_dir():
         raise WorldFormatError(
@@ -309,10 +354,7 @@ def load_world(path, *, progress: bool = False):
             )
     _verify_checksums(d, manifest, bytes_sha256(raw))
     columns = _load_v1(d, c, progress) if version == 1 else _load_v2(d, c)
-    try:
-        return World(name=manifest.get("name", d.name), metadata=manifest.get("metadata", {}), **columns)
-    except WorldError as exc:
-        raise WorldFormatError(f"{d}: {exc}; rebuild the world") from None
+    return WorldColumns(name=manifest.get("name", d.name), metadata=manifest.get("metadata", {}), **columns)
 
 
 def _rebuild_hint(d: Path, metadata) -> str:
@@ -471,3 +513,6 @@ def _load_v2(d: Path, c: dict) -> dict:
         doc_texts=col["doc_texts"],
         doc_entities=doc_ent,
     )
+
+
+__getattr__ = moved_getattr(__name__)  # load_world / save_world moved to searchgym.world.world

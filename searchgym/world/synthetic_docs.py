@@ -8,29 +8,27 @@ A and B"); those moved facts are absent from their head's own article.
 
 from __future__ import annotations
 
+import random
 from collections import Counter
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..core.progress import Progress
 from . import synthetic_text as tx
-from .synthetic_names import demonym
+from .synthetic_draft import DraftWorld
+from .synthetic_name_forge import demonym
 from .synthetic_schema import OCCUPATIONS, PAST_KINDS, RELATIONS, capitalize, indefinite_article, with_article
-
-if TYPE_CHECKING:
-    from .synthetic_graph import GraphGenerator
 
 __all__ = ["documents"]
 
 _CHUNK = 50_000  # entities whose facts are pulled out of the numpy arrays at once
 
 
-def documents(g: "GraphGenerator") -> list[str]:
+def documents(g: DraftWorld, rng: random.Random, *, progress: bool = False) -> list[str]:
     """One article per entity (index-aligned with the entities), rendered from its out-facts and
-    the facts moved to it. Entities are processed in chunks so memory stays flat at 1M entities."""
-    from ..core.progress import Progress
-
-    writer = _ArticleWriter(g)
+    the facts moved to it, phrasings and filler drawn from ``rng``. Entities are processed in chunks
+    so memory stays flat at 1M entities; ``progress`` shows a bar."""
+    writer = _ArticleWriter(g, rng)
     n = len(g.kind)
     h = np.frombuffer(g.h, dtype=np.int64)
     r_all = np.frombuffer(g.r, dtype=np.int64)
@@ -41,7 +39,7 @@ def documents(g: "GraphGenerator") -> list[str]:
     np.cumsum(np.bincount(h, minlength=n), out=ptr_arr[1:])
     ptr = ptr_arr.tolist()
     texts: list[str] = []
-    with Progress(n, "articles", unit="doc", enabled=g.progress, scale=True) as bar:
+    with Progress(n, "articles", unit="doc", enabled=progress, scale=True) as bar:
         for c0 in range(0, n, _CHUNK):
             c1 = min(n, c0 + _CHUNK)
             base = ptr[c0]
@@ -56,9 +54,9 @@ def documents(g: "GraphGenerator") -> list[str]:
 class _ArticleWriter:
     """Per-world tables (prose names, templates) and the steps that write one article."""
 
-    def __init__(self, g: "GraphGenerator") -> None:
+    def __init__(self, g: DraftWorld, rng: random.Random) -> None:
         self.g = g
-        self.rng = g.rng("documents")
+        self.rng = rng
         titles, kind = g.titles, g.kind
         rel_pid = [pid for pid, _ in RELATIONS]
         self.head_tpl = [tx.HEAD_TEMPLATES[pid] for pid in rel_pid]

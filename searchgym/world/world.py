@@ -6,8 +6,9 @@ plain Python lists, triples in three numpy arrays with CSR (compressed sparse ro
 out- and in-edges, and lookup tables (title/alias → entities) are built lazily on first use.
 Value objects (:class:`Entity`, :class:`Edge`, ...) are materialised only when asked for.
 
-Build a world with :class:`WorldBuilder`; persist it with :meth:`World.save` /
-:meth:`World.load` (format documented in :mod:`searchgym.world.storage`).
+Build a world with :class:`WorldBuilder`; persist it with :func:`save_world` / :func:`load_world`
+(or :meth:`World.save` / :meth:`World.load`): :mod:`searchgym.world.storage` reads and writes the
+tables (:class:`~searchgym.world.storage.WorldColumns`), this module turns them into a World and back.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
-from typing import Iterable, Iterator, Sequence
+from dataclasses import fields
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence, Sized
 from typing import Literal as _Lit
 
 import numpy as np
@@ -23,10 +26,11 @@ import numpy as np
 from ..errors import InvalidArgumentError, NotFoundError, SearchGymError
 from .model import Document, Edge, Entity, Literal, Node, Relation, Triple, WorldStats
 from .shared import LockFreePickling
+from .storage import VERSION, WorldColumns, WorldFormatError, read_columns, write_columns
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["World", "WorldBuilder", "WorldError", "normalize_name"]
+__all__ = ["World", "WorldBuilder", "WorldError", "load_world", "normalize_name", "save_world"]
 
 
 class WorldError(SearchGymError, ValueError):
@@ -64,6 +68,34 @@ def csr_index(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return ptr, order
 
 
+def _check_columns(
+    entity_cols: tuple[Sized, ...],
+    relation_cols: tuple[Sized, ...],
+    literal_cols: tuple[Sized, ...],
+    doc_cols: tuple[Sized, ...],
+    triples: np.ndarray,
+) -> None:
+    """Raise :class:`WorldError` when a table's columns differ in length or a triple points outside the
+    entity, relation or literal table."""
+    for table, cols in (
+        ("entity", entity_cols),
+        ("relation", relation_cols),
+        ("literal", literal_cols),
+        ("document", doc_cols),
+    ):
+        if len({len(c) for c in cols}) > 1:
+            raise WorldError(f"{table} columns have different lengths")
+    if len(triples):
+        n_ent, n_rel, n_lit = len(entity_cols[0]), len(relation_cols[0]), len(literal_cols[0])
+        h, r, t = triples[:, 0], triples[:, 1], triples[:, 2]
+        if h.min() < 0 or h.max() >= n_ent:
+            raise WorldError("a triple head is outside the entity table")
+        if r.min() < 0 or r.max() >= n_rel:
+            raise WorldError("a triple relation is outside the relation table")
+        if t.max() >= n_ent or (-t - 1).max() >= n_lit:
+            raise WorldError("a triple tail is outside the entity/literal tables")
+
+
 class World(LockFreePickling):
     """A knowledge graph and a corpus that search agents explore.
 
@@ -92,24 +124,14 @@ class World(LockFreePickling):
         doc_entities: np.ndarray,
         metadata: dict | None = None,
     ) -> None:
-        n_ent = len(entity_ids)
-        if not (len(titles) == len(aliases) == len(descriptions) == len(types) == n_ent):
-            raise WorldError("entity columns have different lengths")
-        if len(relation_ids) != len(relation_labels):
-            raise WorldError("relation columns have different lengths")
-        if len(literal_values) != len(literal_kinds):
-            raise WorldError("literal columns have different lengths")
-        if not (len(doc_ids) == len(doc_titles) == len(doc_texts) == len(doc_entities)):
-            raise WorldError("document columns have different lengths")
         triples = np.asarray(triples, dtype=np.int64).reshape(-1, 3)
-        if len(triples):
-            h, r, t = triples[:, 0], triples[:, 1], triples[:, 2]
-            if h.min() < 0 or h.max() >= n_ent:
-                raise WorldError("a triple head is outside the entity table")
-            if r.min() < 0 or r.max() >= len(relation_ids):
-                raise WorldError("a triple relation is outside the relation table")
-            if t.max() >= n_ent or (-t - 1).max() >= len(literal_values):
-                raise WorldError("a triple tail is outside the entity/literal tables")
+        _check_columns(
+            (entity_ids, titles, aliases, descriptions, types),
+            (relation_ids, relation_labels),
+            (literal_values, literal_kinds),
+            (doc_ids, doc_titles, doc_texts, doc_entities),
+            triples,
+        )
         self.name = name
         self.metadata: dict = dict(metadata or {})
         self._ent_ids = entity_ids
@@ -126,15 +148,27 @@ class World(LockFreePickling):
         self._doc_titles = doc_titles
         self._doc_texts = doc_texts
         self._doc_ent = np.asarray(doc_entities, dtype=np.int64)
+        self._index_ids()
+        self._index_edges()
+        self._lock = threading.Lock()
+        self._doc_index: dict[str, int] | None = None
+        self._exact: dict[str, int | list[int]] | None = None
+        self._folded: dict[str, int | list[int]] | None = None
 
-        self._ent_index = {e: i for i, e in enumerate(entity_ids)}
-        if len(self._ent_index) != n_ent:
+    def _index_ids(self) -> None:
+        """Id -> row tables of entities and relations (a repeated id is a :class:`WorldError`) and of literals."""
+        self._ent_index = {e: i for i, e in enumerate(self._ent_ids)}
+        if len(self._ent_index) != len(self._ent_ids):
             raise WorldError("duplicate entity ids")
-        self._rel_index = {r: i for i, r in enumerate(relation_ids)}
-        if len(self._rel_index) != len(relation_ids):
+        self._rel_index = {r: i for i, r in enumerate(self._rel_ids)}
+        if len(self._rel_index) != len(self._rel_ids):
             raise WorldError("duplicate relation ids")
-        self._lit_index = {(k, v): i for i, (v, k) in enumerate(zip(literal_values, literal_kinds))}
+        self._lit_index = {(k, v): i for i, (v, k) in enumerate(zip(self._lit_values, self._lit_kinds))}
 
+    def _index_edges(self) -> None:
+        """CSR indexes of each entity's out-edges, in-edges (entity tails) and linked documents."""
+        n_ent = len(self._ent_ids)
+        triples = self._triples
         heads = triples[:, 0]
         self._out_ptr, self._out_order = csr_index(heads, n_ent)
         tails = triples[:, 2]
@@ -144,11 +178,6 @@ class World(LockFreePickling):
         linked = np.nonzero(self._doc_ent >= 0)[0]
         dptr, dorder = csr_index(self._doc_ent[linked], n_ent)
         self._doc_ptr, self._doc_order = dptr, linked[dorder]
-
-        self._lock = threading.Lock()
-        self._doc_index: dict[str, int] | None = None
-        self._exact: dict[str, int | list[int]] | None = None
-        self._folded: dict[str, int | list[int]] | None = None
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -446,19 +475,41 @@ class World(LockFreePickling):
         )
 
     # ------------------------------------------------------------ persistence
+    def columns(self) -> WorldColumns:
+        """The world's tables as stored (shared with the world, not copied: treat them as read-only)."""
+        return WorldColumns(
+            name=self.name,
+            metadata=self.metadata,
+            entity_ids=self._ent_ids,
+            titles=self._titles,
+            aliases=self._aliases,
+            descriptions=self._descs,
+            types=self._types,
+            relation_ids=self._rel_ids,
+            relation_labels=self._rel_labels,
+            literal_values=self._lit_values,
+            literal_kinds=self._lit_kinds,
+            triples=self._triples,
+            doc_ids=self._doc_ids,
+            doc_titles=self._doc_titles,
+            doc_texts=self._doc_texts,
+            doc_entities=self._doc_ent,
+        )
+
+    @classmethod
+    def from_columns(cls, columns: WorldColumns) -> "World":
+        """A world over ``columns`` (checked as the constructor checks them; :class:`WorldError` if inconsistent)."""
+        return cls(**{f.name: getattr(columns, f.name) for f in fields(columns)})
+
     def save(self, path, *, progress: bool = False, version: int | None = None) -> None:
         """Write the world to directory ``path`` (created if needed) in the documented format
         (the current version unless ``version`` names an older one that is still read)."""
-        from .storage import VERSION, save_world
-
         save_world(self, path, progress=progress, version=VERSION if version is None else version)
 
     @classmethod
     def load(cls, path, *, progress: bool = False) -> "World":
         """Read a world saved by :meth:`save`; raises :class:`~searchgym.world.storage.WorldFormatError`
         naming the file and the problem if the directory is missing, partial or corrupt."""
-        from .storage import load_world
-
         return load_world(path, progress=progress)
 
 
@@ -553,13 +604,9 @@ class WorldBuilder:
         self._doc_texts.append(text)
         self._doc_ent.append(entity)
 
-    def build(self, *, drop_dangling: bool = False, dedupe: bool = True) -> World:
-        """Freeze into a :class:`World`.
-
-        ``drop_dangling``: triples/document links naming unknown entities are dropped and counted
-        in :attr:`dropped` (otherwise :class:`WorldError` names the first one). ``dedupe`` removes
-        repeated identical triples.
-        """
+    def _triple_rows(self, drop_dangling: bool) -> np.ndarray:
+        """The added triples as ``(head row, relation row, tail code)``, dangling ones dropped and counted
+        (``drop_dangling``) or refused naming the first."""
         idx = self._ent_index
         n = len(self._t_head)
         rows = np.empty((n, 3), dtype=np.int64)
@@ -578,12 +625,12 @@ class WorldBuilder:
                 self.dropped["dangling_triple"] += 1
                 continue
             rows[k] = (hi, r, ti)
-        rows = rows[keep]
-        if dedupe and len(rows):
-            _, first = np.unique(rows, axis=0, return_index=True)
-            if len(first) != len(rows):
-                self.dropped["duplicate_triple"] += len(rows) - len(first)
-                rows = rows[np.sort(first)]
+        return rows[keep]
+
+    def _document_links(self, drop_dangling: bool) -> np.ndarray:
+        """The entity row each added document describes (-1: none); a link to an unknown entity is dropped
+        and counted (``drop_dangling``) or refused."""
+        idx = self._ent_index
         doc_ent = np.full(len(self._doc_ids), -1, dtype=np.int64)
         for k, e in enumerate(self._doc_ent):
             if e is None:
@@ -595,6 +642,22 @@ class WorldBuilder:
                 self.dropped["dangling_document_link"] += 1
                 continue
             doc_ent[k] = ei
+        return doc_ent
+
+    def build(self, *, drop_dangling: bool = False, dedupe: bool = True) -> World:
+        """Freeze into a :class:`World`.
+
+        ``drop_dangling``: triples/document links naming unknown entities are dropped and counted
+        in :attr:`dropped` (otherwise :class:`WorldError` names the first one). ``dedupe`` removes
+        repeated identical triples.
+        """
+        rows = self._triple_rows(drop_dangling)
+        if dedupe and len(rows):
+            _, first = np.unique(rows, axis=0, return_index=True)
+            if len(first) != len(rows):
+                self.dropped["duplicate_triple"] += len(rows) - len(first)
+                rows = rows[np.sort(first)]
+        doc_ent = self._document_links(drop_dangling)
         if self.dropped:
             logger.info("world %s: dropped %s", self.name, dict(self.dropped))
         return World(
@@ -615,3 +678,19 @@ class WorldBuilder:
             doc_entities=doc_ent,
             metadata={**self.metadata, "dropped": dict(self.dropped)} if self.dropped else self.metadata,
         )
+
+
+def save_world(world: World, path, *, progress: bool = False, version: int = VERSION) -> None:
+    """Write ``world`` to directory ``path`` in format ``version`` (see :mod:`searchgym.world.storage`)."""
+    write_columns(world.columns(), path, progress=progress, version=version)
+
+
+def load_world(path, *, progress: bool = False) -> World:
+    """Read a world directory written by :func:`save_world`; raises
+    :class:`~searchgym.world.storage.WorldFormatError` naming the file and the fix when it is missing,
+    partial, corrupt, or holds tables that do not form a consistent world."""
+    columns = read_columns(path, progress=progress)
+    try:
+        return World.from_columns(columns)
+    except WorldError as exc:
+        raise WorldFormatError(f"{Path(path)}: {exc}; rebuild the world") from None

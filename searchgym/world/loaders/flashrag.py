@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -227,49 +227,45 @@ def with_documents(
         raise InvalidArgumentError(f"mode must be one of {MODES}, got {mode!r}")
     if not (len(ids) == len(titles) == len(texts) == len(entities)):
         raise InvalidArgumentError("ids, titles, texts and entities must have the same length")
-    ents = [world.entity_at(i) for i in range(world.num_entities)]
-    rels = world.relations()
-    triples = np.array(world.triple_array, dtype=np.int64)
-    lit_tails = triples[:, 2][triples[:, 2] < 0] if len(triples) else np.zeros(0, np.int64)
-    n_lits = int((-lit_tails - 1).max() + 1) if len(lit_tails) else 0
-    lits = [world.literal_at(-j - 1) for j in range(n_lits)]
-    doc_ids: list[str] = []
-    doc_titles: list[str] = []
-    doc_texts: list[str] = []
-    doc_ent: list[int] = []
-    if mode == "append":
-        for i in range(world.num_documents):
-            d = world.document_at(i)
-            doc_ids.append(d.id)
-            doc_titles.append(d.title)
-            doc_texts.append(d.text)
-            doc_ent.append(world.entity_index(d.entity) if d.entity is not None else -1)
-    doc_ids += list(ids)
-    doc_titles += list(titles)
-    doc_texts += list(texts)
-    doc_ent += [world.entity_index(e) if e is not None else -1 for e in entities]
+    cols = world.columns()
+    keep = mode == "append"
+    doc_ids = [*(cols.doc_ids if keep else ()), *ids]
+    doc_ent = [
+        *(cols.doc_entities.tolist() if keep else ()),
+        *(world.entity_index(e) if e is not None else -1 for e in entities),
+    ]
     if len(set(doc_ids)) != len(doc_ids):
         raise InvalidArgumentError(
             "duplicate document ids between the world's corpus and the new documents; use mode='replace'"
         )
-    return World(
-        name=name or world.name,
-        entity_ids=[e.id for e in ents],
-        titles=[e.title for e in ents],
-        aliases=[e.aliases for e in ents],
-        descriptions=[e.description for e in ents],
-        types=[e.type for e in ents],
-        relation_ids=[r.id for r in rels],
-        relation_labels=[r.label for r in rels],
-        literal_values=[lit.value for lit in lits],
-        literal_kinds=[lit.kind for lit in lits],
-        triples=triples,
-        doc_ids=doc_ids,
-        doc_titles=doc_titles,
-        doc_texts=doc_texts,
-        doc_entities=np.asarray(doc_ent, dtype=np.int64),
-        metadata={**world.metadata, **(metadata or {})},
+    n_lits = _literals_used(cols.triples)
+    return World.from_columns(
+        replace(
+            cols,
+            name=name or world.name,
+            entity_ids=list(cols.entity_ids),
+            titles=list(cols.titles),
+            aliases=[tuple(a) for a in cols.aliases],
+            descriptions=list(cols.descriptions),
+            types=list(cols.types),
+            relation_ids=list(cols.relation_ids),
+            relation_labels=list(cols.relation_labels),
+            literal_values=list(cols.literal_values[:n_lits]),
+            literal_kinds=list(cols.literal_kinds[:n_lits]),
+            triples=np.array(cols.triples, dtype=np.int64),
+            doc_ids=doc_ids,
+            doc_titles=[*(cols.doc_titles if keep else ()), *titles],
+            doc_texts=[*(cols.doc_texts if keep else ()), *texts],
+            doc_entities=np.asarray(doc_ent, dtype=np.int64),
+            metadata={**world.metadata, **(metadata or {})},
+        )
     )
+
+
+def _literals_used(triples: np.ndarray) -> int:
+    """How many leading literals the triples use: one past the highest literal row a tail names."""
+    lit_tails = triples[:, 2][triples[:, 2] < 0] if len(triples) else np.zeros(0, np.int64)
+    return int((-lit_tails - 1).max() + 1) if len(lit_tails) else 0
 
 
 def load_flashrag_corpus(

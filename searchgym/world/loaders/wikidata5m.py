@@ -135,6 +135,88 @@ def _tsv_rows(
             yield lineno, cols
 
 
+def _relation_labels(rel_p: Path, report: LoadReport, progress: bool) -> dict[str, str]:
+    """Relation id -> label from the relation file (a repeated id is a bad line)."""
+    labels: dict[str, str] = {}
+    for lineno, cols in _tsv_rows(rel_p, report, progress=progress, at_least=2):
+        rid = cols[0].strip()
+        if rid in labels:
+            report.bad_line(rel_p, lineno, f"duplicate relation id {rid!r}", kind="duplicate id")
+            continue
+        labels[rid] = cols[1].strip()
+    return labels
+
+
+def _add_triplets(
+    b: WorldBuilder,
+    triplet_files: Sequence[Path],
+    labels: dict[str, str],
+    allow: frozenset[str] | None,
+    block: frozenset[str],
+    report: LoadReport,
+    progress: bool,
+) -> dict[str, list[str]]:
+    """Add the triplets of the allowed relations (each relation registered with its label once); returns
+    each entity's classes from its ``P31`` triples (kept whether P31 is allowed or not: they give types)."""
+    classes: dict[str, list[str]] = {}
+    registered: set[str] = set()
+    for tp in triplet_files:
+        for lineno, cols in _tsv_rows(tp, report, progress=progress, exact=3):
+            h, r, t = (c.strip() for c in cols)
+            if not t:
+                report.bad_line(tp, lineno, "empty tail", kind="empty field")
+                continue
+            if r == "P31" and t in CLASS_TYPES:
+                classes.setdefault(h, []).append(t)
+            if (allow is not None and r not in allow) or r in block:
+                report.drop("blocked_relation")
+                continue
+            if r not in registered:
+                registered.add(r)
+                if r not in labels:
+                    report.drop("relation_without_label")
+                b.add_relation(r, labels.get(r) or PROPERTY_LABELS.get(r) or r)
+            b.add_triple(h, r, t)
+    return classes
+
+
+def _texts(text_p: Path | None, report: LoadReport, progress: bool) -> dict[str, str]:
+    """Entity id -> description text from the text file (none without one: the world has no corpus)."""
+    texts: dict[str, str] = {}
+    if text_p is not None:
+        for lineno, cols in _tsv_rows(text_p, report, progress=progress, exact=2, maxsplit=1):
+            texts[cols[0].strip()] = cols[1].strip()
+    else:
+        logger.warning("wikidata5m: no text file given or found; the world has no corpus")
+    return texts
+
+
+def _add_entities(
+    b: WorldBuilder,
+    ep: Path,
+    texts: dict[str, str],
+    classes: dict[str, list[str]],
+    report: LoadReport,
+    progress: bool,
+) -> None:
+    """Add every entity (names, type from its classes, first sentence as description) and its text as a
+    document; texts of entities not in the entity file are counted as dropped."""
+    for lineno, cols in _tsv_rows(ep, report, progress=progress, at_least=2):
+        eid = cols[0].strip()
+        if b.has_entity(eid):
+            report.bad_line(ep, lineno, f"duplicate entity id {eid!r}", kind="duplicate id")
+            continue
+        names = [c.strip() for c in cols[1:] if c.strip()]
+        text = texts.pop(eid, "")
+        b.add_entity(
+            eid, names[0], names[1:], first_sentence(text) if text else "", type_from_classes(classes.get(eid, ()))
+        )
+        if text:
+            b.add_document(eid, names[0], text, entity=eid)
+    if texts:
+        report.drop("text_of_unknown_entity", len(texts))
+
+
 def load_wikidata5m(
     path: str | os.PathLike | None = None,
     *,
@@ -160,61 +242,13 @@ def load_wikidata5m(
     block = frozenset(relation_blocklist)
     report = LoadReport(source="wikidata5m", on_error=on_error)
     b = WorldBuilder(name or "wikidata5m")
-
-    labels: dict[str, str] = {}
-    rel_p = files.relations
-    for lineno, cols in _tsv_rows(rel_p, report, progress=progress, at_least=2):
-        rid = cols[0].strip()
-        if rid in labels:
-            report.bad_line(rel_p, lineno, f"duplicate relation id {rid!r}", kind="duplicate id")
-            continue
-        labels[rid] = cols[1].strip()
-
+    labels = _relation_labels(files.relations, report, progress)
     # Triplets before entities: the builder resolves entity references at build time, and P31
     # triples give the entity types.
-    classes: dict[str, list[str]] = {}
-    registered: set[str] = set()
-    for tp in files.triplets:
-        for lineno, cols in _tsv_rows(tp, report, progress=progress, exact=3):
-            h, r, t = (c.strip() for c in cols)
-            if not t:
-                report.bad_line(tp, lineno, "empty tail", kind="empty field")
-                continue
-            if r == "P31" and t in CLASS_TYPES:
-                classes.setdefault(h, []).append(t)
-            if (allow is not None and r not in allow) or r in block:
-                report.drop("blocked_relation")
-                continue
-            if r not in registered:
-                registered.add(r)
-                if r not in labels:
-                    report.drop("relation_without_label")
-                b.add_relation(r, labels.get(r) or PROPERTY_LABELS.get(r) or r)
-            b.add_triple(h, r, t)
-
-    texts: dict[str, str] = {}
-    if files.text is not None:
-        tp = files.text
-        for lineno, cols in _tsv_rows(tp, report, progress=progress, exact=2, maxsplit=1):
-            texts[cols[0].strip()] = cols[1].strip()
-    else:
-        logger.warning("wikidata5m: no text file given or found; the world has no corpus")
-
+    classes = _add_triplets(b, files.triplets, labels, allow, block, report, progress)
+    texts = _texts(files.text, report, progress)
     ep = files.entities
-    for lineno, cols in _tsv_rows(ep, report, progress=progress, at_least=2):
-        eid = cols[0].strip()
-        if b.has_entity(eid):
-            report.bad_line(ep, lineno, f"duplicate entity id {eid!r}", kind="duplicate id")
-            continue
-        names = [c.strip() for c in cols[1:] if c.strip()]
-        text = texts.pop(eid, "")
-        b.add_entity(
-            eid, names[0], names[1:], first_sentence(text) if text else "", type_from_classes(classes.get(eid, ()))
-        )
-        if text:
-            b.add_document(eid, names[0], text, entity=eid)
-    if texts:
-        report.drop("text_of_unknown_entity", len(texts))
+    _add_entities(b, ep, texts, classes, report, progress)
     world = b.build(drop_dangling=True)
     report.attach(world, b.dropped, path if path is not None else ep)
     report.check_usable(ep, world.num_entities, "entities")

@@ -1,30 +1,27 @@
-"""Naming phase of the synthetic world: titles, aliases and Wikidata-style descriptions.
+"""Naming phase of the synthetic world: every entity's title and aliases.
 
-Runs after the graph exists, so names can follow it: children carry a parent's family name,
+Runs after the graph exists (:mod:`.synthetic_domains`), so names can follow it: children carry a parent's family name,
 universities and clubs are named after their city, films adapted from a novel share its title,
 battles and treaties after the city where they happened. Collisions are planted here on purpose
-(namesakes, same-name cities, one-letter variants) at the rates set in the config.
+(namesakes, same-name cities, one-letter variants) at the rates set in the config. Words and names are
+made by :class:`~searchgym.world.synthetic_name_forge.NameForge`; descriptions, which quote the titles,
+are :mod:`.synthetic_descriptions`'.
 """
 
 from __future__ import annotations
 
 import random
 from collections import Counter
-from typing import TYPE_CHECKING
 
 from . import synthetic_text as tx
-from .synthetic_names import NameForge, acronym, demonym, mutate
-from .synthetic_schema import OCCUPATIONS
+from .synthetic_draft import DraftWorld
+from .synthetic_name_forge import NameForge, acronym, demonym, mutate
 
-if TYPE_CHECKING:
-    from .synthetic_graph import GraphGenerator
-
-__all__ = ["names", "descriptions"]
+__all__ = ["assign_titles"]
 
 
-def names(g: "GraphGenerator") -> None:
-    """Give every entity a title and aliases (``g.titles``, ``g.aliases``)."""
-    rng = g.rng("names")
+def assign_titles(g: DraftWorld, rng: random.Random) -> None:
+    """Give every entity a title and aliases (``g.titles``, ``g.aliases``; people's ``g.family_name``)."""
     forge = NameForge(rng)
     cfg = g.cfg
     n = len(g.kind)
@@ -69,7 +66,7 @@ def names(g: "GraphGenerator") -> None:
     _event_names(g, rng, forge)
 
 
-def _person_names(g: "GraphGenerator", rng: random.Random, forge: NameForge) -> None:
+def _person_names(g: DraftWorld, rng: random.Random, forge: NameForge) -> None:
     """People, in birth order: children take the father's family name; some take an earlier person's full name."""
     people = g.people
     n = len(people)
@@ -106,7 +103,7 @@ def _person_names(g: "GraphGenerator", rng: random.Random, forge: NameForge) -> 
         aliases[p] = tuple(al)
 
 
-def _org_names(g: "GraphGenerator", rng: random.Random, forge: NameForge) -> None:
+def _org_names(g: DraftWorld, rng: random.Random, forge: NameForge) -> None:
     """Universities, companies, publishers, museums, bands and clubs (often named after their city)."""
     titles, aliases = g.titles, g.aliases
     for u in g.universities:
@@ -160,7 +157,7 @@ def _acronym_alias(title: str) -> tuple[str, ...]:
     return (a,) if len(a) >= 3 else ()
 
 
-def _work_title(g: "GraphGenerator", rng: random.Random, forge: NameForge) -> str:
+def _work_title(g: DraftWorld, rng: random.Random, forge: NameForge) -> str:
     """A title for a novel, film, album or painting from a few English patterns."""
     adj, noun = rng.choice(tx.TITLE_ADJECTIVES), rng.choice(tx.TITLE_NOUNS)
     form = rng.randrange(6)
@@ -177,7 +174,7 @@ def _work_title(g: "GraphGenerator", rng: random.Random, forge: NameForge) -> st
     return f"{forge.word(2, 3)}"
 
 
-def _work_names(g: "GraphGenerator", rng: random.Random, forge: NameForge) -> None:
+def _work_names(g: DraftWorld, rng: random.Random, forge: NameForge) -> None:
     """Creative works; adaptations share their novel's title, portraits name their sitter."""
     titles, aliases = g.titles, g.aliases
     for w in g.novels:
@@ -202,7 +199,7 @@ def _work_names(g: "GraphGenerator", rng: random.Random, forge: NameForge) -> No
                 aliases[w] = (t[4:],)
 
 
-def _event_names(g: "GraphGenerator", rng: random.Random, forge: NameForge) -> None:
+def _event_names(g: DraftWorld, rng: random.Random, forge: NameForge) -> None:
     """Wars, battles, festivals and treaties (named after parties or places) and awards."""
     titles, aliases = g.titles, g.aliases
     for w in g.wars:
@@ -248,62 +245,3 @@ def _event_names(g: "GraphGenerator", rng: random.Random, forge: NameForge) -> N
                 )
             )
         titles[a] = t
-
-
-def descriptions(g: "GraphGenerator") -> None:
-    """Give every entity a short Wikidata-like description (``g.descs``) that tells namesakes apart."""
-    titles = g.titles
-    descs = [""] * len(g.kind)
-    g.descs = descs
-    dem = {c: demonym(titles[c]) for c in g.countries}
-    for c in g.countries:
-        descs[c] = "sovereign state"
-    for reg in g.regions:
-        descs[reg] = f"region of {titles[g.country_of[reg]]}"
-    capitals = set(g.capital.values())
-    for city in g.cities:
-        country = titles[g.country_of[city]]
-        if city in capitals:
-            descs[city] = f"capital city of {country}"
-        else:
-            descs[city] = f"{'city' if g.population[city] >= 15000 else 'town'} in {country}"
-    for lang in g.languages:
-        descs[lang] = "language"
-    for k, p in enumerate(g.people):
-        b, d = g.birth[k], g.death[k]
-        span = f"{b}–{d}" if d else f"born {b}"
-        descs[p] = f"{dem[g.country_of[p]]} {OCCUPATIONS[g.occ[k]][0]} ({span})"
-    for u in g.universities:
-        descs[u] = f"university in {titles[g.country_of[u]]}"
-    for c in g.companies:
-        descs[c] = f"{dem[g.country_of[c]]} {g.industry[c]} company"
-    for p in g.publishers:
-        descs[p] = f"{dem[g.country_of[p]]} publishing house"
-    for m in g.museums:
-        descs[m] = f"art museum in {titles[g.country_of[m]]}"
-    for b in g.bands:
-        descs[b] = f"{dem[g.country_of[b]]} {g.genre[b]} band"
-    for c in g.clubs:
-        descs[c] = f"{dem[g.country_of[c]]} football club"
-    for works, word, verb in (
-        (g.novels, "novel", "by"),
-        (g.films, "film", "directed by"),
-        (g.albums, "album", "by"),
-        (g.paintings, "painting", "by"),
-    ):
-        for w in works:
-            who = g.creator.get(w)
-            descs[w] = f"{g.year_of[w]} {word}" + (f" {verb} {titles[who]}" if who is not None else "")
-    for w in g.wars:
-        start, end = g.year_of[w], g.war_end[w]
-        descs[w] = f"war ({start}–{end})" if end != start else f"war ({start})"
-    for bt in g.battles:
-        war = g.war_of.get(bt)
-        descs[bt] = f"{g.year_of[bt]} battle" + (f" of the {titles[war]}" if war is not None else "")
-    for f in g.festivals:
-        descs[f] = f"annual {g.genre[f]} festival in {titles[g.country_of[f]]}"
-    for tr in g.treaties:
-        descs[tr] = f"{g.year_of[tr]} treaty"
-    for a in g.awards:
-        org = g.award_conferrer.get(a)
-        descs[a] = f"award for {g.award_field[a]}" + (f" conferred by {titles[org]}" if org is not None else "")

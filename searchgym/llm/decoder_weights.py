@@ -1,0 +1,190 @@
+"""The rollout engine's view of a decoder's weights: converted, fused and prepacked, refreshed on change.
+
+:class:`DecoderWeights` binds each layer of a Llama-family decoder to plain calls (RMSNorm as
+transformers computes it, the q/k/v and gate/up projections fused into one matmul each, oneDNN-prepacked
+copies on CPU, copies in the rollout dtype) and keeps every derived tensor keyed by the parameters it
+came from, so :meth:`DecoderWeights.refresh` after an optimiser step remakes only what changed (a LoRA
+step re-derives the adapter's tensors, not the frozen base weights'). Projections that are not plain
+``nn.Linear`` (a PEFT LoRA layer) are called as modules, so adapters work and can be toggled.
+:class:`~searchgym.llm.rollout_engine.DecoderRunner` runs the forward over them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+__all__ = ["DecoderWeights", "PACK_LIMIT_BYTES", "rollout_dtype"]
+
+#: prepack the weights by default when the linear layers' copies take at most this many bytes
+PACK_LIMIT_BYTES = 2 << 30
+
+
+def rollout_dtype(name: str, model_dtype):
+    """The torch dtype of ``name`` (``"auto"``: the model's own)."""
+    import torch
+
+    return model_dtype if name == "auto" else getattr(torch, name)
+
+
+class DecoderWeights:
+    """A decoder's embedding, layers, final norm and LM head as calls in the rollout dtype (module docstring).
+
+    After :meth:`refresh`: ``embed(ids)``, ``layers`` (per layer ``(input norm, qkv projections, o_proj,
+    post-attention norm, gate/up projections, down_proj, activation)``), ``norm(h)`` and ``head(h)``."""
+
+    def __init__(self, model, decoder, head_module, dtype: str, *, pack: Optional[bool], pack_rows: int) -> None:
+        import torch
+
+        self.model = model
+        self.decoder = decoder
+        self.head_module = head_module
+        param = next(model.parameters())
+        self.device = param.device
+        self.dtype = rollout_dtype(dtype, param.dtype)
+        # oneDNN-prepacked weight copies (CPU): by default when the weights are copied anyway (another dtype)
+        # or the copies are small (at most PACK_LIMIT_BYTES)
+        can_pack = self.device.type == "cpu" and torch.backends.mkldnn.is_available()
+        if pack is None:
+            linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
+            pack = self.dtype != param.dtype or linear * param.element_size() <= PACK_LIMIT_BYTES
+        self.pack = can_pack and bool(pack)
+        self._derived_cache: dict[tuple[str, int], tuple[tuple, tuple, Any]] = {}
+        self._used: set[tuple[str, int]] = set()
+        self.pack_rows = max(1, int(pack_rows))
+        self._fingerprint: Optional[int] = None
+        self.layers: list[tuple] = []
+        self.embed: Any = None
+        self.norm: Any = None
+        self.head: Any = None
+
+    def _fingerprint_now(self) -> int:
+        """A hash of every parameter's identity and version counter: changes when a weight is replaced or updated."""
+        return hash(tuple((id(p), p._version) for p in self.model.parameters()))
+
+    def refresh(self) -> None:
+        """Bind the layers' weights (converting, fusing and packing them as configured) unless nothing changed
+        since the last call; only tensors derived from changed parameters are remade."""
+        fp = self._fingerprint_now()
+        if fp == self._fingerprint and self.layers:
+            return
+        self._used = set()
+
+        def conv(t):
+            if t is None or t.dtype == self.dtype:
+                return t
+            return self._derived("dtype", (t,), lambda: t.detach().to(self.dtype))
+
+        dec = self.decoder
+        self.embed = self._embedding(dec.embed_tokens, conv)
+        self.layers = []
+        for layer in dec.layers:
+            attn, mlp = layer.self_attn, layer.mlp
+            self.layers.append(
+                (
+                    self._rms(layer.input_layernorm, conv),
+                    self._projections((attn.q_proj, attn.k_proj, attn.v_proj), conv),
+                    self._linear(attn.o_proj, conv),
+                    self._rms(layer.post_attention_layernorm, conv),
+                    self._projections((mlp.gate_proj, mlp.up_proj), conv),
+                    self._linear(mlp.down_proj, conv),
+                    mlp.act_fn,
+                )
+            )
+        self.norm = self._rms(dec.norm, conv)
+        self.head = self._linear(self.head_module, conv)
+        for key in set(self._derived_cache) - self._used:  # weights no longer in the model
+            del self._derived_cache[key]
+        self._fingerprint = self._fingerprint_now()
+
+    def _derived(self, kind: str, sources: tuple, make: Callable):
+        """``make()``, a tensor derived from the parameters ``sources``, remade only when one of them was
+        replaced or updated in place since (version counters): a LoRA step re-derives the adapter's tensors,
+        not the frozen base weights'."""
+        key = (kind, id(sources[0]))
+        self._used.add(key)
+        stamp = tuple((id(t), t._version) for t in sources)
+        hit = self._derived_cache.get(key)
+        if hit is not None and hit[0] == stamp:
+            return hit[2]
+        value = make()
+        self._derived_cache[key] = (stamp, sources, value)  # the sources are held: their ids stay theirs
+        return value
+
+    def _cast_module(self, module) -> Callable:
+        """``module`` called in its own dtype, its output in the rollout dtype."""
+        params = list(module.parameters())
+        own = params[0].dtype if params else self.dtype
+        if own == self.dtype:
+            return module
+        dtype = self.dtype
+        return lambda x: module(x.to(own)).to(dtype)
+
+    def _dense(self, weight, bias, sources: tuple) -> Callable:
+        """``x -> x @ weight.T + bias``: oneDNN on a prepacked copy when packing, else ``F.linear``."""
+        import torch
+        import torch.nn.functional as F
+
+        if self.pack:
+            rows = self.pack_rows
+            packed = self._derived(
+                "pack", sources, lambda: torch.ops.mkldnn._reorder_linear_weight(weight.detach(), rows)
+            )
+            linear = torch.ops.mkldnn._linear_pointwise
+            return lambda x: linear(x, packed, bias, "none", [None], "")
+        return lambda x: F.linear(x, weight, bias)
+
+    def _linear(self, module, conv) -> Callable:
+        """A linear layer as a call: a plain ``nn.Linear`` on its (converted, packed) weights, else the module."""
+        import torch
+
+        if type(module) is not torch.nn.Linear:  # a LoRA layer, a wrapper: call it (adapters on/off work)
+            return self._cast_module(module)
+        return self._dense(conv(module.weight), conv(module.bias), (module.weight,))
+
+    def _projections(self, modules: tuple, conv) -> Callable:
+        """``x -> (m(x) for m in modules)``: one matmul over the concatenated weights when they are plain
+        ``nn.Linear`` and copied anyway (packed or converted), else one call per module."""
+        import torch
+
+        plain = all(type(m) is torch.nn.Linear for m in modules)
+        biased = [m.bias is not None for m in modules] if plain else []
+        if not (plain and self.pack and len(set(biased)) == 1):
+            calls = [self._linear(m, conv) for m in modules]
+            return lambda x: tuple(f(x) for f in calls)
+        weights = tuple(m.weight for m in modules)
+        fused = self._derived("fuse", weights, lambda: torch.cat([conv(w).detach() for w in weights]))
+        bias = None
+        if biased[0]:
+            biases = tuple(m.bias for m in modules)
+            bias = self._derived("fuse-bias", biases, lambda: torch.cat([conv(b).detach() for b in biases]))
+        dense = self._dense(fused, bias, weights)
+        sizes = [int(m.weight.shape[0]) for m in modules]
+        return lambda x: dense(x).split(sizes, dim=-1)
+
+    def _embedding(self, module, conv) -> Callable:
+        """The token embedding as a call on its (converted) weight, or the module when it is not plain."""
+        import torch
+        import torch.nn.functional as F
+
+        if type(module) is not torch.nn.Embedding:
+            return self._cast_module(module)
+        w = conv(module.weight)
+        return lambda ids: F.embedding(ids, w)
+
+    def _rms(self, module, conv) -> Callable:
+        """transformers' RMSNorm, same operations in the same order (statistics in float32)."""
+        import torch
+
+        eps = getattr(module, "variance_epsilon", None)
+        weight = getattr(module, "weight", None)
+        if eps is None or weight is None or not type(module).__name__.endswith("RMSNorm"):
+            return self._cast_module(module)
+        w = conv(weight)
+        dtype = self.dtype
+
+        def norm(x):
+            h = x.to(torch.float32)
+            h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+            return w * h.to(dtype)
+
+        return norm
