@@ -42,8 +42,8 @@ from ..core.artefacts import check_output
 from ..core.jsonl import check_unique, open_append, scan_jsonl
 from ..core.moved import moved_getattr
 from ..core.output_lock import OutputLock
-from ..core.renamed import renamed_kwargs
 from ..core.progress import Progress
+from ..core.renamed import renamed_kwargs
 from ..core.subgraph import Subgraph
 from ..errors import InvalidArgumentError, InvalidTypeError, MissingFileError, SearchGymError
 from .extract import ExtractionConfig, SelectorUnavailable, extraction_index
