@@ -45,7 +45,7 @@ class RewardEvent(MappingReads):
     slot: int
     reward: float
     components: dict[str, Any] = field(default_factory=dict)
-    trajectory: Optional[Trajectory] = None
+    trajectory: Optional[Trajectory] = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:

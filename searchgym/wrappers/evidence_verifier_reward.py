@@ -379,7 +379,7 @@ class EvidenceVerifierReward(RewardShapingWrapper):
             (
                 event_trajectory(ev).evidence
                 for ev in info.get("rewards", [])
-                if ev.role == "proposer" and ev.components.get("valid", 1)
+                if ev.get("role") == "proposer" and (ev.get("components") or {}).get("valid", 1)  # env events: any kind
             ),
             None,
         )
