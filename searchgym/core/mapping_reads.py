@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any, Iterator
 
+from ..errors import NotFoundError
+
 __all__ = ["MappingReads"]
 
 
@@ -25,7 +27,7 @@ class MappingReads:
 
     def __getitem__(self, key: str) -> Any:
         if key not in self.keys():
-            raise KeyError(key)
+            raise NotFoundError(f"{type(self).__name__} has no field {key!r}; its fields: {', '.join(self.keys())}")
         return getattr(self, key)
 
     def get(self, key: str, default: Any = None) -> Any:
