@@ -49,7 +49,7 @@ def test_scripted_agents_get_most_default_questions_verified(default_games):
     assert verified >= 0.8 * GAMES, [v["reason"] for v in verdicts]
     for events, info in default_games:  # a verified question is what the Solvers played, rewarded 1 - accuracy
         if info["validation"]["valid"]:
-            assert info["replay"] is False and info["task"].question == info["proposer"].question
+            assert info["replay"] == "proposed" and info["task"].question == info["proposer"].question
             (prop,) = [e for e in events if e["role"] == "proposer"]
             solver = [e["reward"] for e in events if e["role"] == "solver"]
             assert prop["reward"] == pytest.approx(1 - sum(solver) / len(solver))

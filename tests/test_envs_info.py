@@ -13,8 +13,10 @@ import pytest
 import searchgym  # noqa: F401  (registration)
 from searchgym.agents.scripted import LeakyProposer, PathFollowingSolver, ScriptedProposer, ScriptedSelfPlayAgent
 from searchgym.core.info import INFO_KINDS, has_slots, info_kind
+from searchgym.core.rewards import RewardEvent
 from searchgym.core.subgraph import Subgraph
 from searchgym.core.types import Task, Trajectory, Turn
+from searchgym.core.validation import ValidationResult
 from searchgym.envs.group import KGSolverGroupEnv
 from searchgym.envs.navigate import KGNavigateEnv
 from searchgym.envs.proposer import KGProposerEnv
@@ -26,7 +28,14 @@ from searchgym.tasks.sources import SubgraphTaskSource
 from tests.support.env_helpers import AcceptAll, RejectAll, play, tiny_subgraph
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "envs.md"
-CLASSES = {"Trajectory": Trajectory, "Task": Task, "Turn": Turn, "Subgraph": Subgraph}
+CLASSES = {
+    "Trajectory": Trajectory,
+    "Task": Task,
+    "Turn": Turn,
+    "Subgraph": Subgraph,
+    "RewardEvent": RewardEvent,
+    "ValidationResult": ValidationResult,
+}
 EVENTS = "Reward events"
 
 
@@ -193,7 +202,7 @@ def test_info_of_reset_and_every_step_matches_docs(episodes, env_id):
 def test_selfplay_games_cover_both_phases_and_every_task_source(episodes):
     infos = episodes["KGSelfPlay-v0"]
     assert {info["role"] for info in infos} == {"proposer", "solver"}
-    assert {info["replay"] for info in infos} == {False, True, "dummy"}
+    assert {info["replay"] for info in infos} == {"proposed", "replayed", "dummy"}
 
 
 def test_gym_make_envs_return_the_same_schema():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import re
 
@@ -63,7 +64,7 @@ def test_valid_question_rewards_proposer_one_minus_mean_solver_accuracy(tiny_wor
     assert all(e["reward"] == 1.0 for e in evs[:3]) and evs[3]["reward"] == 0.0
     assert evs[3]["components"] == {"valid": 1.0, "outcome": 0.0, "solve_rate": 1.0}
     assert final["task"].source == "proposer" and final["task"].question == final["proposer"].question
-    assert final["replay"] is False and len(env.replay) == 1
+    assert final["replay"] == "proposed" and len(env.replay) == 1
     assert final["reward_components"]["solver"]["outcome"] == [1.0, 1.0, 1.0]
     assert final["reward_components"]["proposer"]["outcome"] == 0.0
     # a hard question (nobody solves it) gives the proposer the full reward
@@ -82,8 +83,8 @@ def test_invalid_question_rewards_zero_at_verification_and_solvers_get_a_replay_
         obs, reward, term, trunc, info = env.step(agent.act(obs, info))
     (ev,) = info["rewards"]  # emitted on the verification step
     assert ev["role"] == "proposer" and ev["reward"] == 0.0 and ev["components"]["valid"] == 0.0 and reward == 0.0
-    assert info["validation"] == {**info["validation"], "valid": False, "reason": "answer_leak"}
-    assert obs["role"] == 1 and list(obs["active"]) == [1, 1, 1] and info["replay"] is True
+    assert info["validation"].valid is False and info["validation"].reason == "answer_leak"
+    assert obs["role"] == 1 and list(obs["active"]) == [1, 1, 1] and info["replay"] == "replayed"
     assert info["task"] is stored and all(t.task is stored for t in info["trajectories"])
     done = False
     while not done:
@@ -156,12 +157,30 @@ def test_export_round_trips_every_game(tmp_path, tiny_world):
     games = read_trajectories(path)
     assert [g.game for g in games] == [0, 1] and [g.validation["valid"] for g in games] == [True, False]
     g0, g1 = games
-    assert g0.proposer.role == "proposer" and len(g0.solvers) == 3 and g1.replay is True
-    assert [e["role"] for e in g1.rewards] == ["proposer"] + ["solver"] * 3
-    assert "trajectory" not in g0.rewards[0]
+    assert g0.proposer.role == "proposer" and len(g0.solvers) == 3 and g1.replay == "replayed"
+    assert g0.replay == "proposed"
+    assert [e.role for e in g1.rewards] == ["proposer"] + ["solver"] * 3
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert all("trajectory" not in e for line in lines for e in line["rewards"]) and lines[0]["format"] == 2
+    assert g0.rewards[0].trajectory is g0.solvers[0] and g1.rewards[0].trajectory is g1.proposer
     live = env.proposer.trajectory
     assert g1.proposer.to_dict() == live.to_dict()  # exact round trip
     assert g1.solvers[0].env_spans == env.group.trajectories[0].env_spans
+
+
+def test_read_trajectories_reads_the_first_format(tmp_path, tiny_world):
+    """Lines written before the format key: replay false/true/"dummy" read as the named sources."""
+    path = tmp_path / "games.jsonl"
+    env = _tiny(tiny_world, export_path=path)
+    play(env, ScriptedSelfPlayAgent(), seed=0)
+    env.close()
+    (line,) = [json.loads(t) for t in path.read_text().splitlines()]
+    del line["format"]
+    old = [{**line, "replay": value, "game": i} for i, value in enumerate([False, True, "dummy"])]
+    old.append({**line, "proposer": None, "replay": False, "game": 3})  # a solver-only game of version 1
+    path.write_text("".join(json.dumps(rec) + "\n" for rec in old))
+    assert [g.replay for g in read_trajectories(path)] == ["proposed", "replayed", "dummy", None]
+    assert read_trajectories(path)[0].validation.valid is True
 
 
 def test_read_trajectories_errors(tmp_path):

@@ -369,7 +369,9 @@ def test_solver_env_exports_each_episode(tmp_path, tiny_world):
     env.close()
     games = read_trajectories(path)
     assert [g.game for g in games] == [0, 1] and all(g.proposer is None and len(g.solvers) == 1 for g in games)
-    assert games[0].rewards == [{"role": "solver", "slot": 0, "reward": 1.0, "components": {"outcome": 1.0}}]
+    assert [e.to_dict() for e in games[0].rewards] == [
+        {"role": "solver", "slot": 0, "reward": 1.0, "components": {"outcome": 1.0}}
+    ]
     assert games[0].solvers[0].turns[0].searches[0].titles[0] == "Alice Varn"
 
 

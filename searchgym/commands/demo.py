@@ -66,6 +66,7 @@ def run_demo(args: argparse.Namespace) -> int:
     from ..tasks.heldout import training_subgraphs
     from ..world.synthetic import default_world
     from ..wrappers import WaypointCoverageReward
+    from ..wrappers.recording import RecordGames
 
     out = sys.stdout
     if args.threads:
@@ -91,14 +92,15 @@ def run_demo(args: argparse.Namespace) -> int:
         where = "first one (not drawn: --no-picture)"
     print(f"\nSubgraph pool: {len(pool)} subgraphs; {where}:\n{pool[0].describe()}", file=out)
 
-    env_kwargs = dict(world=world, retriever=retriever, pool=pool, export_path=str(outdir / "trajectories.jsonl"))
+    env_kwargs = dict(world=world, retriever=retriever, pool=pool)
     model = None
     if args.agent == "llm":  # the cold-start settings: short passages keep a game near a minute on 2 CPU cores
         from ..training.demonstrations import cold_start_env_kwargs
 
         env_kwargs.update(cold_start_env_kwargs(world, max_turns=args.max_turns), group_size=args.group_size)
         model = show_learning(args, world, outdir, out)
-    env = WaypointCoverageReward(gym.make("KGSelfPlay-v0", **env_kwargs))
+    # recording outermost: the file holds the WCR-shaped rewards the game lines print
+    env = RecordGames(WaypointCoverageReward(gym.make("KGSelfPlay-v0", **env_kwargs)), outdir / "trajectories.jsonl")
     agent = _make_agent(args, model)
 
     limit = max(args.games, args.max_games)

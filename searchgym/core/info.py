@@ -7,25 +7,132 @@ Every searchgym env puts ``info["kind"]`` in the ``info`` of ``reset`` and ``ste
 * ``"selfplay"``: ``KGSelfPlay-v0`` -- the group schema plus the Proposer's keys;
 * ``"navigate"``: ``KGNavigate-v0`` -- the numeric navigation env's own keys.
 
-Wrappers and agents read the kind instead of guessing the shape from which keys are present.
+Each kind's keys are a ``TypedDict`` here (:class:`SingleInfo`, :class:`ProposerInfo`, :class:`GroupInfo`,
+:class:`SelfPlayInfo`, :class:`NavigateInfo`; :data:`EnvInfo` is any of them). Wrappers and agents read the
+kind instead of guessing the shape from which keys are present.
 :func:`info_kind` still accepts an ``info`` without the key (from an env written before it existed, or
 built by hand) and infers the kind from its keys, as earlier versions did.
 """
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Any, Literal, Mapping, Optional, TypedDict, Union
 
 from ..errors import InvalidArgumentError
+from .rewards import RewardEvent
+from .subgraph import Subgraph
+from .types import Role, Task, Trajectory, Turn
+from .validation import ValidationResult
 
-__all__ = ["INFO_KINDS", "KIND_SINGLE", "KIND_GROUP", "KIND_SELFPLAY", "KIND_NAVIGATE", "info_kind", "has_slots"]
+__all__ = [
+    "INFO_KINDS",
+    "KIND_SINGLE",
+    "KIND_GROUP",
+    "KIND_SELFPLAY",
+    "KIND_NAVIGATE",
+    "InfoKind",
+    "ReplaySource",
+    "REPLAY_SOURCES",
+    "SingleInfo",
+    "ProposerInfo",
+    "GroupInfo",
+    "SelfPlayInfo",
+    "NavigateInfo",
+    "EnvInfo",
+    "SlotComponents",
+    "info_kind",
+    "has_slots",
+]
 
-KIND_SINGLE, KIND_GROUP, KIND_SELFPLAY, KIND_NAVIGATE = "single", "group", "selfplay", "navigate"
-INFO_KINDS = (KIND_SINGLE, KIND_GROUP, KIND_SELFPLAY, KIND_NAVIGATE)
+InfoKind = Literal["single", "group", "selfplay", "navigate"]
+KIND_SINGLE: Literal["single"] = "single"
+KIND_GROUP: Literal["group"] = "group"
+KIND_SELFPLAY: Literal["selfplay"] = "selfplay"
+KIND_NAVIGATE: Literal["navigate"] = "navigate"
+INFO_KINDS: tuple[InfoKind, ...] = (KIND_SINGLE, KIND_GROUP, KIND_SELFPLAY, KIND_NAVIGATE)
+
+#: where the Solvers' question of a self-play game came from: the Proposer's own (valid) question, one
+#: replayed from the buffer (the Proposer's was invalid), or the subgraph's template question (invalid and
+#: the buffer empty). Earlier versions said ``False`` / ``True`` / ``"dummy"``.
+ReplaySource = Literal["proposed", "replayed", "dummy"]
+REPLAY_SOURCES: tuple[ReplaySource, ...] = ("proposed", "replayed", "dummy")
+
+
+class SingleInfo(TypedDict):
+    """``info`` of ``KGSolver-v0`` and ``KGProposer-v0`` (one rollout)."""
+
+    kind: Literal["single"]
+    trajectory: Trajectory
+    task: Task
+    turn: Optional[Turn]  # the last turn (None at reset)
+    inserted: str  # the text the env inserted this step
+    rewards: list[RewardEvent]  # the events that became known on this step
+    reward_components: dict[str, Any]  # {name: value} of the finished trajectory
+    game: int  # how many games this env had finished when this one started
+
+
+class ProposerInfo(SingleInfo):
+    """``info`` of ``KGProposer-v0``: the single keys plus the verdict on the question."""
+
+    validation: Optional[ValidationResult]  # None until the question is in
+
+
+class SlotComponents(TypedDict):
+    """``reward_components`` of the group and self-play envs."""
+
+    solver: dict[str, list[Any]]  # {name: [value per slot]} (None for a slot not yet scored)
+    proposer: dict[str, Any]
+
+
+class GroupInfo(TypedDict):
+    """``info`` of ``KGSolverGroup-v0`` (G Solver rollouts of one task)."""
+
+    kind: Literal["group"]
+    trajectories: list[Trajectory]
+    task: Task
+    turn: list[Optional[Turn]]  # per slot
+    inserted: list[str]  # per slot
+    rewards: list[RewardEvent]
+    role: Role
+    reward_components: SlotComponents
+    game: int
+
+
+class SelfPlayInfo(TypedDict):
+    """``info`` of ``KGSelfPlay-v0``: the group keys plus the Proposer's."""
+
+    kind: Literal["selfplay"]
+    role: Role  # which role acts now
+    trajectories: list[Optional[Trajectory]]  # proposer phase: [proposer, None, ...]; then the G Solvers
+    proposer: Trajectory
+    task: Task
+    turn: list[Optional[Turn]]
+    inserted: list[str]
+    rewards: list[RewardEvent]
+    reward_components: SlotComponents
+    validation: Optional[ValidationResult]  # None until the question is validated
+    game: int
+    replay: ReplaySource
+    subgraph: Optional[Subgraph]
+
+
+class NavigateInfo(TypedDict):
+    """``info`` of ``KGNavigate-v0`` (numeric navigation)."""
+
+    kind: Literal["navigate"]
+    success: bool
+    task_id: str
+    hops: Optional[int]
+    node: str
+    target: str
+    steps: int
+
+
+EnvInfo = Union[SingleInfo, ProposerInfo, GroupInfo, SelfPlayInfo, NavigateInfo]
 _SLOTTED = frozenset({KIND_GROUP, KIND_SELFPLAY})
 
 
-def info_kind(info: Mapping) -> str:
+def info_kind(info: Mapping) -> InfoKind:
     """The schema family of ``info``: its ``"kind"``, else inferred from its keys (``trajectories``:
     group or, with ``proposer``, self-play; ``trajectory``: single; ``success`` and ``steps``: navigate).
     Raises :class:`InvalidArgumentError` for an unknown kind or an ``info`` of no known shape."""

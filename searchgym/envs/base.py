@@ -1,10 +1,15 @@
-"""Common ground of the text envs: resources, seeding, rollout construction, export, rendering.
+"""Common ground of the text envs: resources, seeding, task picking, rollout construction, export, rendering.
 
 :class:`TextEnvBase` holds what every text env needs — the world, a
 :class:`~searchgym.envs.episode.SearchEngine` (retriever + optional KG tool), the answer judge,
 the rollout limits, the seeded ``random.Random`` every random choice is drawn from, and an
 optional :class:`~searchgym.envs.export.TrajectoryWriter` — so the solver, proposer, group and
 self-play envs only describe their episode logic.
+
+Export (``export_path=``): an env that is not wrapped writes each finished game itself. Reward wrappers
+change the events after the env, so a wrapped env hands its writer to the
+:class:`~searchgym.wrappers.recording.RecordGames` wrapper outside them (:meth:`TextEnvBase.hand_over_export`;
+``wrap_rewards`` does it), and the file holds the events the caller sees.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 import logging
 import random
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, TypeVar, Union
 
 import gymnasium as gym
 
@@ -32,14 +37,16 @@ from .episode import (
     Rollout,
     SearchEngine,
 )
-from .export import TrajectoryWriter
+from .export import GameRecorder, TrajectoryWriter
 from .function_calling import tool_schemas
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TextEnvBase", "resolve_tasks", "DEFAULT_PROPOSER_SEARCHES"]
+__all__ = ["TextEnvBase", "resolve_tasks", "pick_task", "DEFAULT_PROPOSER_SEARCHES"]
 
 DEFAULT_PROPOSER_SEARCHES = 3  # n shown to the Proposer when the task has no subgraph
+
+InfoT = TypeVar("InfoT", bound=Mapping[str, Any])
 
 
 def resolve_tasks(world: World, tasks: Any, pool: Any = None, order: str = "curriculum", seed: int = 0) -> TaskSource:
@@ -58,6 +65,20 @@ def resolve_tasks(world: World, tasks: Any, pool: Any = None, order: str = "curr
     )
 
 
+def pick_task(tasks: TaskSource, options: Optional[dict], rng: random.Random) -> Task:
+    """The task of an episode: ``options["task"]`` (a Task), else task ``options["index"]`` of ``tasks``,
+    else a draw from ``tasks`` with ``rng``."""
+    options = options or {}
+    if options.get("task") is not None:
+        task = options["task"]
+        if not isinstance(task, Task):
+            raise InvalidTypeError(f"options['task'] must be a searchgym Task, got {type(task).__name__}")
+        return task
+    if options.get("index") is not None:
+        return tasks[int(options["index"]) % len(tasks)]
+    return tasks.sample(rng)
+
+
 class TextEnvBase(gym.Env):
     """Shared constructor arguments and helpers of the searchgym text envs.
 
@@ -66,7 +87,9 @@ class TextEnvBase(gym.Env):
     ``None`` (BM25 over the world, cached). ``kg_tool``: expose the KG look-up to JSON searches (and
     mention it in the Solver prompt). ``judge``: answer judge (default exact match). ``max_turns``,
     ``top_k``, ``doc_max_chars`` (per-document cap in observations), ``max_action_chars`` (longer
-    agent turns are cut). ``export_path``: write every finished game as one JSONL line.
+    agent turns are cut). ``export_path``: write every finished game as one JSONL line (a path, or a
+    :class:`TrajectoryWriter` to share; once reward wrappers are applied the outermost
+    :class:`~searchgym.wrappers.recording.RecordGames` writes it, see the module docstring).
     ``observation_layout``: ``"searchgym"`` (default) or ``"search-r1"`` (Search-R1's exact
     ``\\n\\n<information>Doc 1(Title: ...) ...`` text). ``protocol``: ``"tags"`` (default; the agent
     writes ``<search>``/``<answer>`` tags, :mod:`.protocol`) or ``"function_calling"`` (the agent calls
@@ -124,6 +147,7 @@ class TextEnvBase(gym.Env):
             if isinstance(export_path, TrajectoryWriter)
             else (TrajectoryWriter(export_path) if export_path is not None else None)
         )
+        self._recorder = GameRecorder(self.writer) if self.writer is not None else None
         self.games_finished = 0
         self._rng = random.Random(0)
         self.too_many_answers = too_many_answers
@@ -170,6 +194,27 @@ class TextEnvBase(gym.Env):
             "export_path": self.writer,
             **self._limits,
         }
+
+    # ------------------------------------------------------------- export
+    @property
+    def records_games(self) -> bool:
+        """Whether this env writes its finished games itself (made with ``export_path=`` and not handed over)."""
+        return self._recorder is not None
+
+    def hand_over_export(self) -> Optional[TrajectoryWriter]:
+        """Stop writing finished games here and return the writer (``None`` without ``export_path=``), for the
+        :class:`~searchgym.wrappers.recording.RecordGames` wrapper that writes them outside the reward wrappers."""
+        self._recorder = None
+        return self.writer
+
+    def _record(self, info: InfoT, *, reset: bool = False, done: bool = False) -> InfoT:
+        """Pass a reset's or step's ``info`` to this env's own recorder (when it records itself); returns it."""
+        if self._recorder is not None:
+            if reset:
+                self._recorder.start()
+            else:
+                self._recorder.observe(info, done)
+        return info
 
     # ------------------------------------------------------------- checkpointing
     def state_dict(self) -> dict:
@@ -239,25 +284,6 @@ class TextEnvBase(gym.Env):
                 protocol=self.protocol,
             ),
         )
-
-    def _export(
-        self,
-        *,
-        proposer: Optional[Trajectory],
-        validation: Optional[dict],
-        solvers: Sequence[Trajectory],
-        events: Sequence[dict],
-        replay: Any = False,
-    ) -> None:
-        if self.writer is not None:
-            self.writer.write_game(
-                game=self.games_finished,
-                proposer=proposer,
-                validation=validation,
-                solvers=list(solvers),
-                rewards=list(events),
-                replay=replay,
-            )
 
     def _render_trajectories(self) -> list[Trajectory]:
         return []

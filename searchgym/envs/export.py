@@ -1,9 +1,16 @@
 """Trajectory export: one finished game per JSONL line, and reading it back.
 
-A line is ``{"game", "proposer", "validation", "solvers", "rewards", "replay"}``: the Proposer's
-trajectory (``null`` for solver-only envs), the validation result, every Solver trajectory
-(:meth:`Trajectory.to_dict`) and the reward events (without the live trajectory objects; their
-``slot`` points into ``solvers``). :func:`read_trajectories` restores :class:`GameRecord` s.
+A line is ``{"format", "game", "proposer", "validation", "solvers", "rewards", "replay"}``: the Proposer's
+trajectory (``null`` for solver-only envs), the validation result (:meth:`ValidationResult.to_dict`), every
+Solver trajectory (:meth:`Trajectory.to_dict`), the reward events (:meth:`RewardEvent.to_dict`: without the
+live trajectory; a Solver event's ``slot`` points into ``solvers``) and where the Solvers' question came from
+(a :data:`~searchgym.core.info.ReplaySource`, ``null`` without a Proposer). :func:`read_trajectories` restores
+:class:`GameRecord` s; it also reads the lines of earlier versions (no ``format``; ``replay`` ``false`` /
+``true`` / ``"dummy"``).
+
+:class:`GameRecorder` builds the line from the ``info`` of a game's steps, so whatever writes games -- the
+:class:`~searchgym.wrappers.recording.RecordGames` wrapper, or an env made with ``export_path=`` that is not
+wrapped -- writes exactly the events its caller sees in ``info["rewards"]``.
 
 Whatever the agent wrote is exported without raising: a lone surrogate (``"\\ud800"``, which UTF-8
 cannot encode) is written as the JSON escape ``\\ud800`` and reads back as the same string (a
@@ -20,35 +27,58 @@ import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence, Union
+from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 from ..core.artefacts import check_output
+from ..core.info import KIND_GROUP, KIND_SELFPLAY, KIND_SINGLE, REPLAY_SOURCES, ReplaySource, info_kind
 from ..core.jsonl import open_append
 from ..core.output_lock import OutputLock
+from ..core.rewards import RewardEvent
 from ..core.types import Trajectory
+from ..core.validation import ValidationResult
 from ..errors import InvalidArgumentError, MissingFileError
 
-__all__ = ["TrajectoryWriter", "GameRecord", "read_trajectories", "iter_trajectories", "json_line"]
+__all__ = [
+    "EXPORT_FORMAT",
+    "TrajectoryWriter",
+    "GameRecord",
+    "GameRecorder",
+    "game_fields",
+    "read_trajectories",
+    "iter_trajectories",
+    "json_line",
+]
+
+#: the version of the line layout this module writes (lines without ``format`` are version 1)
+EXPORT_FORMAT = 2
 
 
 @dataclass
 class GameRecord:
-    """One exported game."""
+    """One exported game; ``rewards`` carry their trajectory (the Proposer's, or ``solvers[slot]``)."""
 
     game: int
     proposer: Optional[Trajectory]
-    validation: Optional[dict]
+    validation: Optional[ValidationResult]
     solvers: list[Trajectory]
-    rewards: list[dict]
-    replay: Any = False
+    rewards: list[RewardEvent]
+    replay: Optional[ReplaySource] = None
     extra: dict = field(default_factory=dict)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _event_dict(ev: dict) -> dict:
+def _event_data(ev: Union[RewardEvent, Mapping[str, Any]]) -> dict:
+    if isinstance(ev, RewardEvent):
+        return dict(ev.to_dict())
     return {k: v for k, v in ev.items() if k != "trajectory"}
+
+
+def _validation_data(validation: Union[ValidationResult, Mapping[str, Any], None]) -> Optional[dict]:
+    if validation is None:
+        return None
+    return validation.to_dict() if isinstance(validation, ValidationResult) else dict(validation)
 
 
 def json_line(record: Any) -> str:
@@ -87,18 +117,19 @@ class TrajectoryWriter:
         *,
         game: int,
         proposer: Optional[Trajectory],
-        validation: Optional[dict],
+        validation: Union[ValidationResult, Mapping[str, Any], None],
         solvers: Sequence[Trajectory],
-        rewards: Sequence[dict],
-        replay: Any = False,
+        rewards: Sequence[Union[RewardEvent, Mapping[str, Any]]],
+        replay: Optional[ReplaySource] = None,
     ) -> None:
         """Write one game as one line."""
         rec = {
+            "format": EXPORT_FORMAT,
             "game": int(game),
             "proposer": proposer.to_dict() if proposer is not None else None,
-            "validation": validation,
+            "validation": _validation_data(validation),
             "solvers": [t.to_dict() for t in solvers],
-            "rewards": [_event_dict(ev) for ev in rewards],
+            "rewards": [_event_data(ev) for ev in rewards],
             "replay": replay,
         }
         line = json_line(rec)
@@ -137,6 +168,86 @@ class TrajectoryWriter:
         self.close()
 
 
+def game_fields(info: Mapping[str, Any], events: Sequence[RewardEvent]) -> dict[str, Any]:
+    """The :meth:`TrajectoryWriter.write_game` arguments of a game that ended with ``info`` (its last step's
+    ``info``), whose steps reported ``events`` in ``info["rewards"]``. Raises for an ``info`` without
+    trajectories (``KGNavigate-v0``)."""
+    kind = info_kind(info)
+    fields_: dict[str, Any] = {"game": info.get("game", 0), "rewards": list(events), "replay": None}
+    if kind == KIND_SINGLE:
+        traj = info["trajectory"]
+        if traj.role == "proposer":
+            return {**fields_, "proposer": traj, "validation": info.get("validation"), "solvers": []}
+        return {**fields_, "proposer": None, "validation": None, "solvers": [traj]}
+    if kind == KIND_GROUP:
+        return {**fields_, "proposer": None, "validation": None, "solvers": list(info["trajectories"])}
+    if kind == KIND_SELFPLAY:
+        return {
+            **fields_,
+            "proposer": info["proposer"],
+            "validation": info.get("validation"),
+            "solvers": list(info["trajectories"]),
+            "replay": info.get("replay"),
+        }
+    raise InvalidArgumentError(f"an env whose info is of kind {kind!r} has no trajectories to export")
+
+
+class GameRecorder:
+    """Collects a game's reward events from the ``info`` of each step and writes the game when it ends.
+
+    Call :meth:`start` after ``reset`` and :meth:`observe` after every ``step``; the events written are those
+    the observed ``info`` dicts held, so a recorder outside the reward wrappers exports the shaped events.
+    """
+
+    def __init__(self, writer: TrajectoryWriter) -> None:
+        self.writer = writer
+        self._events: list[RewardEvent] = []
+
+    def start(self) -> None:
+        """A new game begins: forget the events of an unfinished one."""
+        self._events = []
+
+    def observe(self, info: Mapping[str, Any], done: bool) -> None:
+        """Take this step's events; when ``done`` (terminated or truncated), write the game."""
+        self._events.extend(RewardEvent.coerce(ev) for ev in info.get("rewards") or [])
+        if done:
+            events, self._events = self._events, []
+            self.writer.write_game(**game_fields(info, events))
+
+
+def _replay_source(value: Any, has_proposer: bool) -> Optional[ReplaySource]:
+    """An export line's ``replay`` as a :data:`ReplaySource` (version 1 wrote ``false``/``true``/``"dummy"``)."""
+    if value is True:
+        return "replayed"
+    if value is None:
+        return None
+    if value is False:
+        return "proposed" if has_proposer else None
+    if value in REPLAY_SOURCES:
+        return value
+    raise InvalidArgumentError(f"replay is {value!r}; expected one of {', '.join(REPLAY_SOURCES)} or null")
+
+
+def _record(rec: Mapping[str, Any]) -> GameRecord:
+    """A :class:`GameRecord` from one parsed export line (either format)."""
+    proposer = Trajectory.from_dict(rec["proposer"]) if rec.get("proposer") else None
+    solvers = [Trajectory.from_dict(t) for t in rec.get("solvers", [])]
+    events = []
+    for data in rec.get("rewards", []):
+        slot = int(data.get("slot", 0))
+        traj = proposer if data.get("role") == "proposer" else (solvers[slot] if 0 <= slot < len(solvers) else None)
+        events.append(RewardEvent.from_dict(data, traj))
+    validation = rec.get("validation")
+    return GameRecord(
+        game=int(rec["game"]),
+        proposer=proposer,
+        validation=ValidationResult.from_dict(validation) if validation is not None else None,
+        solvers=solvers,
+        rewards=events,
+        replay=_replay_source(rec.get("replay"), proposer is not None),
+    )
+
+
 def iter_trajectories(path: Union[str, os.PathLike]) -> Iterator[GameRecord]:
     """Stream the games of an export file; raises ValueError naming the line of a bad record."""
     path = Path(path)
@@ -147,15 +258,7 @@ def iter_trajectories(path: Union[str, os.PathLike]) -> Iterator[GameRecord]:
             if not line.strip():
                 continue
             try:
-                rec = json.loads(line)
-                yield GameRecord(
-                    game=int(rec["game"]),
-                    proposer=Trajectory.from_dict(rec["proposer"]) if rec.get("proposer") else None,
-                    validation=rec.get("validation"),
-                    solvers=[Trajectory.from_dict(t) for t in rec.get("solvers", [])],
-                    rewards=list(rec.get("rewards", [])),
-                    replay=rec.get("replay", False),
-                )
+                yield _record(json.loads(line))
             except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
                 raise InvalidArgumentError(f"{path}:{n}: not a searchgym game record ({exc})") from None
 

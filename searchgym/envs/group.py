@@ -17,13 +17,13 @@ from typing import Any, Optional, Sequence
 import numpy as np
 from gymnasium import spaces
 
-from ..core.info import KIND_GROUP
+from ..core.info import KIND_GROUP, GroupInfo
+from ..core.rewards import RewardEvent
 from ..core.types import Task, Trajectory
 from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymRuntimeError
 from ..scoring.outcomes import reward_event, score_solver
-from .base import TextEnvBase
+from .base import TextEnvBase, pick_task, resolve_tasks
 from .episode import Rollout, advance
-from .solver import KGSolverEnv
 from .spaces import text_space
 
 __all__ = ["KGSolverGroupEnv", "SolverGroup", "group_observation_space", "group_action_space", "check_group_action"]
@@ -120,7 +120,7 @@ class SolverGroup:
         """Advance every active rollout by one turn (one batched retrieval); returns inserted texts."""
         return advance(self.rollouts, [t if not r.done else "" for t, r in zip(texts, self.rollouts)], self.env.engine)
 
-    def score(self) -> list[dict]:
+    def score(self) -> list[RewardEvent]:
         """Judge every rollout (call once, when :attr:`done`); returns the G solver events."""
         events = []
         for slot, r in enumerate(self.rollouts):
@@ -138,14 +138,18 @@ class SolverGroup:
         }
 
 
-class KGSolverGroupEnv(KGSolverEnv):
-    """``group_size`` (default 5) Solver rollouts of one task per episode; same arguments as
-    :class:`~searchgym.envs.solver.KGSolverEnv` otherwise."""
+class KGSolverGroupEnv(TextEnvBase):
+    """``group_size`` (default 5) Solver rollouts of one task per episode.
 
-    def __init__(self, world=None, tasks: Any = None, *, group_size: int = 5, **kwargs: Any) -> None:
+    ``tasks`` / ``pool``: as for :class:`~searchgym.envs.solver.KGSolverEnv` (``reset(options={"task": task})``
+    or ``{"index": i}`` pick the task); the other arguments as :class:`~searchgym.envs.base.TextEnvBase`.
+    """
+
+    def __init__(self, world=None, tasks: Any = None, *, pool: Any = None, group_size: int = 5, **kwargs: Any) -> None:
         if group_size < 1:
             raise InvalidArgumentError(f"group_size must be >= 1, got {group_size}")
-        super().__init__(world, tasks, **kwargs)
+        super().__init__(world, **kwargs)
+        self.tasks = resolve_tasks(self.world, tasks, pool)
         self.group_size = group_size
         self.observation_space = group_observation_space(group_size)
         self.action_space = group_action_space(group_size)
@@ -154,11 +158,10 @@ class KGSolverGroupEnv(KGSolverEnv):
     def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
         """Start G rollouts on a drawn (or given) task; every slot's text is the prompt."""
         self._reseed(seed)
-        group = self.group = SolverGroup(self, self._pick_task(options), self.group_size)
+        group = self.group = SolverGroup(self, pick_task(self.tasks, options, self._rng), self.group_size)
         self._game = self.games_finished
-        return group_obs(ROLE_SOLVER, group.active, group.prompts()), self._group_info(
-            group, ["" for _ in range(self.group_size)], []
-        )
+        info = self._group_info(group, ["" for _ in range(self.group_size)], [])
+        return group_obs(ROLE_SOLVER, group.active, group.prompts()), self._record(info, reset=True)
 
     def step(self, action: Any):
         """One turn for every active slot; all G rewards arrive when the last rollout ends."""
@@ -168,22 +171,15 @@ class KGSolverGroupEnv(KGSolverEnv):
         if group.done:
             raise SearchGymRuntimeError("the episode has ended; call reset() to start a new one")
         inserted = group.step(check_group_action(action, self.group_size))
-        events: list[dict] = []
+        events: list[RewardEvent] = group.score() if group.done else []
         terminated, truncated = group.end_flags()
+        info = self._record(self._group_info(group, inserted, events), done=group.done)
         if group.done:
-            events = group.score()
-            self._export(proposer=None, validation=None, solvers=group.trajectories, events=events)
             self.games_finished += 1
-        reward = float(sum(ev["reward"] for ev in events))
-        return (
-            group_obs(ROLE_SOLVER, group.active, inserted),
-            reward,
-            terminated,
-            truncated,
-            self._group_info(group, inserted, events),
-        )
+        reward = float(sum(ev.reward for ev in events))
+        return group_obs(ROLE_SOLVER, group.active, inserted), reward, terminated, truncated, info
 
-    def _group_info(self, g: SolverGroup, inserted: Sequence[str], events: list) -> dict:
+    def _group_info(self, g: SolverGroup, inserted: Sequence[str], events: list[RewardEvent]) -> GroupInfo:
         return {
             "kind": KIND_GROUP,
             "trajectories": g.trajectories,
@@ -200,5 +196,5 @@ class KGSolverGroupEnv(KGSolverEnv):
         return self.group.trajectories if self.group is not None else []
 
     def clone(self) -> "KGSolverGroupEnv":
-        """A new group env sharing this one's resources (and its export file)."""
-        return self.make_group(self.group_size)
+        """A new group env sharing this one's world, tasks, retriever, KG tool, judge and export file."""
+        return KGSolverGroupEnv(self.world, self.tasks, group_size=self.group_size, **self.shared_kwargs())

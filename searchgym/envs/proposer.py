@@ -19,9 +19,12 @@ from __future__ import annotations
 import copy
 import logging
 from collections import deque
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
+from ..core.info import ProposerInfo
+from ..core.rewards import RewardEvent
 from ..core.types import Task
+from ..core.validation import VERIFIER_DEFAULT, VERIFIER_OFF, ValidationResult, VerifierSetting
 from ..errors import InvalidArgumentError, InvalidTypeError
 from ..scoring.outcomes import document_materials, reward_event, validate_question
 from .base import resolve_tasks
@@ -31,9 +34,19 @@ from .spaces import text_space
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["KGProposerEnv", "ProposerValidation", "BatchNoise", "PROPOSER_MODES"]
+__all__ = ["KGProposerEnv", "ProposerValidation", "BatchNoise", "PROPOSER_MODES", "VerifierArg", "verifier_setting_of"]
 
 PROPOSER_MODES = ("kg", "vanilla")
+
+#: the ``verifier=`` argument: a :data:`~searchgym.core.validation.VerifierSetting` (``"default"``, ``"off"``),
+#: a verifier object, or the earlier spellings ``None`` (= ``"default"``) and ``False`` (= ``"off"``)
+VerifierArg = Union[VerifierSetting, Any, None]
+
+
+def verifier_setting_of(verifier: Any) -> Any:
+    """The ``verifier=`` argument that rebuilds the verification of a :class:`ProposerValidation` whose
+    :attr:`~ProposerValidation.verifier` is ``verifier`` (``None``: ``"off"``, rule filters only)."""
+    return VERIFIER_OFF if verifier is None else verifier
 
 
 class BatchNoise:
@@ -68,30 +81,40 @@ class BatchNoise:
 class ProposerValidation:
     """Filters + RAG verification with a bounded memory of recent proposer materials (noise).
 
-    ``verifier``: an object with ``verify(question, answers, materials, noise_pool, rng)``; default
-    ``RAGVerifier(ExtractiveReader(world), ExactMatchJudge(), n_noise=n_noise)`` (offline);
-    ``False`` disables RAG verification (filters only). ``noise_window``: how many recent proposer
+    ``verifier``: an object with ``verify(question, answers, materials, noise_pool, rng)``; ``"default"``
+    (also ``None``): ``RAGVerifier(ExtractiveReader(world), ExactMatchJudge(), n_noise=n_noise)`` (offline);
+    ``"off"`` (also ``False``): no RAG verification (filters only). :attr:`verifier` is then the verifier
+    object, or ``None`` when verification is off. ``noise_window``: how many recent proposer
     trajectories supply noise materials when the env is driven alone. With :attr:`batch` set (a
     :class:`BatchNoise`, as the trainer does) noise comes from the batch's other Proposer
     trajectories instead, as in SSP.
     """
 
     def __init__(
-        self, world, *, verifier: Any = None, filter_config: Any = None, n_noise: int = 4, noise_window: int = 4
+        self,
+        world,
+        *,
+        verifier: VerifierArg = VERIFIER_DEFAULT,
+        filter_config: Any = None,
+        n_noise: int = 4,
+        noise_window: int = 4,
     ) -> None:
         if noise_window < 0:
             raise InvalidArgumentError(f"noise_window must be >= 0, got {noise_window}")
-        if verifier is None:
+        if verifier is None or (isinstance(verifier, str) and verifier == VERIFIER_DEFAULT):
             from ..scoring.judge import ExactMatchJudge
             from ..scoring.rag_verifier import RAGVerifier
             from .resources import default_reader
 
             verifier = RAGVerifier(default_reader(world), ExactMatchJudge(), n_noise=n_noise)
-        elif verifier is not False and not callable(getattr(verifier, "verify", None)):
+        elif verifier is False or (isinstance(verifier, str) and verifier == VERIFIER_OFF):
+            verifier = None
+        elif not callable(getattr(verifier, "verify", None)):
             raise InvalidTypeError(
-                "verifier must have verify(question, answers, materials, noise_pool, rng), or be False"
+                "verifier must be 'default', 'off' or an object with "
+                f"verify(question, answers, materials, noise_pool, rng); got {verifier!r}"
             )
-        self.verifier = verifier if verifier is not False else None
+        self.verifier = verifier
         self.filter_config = filter_config
         self.recent: deque[list[str]] = deque(maxlen=noise_window)
         self.counts: dict[str, int] = {}
@@ -109,7 +132,7 @@ class ProposerValidation:
             return self.batch.noise_for(traj)
         return [m for mats in self.recent for m in mats]
 
-    def __call__(self, traj, answers, rng) -> dict:
+    def __call__(self, traj, answers, rng) -> ValidationResult:
         """Validate a finished proposer trajectory, then remember its materials as future noise."""
         mats = document_materials(traj)
         result = validate_question(
@@ -121,7 +144,7 @@ class ProposerValidation:
             rng=rng,
             materials=mats,
         )
-        key = "valid" if result["valid"] else str(result["reason"])
+        key = "valid" if result.valid else str(result.reason)
         self.counts[key] = self.counts.get(key, 0) + 1
         if mats and self.recent.maxlen:
             self.recent.append(mats)
@@ -158,7 +181,7 @@ class KGProposerEnv(SingleRolloutEnv):
         *,
         pool: Any = None,
         mode: str = "kg",
-        verifier: Any = None,
+        verifier: VerifierArg = VERIFIER_DEFAULT,
         filter_config: Any = None,
         n_noise: int = 4,
         noise_window: int = 4,
@@ -174,7 +197,7 @@ class KGProposerEnv(SingleRolloutEnv):
         )
         self.observation_space = text_space()
         self.action_space = text_space()
-        self.last_validation: Optional[dict] = None
+        self.last_validation: Optional[ValidationResult] = None
 
     def clone(self) -> "KGProposerEnv":
         """A new env sharing this one's resources, verifier and export file (its own noise window)."""
@@ -183,7 +206,7 @@ class KGProposerEnv(SingleRolloutEnv):
             self.world,
             self.tasks,
             mode=self.mode,
-            verifier=v.verifier or False,
+            verifier=verifier_setting_of(v.verifier),
             filter_config=v.filter_config,
             noise_window=v.recent.maxlen or 0,
             **self.shared_kwargs(),
@@ -208,15 +231,13 @@ class KGProposerEnv(SingleRolloutEnv):
         self.validation.start(rollout.trajectory)
         return rollout
 
-    def _finish(self, traj) -> list[dict]:
+    def _finish(self, traj) -> list[RewardEvent]:
         """Filter and verify the question; the validity is the reward."""
         self.last_validation = self.validation(traj, traj.task.answers, self._rng)
-        traj.metadata["validation"] = copy.deepcopy(self.last_validation)  # the rollout carries its verdict
-        v = float(self.last_validation["valid"])
+        traj.metadata["validation"] = self.last_validation.to_dict()  # the rollout carries its verdict
+        v = float(self.last_validation.valid)
         traj.reward, traj.reward_components = v, {"valid": v, "outcome": v}
-        events = [reward_event("proposer", 0, v, traj.reward_components, traj)]
-        self._export(proposer=traj, validation=self.last_validation, solvers=[], events=events)
-        return events
+        return [reward_event("proposer", 0, v, traj.reward_components, traj)]
 
-    def _extra_info(self) -> dict:
-        return {"validation": copy.deepcopy(self.last_validation)}
+    def _info(self, rollout: Rollout, inserted: str, events: list[RewardEvent]) -> ProposerInfo:
+        return {**self._single_info(rollout, inserted, events), "validation": copy.deepcopy(self.last_validation)}

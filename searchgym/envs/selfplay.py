@@ -13,9 +13,10 @@ One game = one episode:
    gets the Proposer's
    reward event **now** (reward 0, ``components["valid"] = 0``; never negative) and the Solvers get
    a question from the :class:`~searchgym.envs.replay.ReplayBuffer` instead (``info["replay"] =
-   True``), or — when the buffer is empty — the *dummy task*: the subgraph's own template question
+   "replayed"``), or — when the buffer is empty — the *dummy task*: the subgraph's own template question
    (:func:`~searchgym.construction.question_templates.path_question`), a real answerable question
-   (``info["replay"] = "dummy"``).
+   (``info["replay"] = "dummy"``). The Proposer's own question: ``info["replay"] = "proposed"``
+   (:data:`~searchgym.core.info.ReplaySource`).
 3. **Solver phase** (``role`` 1, all G = ``group_size`` slots active): G rollouts of that question
    stepped together. On the step the last one finishes, all G solver events (c_i ∈ {0, 1}) arrive
    together with — for a valid question — the Proposer's event ``R_p = 1 − mean_i c_i``.
@@ -35,8 +36,10 @@ import copy
 import logging
 from typing import Any, Optional, Sequence
 
-from ..core.info import KIND_SELFPLAY
+from ..core.info import KIND_SELFPLAY, ReplaySource, SelfPlayInfo
+from ..core.rewards import RewardEvent
 from ..core.types import Task, Trajectory
+from ..core.validation import VERIFIER_DEFAULT, ValidationResult
 from ..errors import InvalidArgumentError, SearchGymRuntimeError
 from ..scoring.outcomes import reward_event
 from ..tasks.sources import task_from_subgraph
@@ -51,7 +54,7 @@ from .group import (
     group_obs,
     group_observation_space,
 )
-from .proposer import PROPOSER_MODES, ProposerValidation
+from .proposer import PROPOSER_MODES, ProposerValidation, VerifierArg, verifier_setting_of
 from .replay import ReplayBuffer
 from .resources import resolve_pool
 
@@ -82,7 +85,7 @@ class KGSelfPlayEnv(TextEnvBase):
         order: str = "curriculum",
         group_size: int = 5,
         proposer_mode: str = "kg",
-        verifier: Any = None,
+        verifier: VerifierArg = VERIFIER_DEFAULT,
         filter_config: Any = None,
         n_noise: int = 4,
         noise_window: int = 4,
@@ -110,8 +113,8 @@ class KGSelfPlayEnv(TextEnvBase):
         self._game = 0
         self.proposer: Optional[Rollout] = None
         self.group: Optional[SolverGroup] = None
-        self.last_validation: Optional[dict] = None
-        self.replay_source: Any = False
+        self.last_validation: Optional[ValidationResult] = None
+        self.replay_source: ReplaySource = "proposed"
 
     # ------------------------------------------------------------------ siblings and checkpoints
     def clone(self) -> "KGSelfPlayEnv":
@@ -124,7 +127,7 @@ class KGSelfPlayEnv(TextEnvBase):
             order="given",
             group_size=self.group_size,
             proposer_mode=self.proposer_mode,
-            verifier=v.verifier or False,
+            verifier=verifier_setting_of(v.verifier),
             filter_config=v.filter_config,
             noise_window=v.recent.maxlen or 0,
             replay_capacity=self.replay.capacity,
@@ -168,11 +171,11 @@ class KGSelfPlayEnv(TextEnvBase):
         self.validation.start(self.proposer.trajectory)
         self.group = None
         self.last_validation = None
-        self.replay_source = False
+        self.replay_source = "proposed"
         self._game = self.games_finished
         texts = [self.proposer.trajectory.prompt] + [""] * (self.group_size - 1)
         obs = group_obs(ROLE_PROPOSER, self._active(self.proposer, None), texts)
-        return obs, self._info(self.proposer, None, [""] * self.group_size, [])
+        return obs, self._record(self._info(self.proposer, None, [""] * self.group_size, []), reset=True)
 
     def step(self, action: Any):
         """Advance the current phase by one turn; see the module docstring."""
@@ -182,30 +185,35 @@ class KGSelfPlayEnv(TextEnvBase):
         if group is not None and group.done:
             raise SearchGymRuntimeError("the game has ended; call reset() to start a new one")
         texts = check_group_action(action, self.group_size)
-        events: list[dict] = []
+        events: list[RewardEvent] = []
         if group is None:
             inserted = self._proposer_step(proposer, texts[0], events)
             group = self.group  # set when the proposer finished
         else:
             inserted = group.step(texts)
         terminated = truncated = False
-        if group is not None and group.done:
+        done = group is not None and group.done
+        if group is not None and done:
             events.extend(self._finish_game(proposer, group))
             terminated, truncated = group.end_flags()
         role = ROLE_SOLVER if group is not None else ROLE_PROPOSER
-        reward = float(sum(ev["reward"] for ev in events))
+        reward = float(sum(ev.reward for ev in events))
         obs = group_obs(role, self._active(proposer, group), inserted)
-        return obs, reward, terminated, truncated, self._info(proposer, group, inserted, events)
+        info = self._record(self._info(proposer, group, inserted, events), done=done)
+        if done:
+            self.games_finished += 1
+            self.replay.end_game()
+        return obs, reward, terminated, truncated, info
 
     # ------------------------------------------------------------------ phases
-    def _proposer_step(self, proposer: Rollout, text: Any, events: list) -> list[str]:
+    def _proposer_step(self, proposer: Rollout, text: Any, events: list[RewardEvent]) -> list[str]:
         """One proposer turn; when it ends the question, validate it and start the solver group."""
         (ins,) = advance([proposer], [text], self.engine)
         if not proposer.done:
             return [ins] + [""] * (self.group_size - 1)
         traj = proposer.trajectory
         self.last_validation = self.validation(traj, traj.task.answers, self._rng)
-        if self.last_validation["valid"] and traj.question is not None:
+        if self.last_validation.valid and traj.question is not None:
             task = self._proposed_task(traj, traj.question)
             self.replay.add(task)
         else:
@@ -232,43 +240,28 @@ class KGSelfPlayEnv(TextEnvBase):
 
     def _replacement_task(self, sg_task: Task) -> Task:
         """For an invalid question: a replayed valid question, else the subgraph's template question
-        (sets :attr:`replay_source` to ``True`` or ``"dummy"``)."""
+        (sets :attr:`replay_source` to ``"replayed"`` or ``"dummy"``)."""
         replayed = self.replay.sample(self._rng)
         if replayed is not None:
-            self.replay_source = True
+            self.replay_source = "replayed"
             return replayed
         self.replay_source = "dummy"
         return task_from_subgraph(sg_task.subgraph, self.world, source="dummy") if sg_task.subgraph else sg_task
 
     def _question_valid(self) -> bool:
         """Whether this game's proposer question passed validation (False before it is validated)."""
-        return self.last_validation is not None and bool(self.last_validation["valid"])
+        return self.last_validation is not None and self.last_validation.valid
 
-    def _finish_game(self, proposer: Rollout, group: SolverGroup) -> list[dict]:
-        """Score the solvers and (for a valid question) the proposer, export the game; the final events."""
+    def _finish_game(self, proposer: Rollout, group: SolverGroup) -> list[RewardEvent]:
+        """Score the solvers and (for a valid question) the proposer; the game's final events."""
         events = group.score()
         traj = proposer.trajectory
         if self._question_valid():
-            solve_rate = sum(ev["reward"] for ev in events) / len(events)
+            solve_rate = sum(ev.reward for ev in events) / len(events)
             traj.reward = 1.0 - solve_rate
             traj.reward_components = {"valid": 1.0, "outcome": traj.reward, "solve_rate": solve_rate}
             events.append(reward_event("proposer", 0, traj.reward, traj.reward_components, traj))
-        self._export(
-            proposer=traj,
-            validation=self.last_validation,
-            solvers=group.trajectories,
-            events=self._all_events(traj, events),
-            replay=self.replay_source,
-        )
-        self.games_finished += 1
-        self.replay.end_game()
         return events
-
-    def _all_events(self, traj: Trajectory, final: list[dict]) -> list[dict]:
-        """Every event of the game for export (the invalid-question event came earlier)."""
-        if self._question_valid():
-            return final
-        return [reward_event("proposer", 0, 0.0, traj.reward_components, traj)] + final
 
     # ------------------------------------------------------------------ info
     def _active(self, proposer: Rollout, group: Optional[SolverGroup]) -> list[bool]:
@@ -276,7 +269,9 @@ class KGSelfPlayEnv(TextEnvBase):
             return [not proposer.done] + [False] * (self.group_size - 1)
         return group.active
 
-    def _info(self, proposer: Rollout, group: Optional[SolverGroup], inserted: Sequence[str], events: list) -> dict:
+    def _info(
+        self, proposer: Rollout, group: Optional[SolverGroup], inserted: Sequence[str], events: list[RewardEvent]
+    ) -> SelfPlayInfo:
         ptraj = proposer.trajectory
         trajs: list[Optional[Trajectory]]
         turns: list[Any]

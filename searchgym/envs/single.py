@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..core.info import KIND_SINGLE
+from ..core.info import KIND_SINGLE, SingleInfo
+from ..core.rewards import RewardEvent
 from ..core.types import Task, Trajectory
-from ..errors import InvalidTypeError, SearchGymRuntimeError
+from ..errors import SearchGymRuntimeError
 from ..tasks.sources import TaskSource
-from .base import TextEnvBase
+from .base import TextEnvBase, pick_task
 from .episode import Rollout, advance
 
 __all__ = ["SingleRolloutEnv"]
@@ -26,36 +27,20 @@ class SingleRolloutEnv(TextEnvBase):
     rollout: Optional[Rollout] = None
     _game: int = 0
 
-    def _pick_task(self, options: Optional[dict]) -> Task:
-        """``options["task"]`` (a Task), else task ``options["index"]``, else a seeded draw."""
-        options = options or {}
-        if options.get("task") is not None:
-            task = options["task"]
-            if not isinstance(task, Task):
-                raise InvalidTypeError(f"options['task'] must be a searchgym Task, got {type(task).__name__}")
-            return task
-        if options.get("index") is not None:
-            return self.tasks[int(options["index"]) % len(self.tasks)]
-        return self.tasks.sample(self._rng)
-
     def _new_rollout(self, task: Task) -> Rollout:
         """The rollout this env plays on ``task``."""
         raise NotImplementedError
 
-    def _finish(self, traj: Trajectory) -> list[dict]:
-        """Score a finished rollout, export it, and return its reward events."""
+    def _finish(self, traj: Trajectory) -> list[RewardEvent]:
+        """Score a finished rollout and return its reward events."""
         raise NotImplementedError
-
-    def _extra_info(self) -> dict:
-        """Env-specific ``info`` keys."""
-        return {}
 
     def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
         """Start a rollout on a drawn (or given) task; the observation is its prompt."""
         self._reseed(seed)
-        self.rollout = self._new_rollout(self._pick_task(options))
+        self.rollout = self._new_rollout(pick_task(self.tasks, options, self._rng))
         self._game = self.games_finished
-        return self.rollout.trajectory.prompt, self._info(self.rollout, "", [])
+        return self.rollout.trajectory.prompt, self._record(self._info(self.rollout, "", []), reset=True)
 
     def step(self, action: Any):
         """Apply one agent turn; the finished rollout is scored on the step it ends."""
@@ -66,20 +51,21 @@ class SingleRolloutEnv(TextEnvBase):
             raise SearchGymRuntimeError("the episode has ended; call reset() to start a new one")
         (inserted,) = advance([rollout], [action], self.engine)
         traj = rollout.trajectory
-        events: list[dict] = []
+        events: list[RewardEvent] = []
         if rollout.done:
             events = self._finish(traj)
+        info = self._info(rollout, inserted, events)
+        terminated, truncated = bool(traj.terminated), bool(traj.truncated and not traj.terminated)
+        self._record(info, done=rollout.done)
+        if rollout.done:
             self.games_finished += 1
-        reward = float(sum(ev["reward"] for ev in events))
-        return (
-            inserted,
-            reward,
-            bool(traj.terminated),
-            bool(traj.truncated and not traj.terminated),
-            self._info(rollout, inserted, events),
-        )
+        return inserted, float(sum(ev.reward for ev in events)), terminated, truncated, info
 
-    def _info(self, rollout: Rollout, inserted: str, events: list) -> dict:
+    def _info(self, rollout: Rollout, inserted: str, events: list[RewardEvent]) -> SingleInfo:
+        """This step's ``info`` (an env adds its own keys by overriding this)."""
+        return self._single_info(rollout, inserted, events)
+
+    def _single_info(self, rollout: Rollout, inserted: str, events: list[RewardEvent]) -> SingleInfo:
         traj = rollout.trajectory
         return {
             "kind": KIND_SINGLE,
@@ -90,7 +76,6 @@ class SingleRolloutEnv(TextEnvBase):
             "rewards": events,
             "reward_components": dict(traj.reward_components),
             "game": self._game,
-            **self._extra_info(),
         }
 
     def _render_trajectories(self) -> list[Trajectory]:

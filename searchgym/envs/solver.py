@@ -12,10 +12,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ..core.rewards import RewardEvent
 from ..core.types import Task
 from ..scoring.outcomes import reward_event, score_solver
 from .base import resolve_tasks
 from .episode import Rollout
+from .group import KGSolverGroupEnv
 from .single import SingleRolloutEnv
 from .spaces import text_space
 
@@ -46,19 +48,15 @@ class KGSolverEnv(SingleRolloutEnv):
         ``gymnasium.vector.SyncVectorEnv([env.clone for _ in range(n)])``). Export is not shared."""
         return KGSolverEnv(self.world, self.tasks, **self.shared_kwargs())
 
-    def make_group(self, group_size: int = 5):
+    def make_group(self, group_size: int = 5) -> KGSolverGroupEnv:
         """A :class:`~searchgym.envs.group.KGSolverGroupEnv` of ``group_size`` rollouts per task,
         sharing this env's resources (GRPO groups)."""
-        from .group import KGSolverGroupEnv
-
         return KGSolverGroupEnv(self.world, self.tasks, group_size=group_size, **self.shared_kwargs())
 
     # ------------------------------------------------------------------ episode hooks
     def _new_rollout(self, task: Task) -> Rollout:
         return self.start_solver_rollout(task)
 
-    def _finish(self, traj) -> list[dict]:
+    def _finish(self, traj) -> list[RewardEvent]:
         score_solver(traj, self.judge)
-        events = [reward_event("solver", 0, traj.reward, traj.reward_components, traj)]
-        self._export(proposer=None, validation=None, solvers=[traj], events=events)
-        return events
+        return [reward_event("solver", 0, traj.reward, traj.reward_components, traj)]

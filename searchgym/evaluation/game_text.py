@@ -124,7 +124,10 @@ def reward_text(event: Mapping) -> str:
     return _proposer_text(reward, c) if event.get("role") == "proposer" else _solver_text(reward, c)
 
 
-_SOURCE = {True: "a verified question replayed from the buffer", "dummy": "the fallback template task (empty buffer)"}
+_SOURCE = {
+    "replayed": "a verified question replayed from the buffer",
+    "dummy": "the fallback template task (empty buffer)",
+}
 
 
 def game_lines(game: int, events: Sequence[Mapping], info: Mapping) -> list[str]:
@@ -143,7 +146,7 @@ def game_lines(game: int, events: Sequence[Mapping], info: Mapping) -> list[str]
         )
         lines.append(f"game {game}: {verdict}")
         lines.append(f"  proposed: {proposer.question!r}; gold answer {answers[0] if answers else None!r}")
-        source = _SOURCE.get(info.get("replay"))
+        source = _SOURCE.get(str(info.get("replay")))
         if source and task is not None:
             lines.append(f"  the Solvers played {source} instead: {task.question!r} (gold {task.answer!r})")
     else:

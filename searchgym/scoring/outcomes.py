@@ -4,7 +4,7 @@
   and its last answer is judged correct; the judge's verdict is kept in the trajectory metadata.
 * :func:`validate_question` runs SSP's rule filters then RAG verification (docs/game.md, self-play game) on a finished
   Proposer rollout; it fails closed (a verifier error makes the question invalid).
-* :func:`reward_event` builds the role-tagged reward event of the env contract.
+* :func:`reward_event` builds the role-tagged :class:`~searchgym.core.rewards.RewardEvent` of the env contract.
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ import random
 import re
 from typing import Any, Optional, Sequence
 
-from ..core.types import Trajectory
+from ..core.rewards import RewardEvent
+from ..core.types import Role, Trajectory
+from ..core.validation import ValidationResult
 from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
@@ -24,15 +26,11 @@ __all__ = ["score_solver", "validate_question", "reward_event", "information_mat
 _INFO_TAGS = re.compile(r"^\s*<information>|</information>\s*$")
 
 
-def reward_event(role: str, slot: int, reward: float, components: dict, trajectory: Optional[Trajectory]) -> dict:
-    """One reward event: ``{"role", "slot", "reward", "components", "trajectory"}`` (env contract)."""
-    return {
-        "role": role,
-        "slot": int(slot),
-        "reward": float(reward),
-        "components": dict(components),
-        "trajectory": trajectory,
-    }
+def reward_event(
+    role: Role, slot: int, reward: float, components: dict, trajectory: Optional[Trajectory]
+) -> RewardEvent:
+    """One reward event of the env contract (:class:`~searchgym.core.rewards.RewardEvent`)."""
+    return RewardEvent(role, slot, reward, components, trajectory)
 
 
 def score_solver(traj: Trajectory, judge: Any) -> float:
@@ -96,41 +94,41 @@ def validate_question(
     noise_pool: Sequence[str] = (),
     rng: random.Random,
     materials: Optional[Sequence[str]] = None,
-) -> dict:
-    """Filters then RAG verification of a finished Proposer rollout.
+) -> ValidationResult:
+    """Filters then RAG verification of a finished Proposer rollout: the ``info["validation"]``
+    :class:`~searchgym.core.validation.ValidationResult`.
 
-    Returns the ``info["validation"]`` dict: ``valid``, ``reason`` (a filter reason code, the
-    verifier's reason, or ``None``), ``stage`` (``"filters"``/``"verifier"``/``None``), the filter
-    ``details``, and the verifier's ``prediction`` and ``error``. ``verifier=None`` skips RAG
-    verification (filters only). ``materials``: the rollout's :func:`document_materials`, if the
-    caller already has them. Also sets ``traj.valid``.
+    ``verifier``: an object with ``verify(question, answers, materials, noise_pool, rng)``, or ``None`` to skip
+    RAG verification (filters only). ``materials``: the rollout's :func:`document_materials`, if the caller
+    already has them. Also sets ``traj.valid`` and ``traj.metadata["validation"]`` (the verdict without the
+    filters' details).
     """
     from .question_filters import check_question
 
-    result: dict = {"valid": False, "reason": None, "stage": None, "details": {}, "prediction": None, "error": None}
     if traj.role != "proposer":
         raise InvalidArgumentError("validate_question needs a proposer trajectory")
     if not traj.valid:
-        result.update(reason=traj.metadata.get("invalid_reason", "invalid_rollout"), stage="rollout")
+        result = ValidationResult(reason=traj.metadata.get("invalid_reason", "invalid_rollout"), stage="rollout")
     else:
         fr = check_question(traj.question, list(answers), traj, filter_config)
-        result["details"] = dict(fr.details)
+        details = dict(fr.details)
         if not fr.ok:
-            result.update(reason=fr.reason, stage="filters")
+            result = ValidationResult(reason=fr.reason, stage="filters", details=details)
         elif verifier is None:
-            result["valid"] = True
+            result = ValidationResult(valid=True, details=details)
         else:
             mats = list(materials) if materials is not None else document_materials(traj)
             vr = verifier.verify(traj.question, list(answers), mats, list(noise_pool), rng)
-            result.update(
+            result = ValidationResult(
                 valid=bool(vr.valid) and not vr.error,
                 reason=vr.reason,
                 stage="verifier",
+                details=details,
                 prediction=vr.prediction,
                 error=vr.error,
             )
             if vr.error:
                 logger.warning("RAG verification failed (question counted invalid): %s", vr.error)
-    traj.valid = result["valid"]
-    traj.metadata["validation"] = {k: v for k, v in result.items() if k != "details"}
+    traj.valid = result.valid
+    traj.metadata["validation"] = result.summary()
     return result

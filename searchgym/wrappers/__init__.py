@@ -1,7 +1,8 @@
 """Reward-shaping wrappers and the pure reward functions behind them.
 
 ``from searchgym.wrappers import WaypointCoverageReward`` — see docs/wrappers.md. Wrappers stack:
-``Outer(Inner(env))`` applies Inner first; reward-replacing wrappers (DynaSearcher, EVE) go innermost.
+``Outer(Inner(env))`` applies Inner first; reward-replacing wrappers (DynaSearcher, EVE) go innermost and
+:class:`RecordGames` (the export) outermost.
 """
 
 from ..core.moved import moved_getattr
@@ -35,6 +36,7 @@ from .graph_distance_reward import (
     contribution,
     gdcr_step_rewards,
 )
+from .recording import RecordGames
 from .registry import available_rewards, get_reward, wrap_rewards
 from .waypoint_coverage_reward import (
     WaypointCoverageReward,
@@ -52,6 +54,7 @@ __all__ = [
     "available_rewards",
     "get_reward",
     "wrap_rewards",
+    "RecordGames",
     "MissingTaskDataError",
     "RewardShapingWrapper",
     "event_trajectory",

@@ -1,8 +1,9 @@
 """The base class every reward-shaping wrapper derives from.
 
 The envs (``KGSolver-v0``, ``KGSolverGroup-v0``, ``KGSelfPlay-v0``) report rewards as *events* in
-``info["rewards"]`` (``{"role", "slot", "reward", "components", "trajectory"}``) and return the sum
-of a step's event rewards as the scalar reward. A shaping wrapper rewrites those events:
+``info["rewards"]`` (:class:`~searchgym.core.rewards.RewardEvent`: ``role``, ``slot``, ``reward``,
+``components``, ``trajectory``) and return the sum of a step's event rewards as the scalar reward. A shaping
+wrapper rewrites those events:
 
 1. :meth:`RewardShapingWrapper.reset` checks the task carries what the wrapper needs
    (:meth:`~RewardShapingWrapper.check_task`) and raises :class:`MissingTaskDataError` if not;
@@ -11,7 +12,8 @@ of a step's event rewards as the scalar reward. A shaping wrapper rewrites those
    :meth:`~RewardShapingWrapper.shape_events`, which by default calls
    :meth:`~RewardShapingWrapper.shape_solver_group` once per group of solver events of the same task
    (all G rollouts of a question arrive together) and :meth:`~RewardShapingWrapper.shape_proposer`
-   for each proposer event;
+   for each proposer event; a term goes in with :meth:`RewardEvent.add_term
+   <searchgym.core.rewards.RewardEvent.add_term>` (or :meth:`~RewardShapingWrapper.set_reward`);
 3. the scalar reward is recomputed as the sum of the event rewards and ``info["reward_components"]``
    (and each trajectory's ``reward`` / ``reward_components``) is brought in line with the events.
 
@@ -20,7 +22,9 @@ wrapper's rewritten events and applies last. Wrappers that *replace* the reward 
 definition (:class:`~searchgym.wrappers.DynaSearcherReward`,
 :class:`~searchgym.wrappers.EvidenceVerifierReward`) belong innermost; additive terms
 (:class:`~searchgym.wrappers.WaypointCoverageReward`'s bonus, a format penalty,
-:class:`~searchgym.wrappers.GraphDistanceReward` with a weight) go outside them.
+:class:`~searchgym.wrappers.GraphDistanceReward` with a weight) go outside them. Recording goes outside
+everything (:mod:`searchgym.wrappers.recording`): a shaping wrapper refuses to go over a stack whose games are
+already written below it.
 """
 
 from __future__ import annotations
@@ -31,12 +35,15 @@ from typing import Any, Iterable, Optional
 import gymnasium as gym
 
 from ..core.info import has_slots
+from ..core.rewards import RewardEvent
 from ..core.types import Task, Trajectory
 from ..errors import InvalidArgumentError, SearchGymError
+from .recording import check_recording_outside
 
 logger = logging.getLogger(__name__)
 
-Event = dict
+#: what a shaping hook receives: the typed reward event (hooks mutate it in place)
+Event = RewardEvent
 
 
 class MissingTaskDataError(SearchGymError, ValueError):
@@ -70,12 +77,6 @@ def event_trajectory(event: Event) -> Trajectory:
     return traj
 
 
-def _copy_event(ev: Event) -> Event:
-    out = dict(ev)
-    out["components"] = dict(ev.get("components") or {})
-    return out
-
-
 class RewardShapingWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Rewrites the env's reward events; subclasses implement the shaping and name their terms.
 
@@ -96,6 +97,7 @@ class RewardShapingWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     def __init__(self, env: gym.Env, *, name: Optional[str] = None):
         gym.utils.RecordConstructorArgs.__init__(self, name=name)  # a subclass records its own arguments first
+        check_recording_outside(env, type(self).__name__)
         super().__init__(env)
         if name is not None:
             self.name = name
@@ -125,16 +127,16 @@ class RewardShapingWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         for group in solver_groups(events):
             self.shape_solver_group(group, info)
         for ev in events:
-            if ev.get("role") == "proposer":
+            if ev.role == "proposer":
                 self.shape_proposer(ev, events, info)
         return events
 
     # --------------------------------------------------------------- helpers
     @staticmethod
     def set_reward(event: Event, reward: float, **terms: Any) -> None:
-        """Set an event's reward and record ``terms`` under their names in its components."""
-        event["reward"] = float(reward)
-        event["components"].update(terms)
+        """Set an event's reward and record ``terms`` under their names in its components
+        (:meth:`RewardEvent.set_reward <searchgym.core.rewards.RewardEvent.set_reward>`)."""
+        event.set_reward(reward, **terms)
 
     # ------------------------------------------------------------- gym API
     def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
@@ -150,9 +152,9 @@ class RewardShapingWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self.observe_step(info)
         events = info.get("rewards") or []
         if events:
-            shaped = self.shape_events([_copy_event(ev) for ev in events], info)
+            shaped = self.shape_events([RewardEvent.coerce(ev) for ev in events], info)
             info["rewards"] = shaped
-            reward = float(sum(float(ev["reward"]) for ev in shaped))
+            reward = float(sum(ev.reward for ev in shaped))
             _sync_components(info, shaped)
         return obs, reward, terminated, truncated, info
 
@@ -160,24 +162,23 @@ class RewardShapingWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
 def _sync_components(info: dict, events: list[Event]) -> None:
     """Make ``info["reward_components"]`` and the trajectories agree with the shaped events."""
     for ev in events:
-        traj = ev.get("trajectory")
-        if traj is not None:
-            traj.reward = float(ev["reward"])
-            traj.reward_components = dict(ev["components"])
+        if ev.trajectory is not None:
+            ev.trajectory.reward = ev.reward
+            ev.trajectory.reward_components = dict(ev.components)
     if not has_slots(info):  # single-role env: components of the finished trajectory
-        info["reward_components"] = dict(events[-1]["components"])
+        info["reward_components"] = dict(events[-1].components)
         return
     size = len(info["trajectories"])
     rc = info.get("reward_components") or {}
     solver = {k: list(v) if isinstance(v, (list, tuple)) else v for k, v in (rc.get("solver") or {}).items()}
     proposer = dict(rc.get("proposer") or {})
     for ev in events:
-        values = ev["components"]
-        if ev.get("role") == "proposer":
+        values = ev.components
+        if ev.role == "proposer":
             proposer.update(values)
             continue
-        slot = ev.get("slot")
-        if not isinstance(slot, int) or not 0 <= slot < size:
+        slot = ev.slot
+        if not 0 <= slot < size:
             raise InvalidArgumentError(f"solver reward event has slot {slot!r}; expected an int in [0, {size})")
         for name, value in values.items():
             column = solver.get(name)

@@ -55,8 +55,8 @@ def _load(source, games_per_batch: int, batch_of) -> list[tuple[Trajectory, Hash
         elif hasattr(item, "solvers") and hasattr(item, "game"):  # an exported GameRecord
             batch = int(item.game) // games_per_batch
             if item.proposer is not None:
-                verdict = item.validation.get("valid") if isinstance(item.validation, dict) else None
-                out.append((item.proposer, batch, None if verdict is None else bool(verdict)))
+                verdict = item.validation.valid if item.validation is not None else None
+                out.append((item.proposer, batch, verdict))
             out.extend((t, batch, None) for t in item.solvers)
         else:
             raise InvalidTypeError(

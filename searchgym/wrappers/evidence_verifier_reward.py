@@ -329,7 +329,7 @@ class EvidenceVerifierReward(RewardShapingWrapper):
         traj = event_trajectory(event)
         doc_sources = traj.task.metadata.get("source_documents") or []
         f_fmt = format_score(traj, self._hops(traj.task), doc_sources)
-        if not event["components"].get("valid", 1) or not traj.valid:
+        if not event.components.get("valid", 1) or not traj.valid:
             self._reward_invalid(event, f_fmt, "rejected by the env")
             return
         question, evidence = traj.question, traj.evidence
@@ -342,7 +342,7 @@ class EvidenceVerifierReward(RewardShapingWrapper):
             logger.debug("EVE: proposer question invalid: %s", reason)
             self._reward_invalid(event, f_fmt, reason)
             return
-        solvers = [event_trajectory(ev) for ev in events if ev.get("role") == "solver"]
+        solvers = [event_trajectory(ev) for ev in events if ev.role == "solver"]
         if not solvers:
             raise InvalidArgumentError(
                 "EVE needs the solver rollouts of the proposer's question in the same step (k of n for R_DZ); "
@@ -379,7 +379,7 @@ class EvidenceVerifierReward(RewardShapingWrapper):
             (
                 event_trajectory(ev).evidence
                 for ev in info.get("rewards", [])
-                if ev.get("role") == "proposer" and (ev.get("components") or {}).get("valid", 1)
+                if ev.get("role") == "proposer" and (ev.get("components") or {}).get("valid", 1)  # env events: any kind
             ),
             None,
         )

@@ -236,4 +236,4 @@ class GraphDistanceReward(RewardShapingWrapper):
             self._advance(traj)
             steps = list(self._tracker(traj).steps)
             total = float(sum(steps))
-            self.set_reward(ev, ev["reward"] + self.weight * total, gdcr_steps=steps, gdcr_total=total)
+            ev.set_reward(ev.reward + self.weight * total, gdcr_steps=steps, gdcr_total=total)

@@ -31,6 +31,7 @@ from ..errors import InvalidArgumentError
 from .dynasearcher_reward import DynaSearcherReward
 from .evidence_verifier_reward import EvidenceVerifierReward
 from .graph_distance_reward import GraphDistanceReward
+from .recording import RecordGames, take_recording
 from .waypoint_coverage_reward import WaypointCoverageReward
 
 ADVANTAGE_KINDS = ("outcome", "step")
@@ -103,18 +104,25 @@ class RewardPlan:
 
     def wrap(self, env, **context):
         """``env`` wrapped in every reward of the plan, innermost first; ``context`` supplies what a
-        reward needs besides the env (e.g. ``answerer=`` for ``eve``), refused by name when missing."""
-        for spec in self.specs:
-            if spec.factory is None:
-                continue
+        reward needs besides the env (e.g. ``answerer=`` for ``eve``), refused by name when missing.
+
+        Recording stays outermost: an env made with ``export_path=``, or a stack with a
+        :class:`~searchgym.wrappers.recording.RecordGames` on top, comes back with a ``RecordGames`` outside the
+        reward wrappers, so the export holds the shaped events."""
+        specs = [spec for spec in self.specs if spec.factory is not None]
+        for spec in specs:
             missing = [n for n in spec.needs if context.get(n) is None]
             if missing:
                 raise InvalidArgumentError(
                     f"reward {spec.name!r} needs {', '.join(missing)}= (e.g. the policy's text generator); "
                     f"the trainer passes its own, or call wrap_rewards(env, {spec.name!r}, {missing[0]}=...)"
                 )
+        if not specs:
+            return env
+        env, writer = take_recording(env)
+        for spec in specs:
             env = spec.factory(env, **{n: context[n] for n in spec.needs})
-        return env
+        return RecordGames(env, writer) if writer is not None else env
 
     def missing_in(self, env) -> list[str]:
         """The rewards of the plan that ``env``'s wrapper stack does not apply: a spec is found when one

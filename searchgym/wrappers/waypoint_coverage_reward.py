@@ -381,4 +381,5 @@ class WaypointCoverageReward(RewardShapingWrapper):
         correct = [bool(t.correct) for t in trajs]
         valid = [rollout_is_valid(t) for t in trajs]
         for ev, terms in zip(events, wcr_group_terms(correct, valid, coverages, self.alpha, self.lone_normalisation)):
-            self.set_reward(ev, ev["reward"] + terms["wcr_bonus"], **terms)
+            bonus = terms.pop("wcr_bonus")
+            ev.add_term("wcr_bonus", bonus, **terms)
