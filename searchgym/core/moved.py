@@ -107,6 +107,18 @@ MOVED_NAMES: dict[str, str] = {
         f"searchgym.wrappers.{n}": "searchgym.core.advantages"
         for n in ("grpo_advantages", "sapo_group_advantages", "sapo_step_advantages", "step_advantages")
     },
+    "searchgym.evaluation.runner.play_tasks": "searchgym.evaluation.task_rollouts",
+    "searchgym.training.sft_trainer.run_sft": "searchgym.training.sft",
+    "searchgym.training.sft_trainer.round_config": "searchgym.training.rejection_sampling",
+    **{
+        f"searchgym.training.selfplay_trainer.{n}": "searchgym.training.model_loading"
+        for n in ("resolve_device", "apply_lora", "load_weights", "resolve_init")
+    },
+    **{
+        f"searchgym.training.selfplay_trainer.{n}": "searchgym.training.selfplay_envs"
+        for n in ("GROUP_ENVS", "make_envs", "check_rewards_applied", "env_state", "load_env_state")
+    },
+    "searchgym.training.selfplay_trainer.question_record": "searchgym.training.selfplay_samples",
 }
 
 
@@ -115,6 +127,10 @@ RENAMED: dict[str, str] = {
     "searchgym.wrappers.stack_reward_wrappers": "from searchgym.wrappers import wrap_rewards (same arguments)",
     "searchgym.wrappers.STACKABLE_BY_NAME": "from searchgym.wrappers import available_rewards, get_reward "
     "(get_reward(name).factory)",
+    "searchgym.evaluation.runner.envs_for": "from searchgym.evaluation.task_rollouts import solver_envs "
+    "(same arguments)",
+    "searchgym.training.selfplay_trainer.share_batch_state": "searchgym.evaluation.batch_runner.BatchRunner(envs, "
+    "share_batch_state=True) owns the batch's replay buffer and noise and passes them in each env's reset options",
 }
 
 
