@@ -107,17 +107,13 @@ MOVED_NAMES: dict[str, str] = {
         f"searchgym.wrappers.{n}": "searchgym.core.advantages"
         for n in ("grpo_advantages", "sapo_group_advantages", "sapo_step_advantages", "step_advantages")
     },
-    "searchgym.evaluation.runner.play_tasks": "searchgym.evaluation.task_rollouts",
     "searchgym.training.sft_trainer.run_sft": "searchgym.training.sft",
     "searchgym.training.sft_trainer.round_config": "searchgym.training.rejection_sampling",
     **{
         f"searchgym.training.selfplay_trainer.{n}": "searchgym.training.model_loading"
-        for n in ("resolve_device", "apply_lora", "load_weights", "resolve_init")
+        for n in ("apply_lora", "resolve_init")
     },
-    **{
-        f"searchgym.training.selfplay_trainer.{n}": "searchgym.training.selfplay_envs"
-        for n in ("GROUP_ENVS", "make_envs", "check_rewards_applied", "env_state", "load_env_state")
-    },
+    "searchgym.training.selfplay_trainer.GROUP_ENVS": "searchgym.training.selfplay_envs",
     "searchgym.training.selfplay_trainer.question_record": "searchgym.training.selfplay_samples",
 }
 

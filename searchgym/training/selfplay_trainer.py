@@ -39,7 +39,6 @@ the model loading (:mod:`~searchgym.training.model_loading`).
 
 from __future__ import annotations
 
-import copy
 import logging
 import random
 import re
@@ -58,12 +57,12 @@ from ..evaluation.batch_runner import BatchRunner, EpisodeStart
 from ..wrappers.registry import reward_plan
 from .checkpoints import CheckpointManager
 from .metrics import MetricsLogger
-from .model_loading import apply_lora, load_start_policy, load_weights, resolve_device
+from .model_loading import load_weights, resolve_device
 from .rollout_backend import make_rollout_generator, sync_weights
 from .selfplay_config import TrainConfig
 from .selfplay_envs import check_rewards_applied, env_state, load_env_state, make_envs, validation_env
 from .selfplay_samples import RolloutBatch, Sample, mean, rollout_metrics
-from .selfplay_update import PolicyUpdate, selfplay_advantages
+from .selfplay_update import build_policy_update, selfplay_advantages
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +100,7 @@ class SelfPlayTrainer:
             # default by up to 10x (thread synchronisation dominates tiny matmuls).
             torch.set_num_threads(config.cpu_threads)
         self.rng = random.Random(config.seed)
-        self.policy_update = self._make_update(model, tokenizer)
+        self.policy_update = build_policy_update(config, model, tokenizer, device=self.device, rng=self.rng)
         self.tokenizer = self.policy_update.tokenizer
         backend = make_rollout_generator(config, self.policy, self.tokenizer)
         self.generator: TextGenerator = backend.generator
@@ -136,44 +135,6 @@ class SelfPlayTrainer:
         self.out = Path(config.output_dir)
         self.checkpoints = CheckpointManager(self.out / "checkpoints", keep=config.keep_checkpoints)
         self.metrics: Optional[MetricsLogger] = None
-
-    def _make_update(self, model: Any, tokenizer: Any) -> PolicyUpdate:
-        """The policy (the given or configured start model on the device, in training mode, with LoRA applied,
-        or with a frozen copy as the KL reference), its AdamW optimizer and linear-warmup schedule."""
-        import torch
-
-        config = self.config
-        if model is None:
-            model, tokenizer = load_start_policy(config)
-        elif tokenizer is None:
-            raise InvalidArgumentError("pass the tokenizer together with the model")
-        elif config.gradient_checkpointing:
-            model.gradient_checkpointing_enable()
-        model.to(self.device)
-        ref_model = None
-        if config.lora:
-            model = apply_lora(model, config)
-        elif config.kl_coef > 0:
-            ref_model = copy.deepcopy(model).eval()
-            for p in ref_model.parameters():
-                p.requires_grad_(False)
-        model.train()
-        params = [p for p in model.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
-        warm = config.warmup_steps
-        scheduler = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda s: min(1.0, (s + 1) / warm) if warm > 0 else 1.0
-        )
-        return PolicyUpdate(
-            config,
-            policy=model,
-            ref_model=ref_model,
-            tokenizer=tokenizer,
-            optimizer=optimizer,
-            scheduler=scheduler,
-            device=self.device,
-            rng=self.rng,
-        )
 
     # ================================================================ what the update owns
     @property

@@ -2,13 +2,14 @@
 
 :func:`selfplay_advantages` turns a rollout phase's :class:`~searchgym.training.selfplay_samples.Sample` list
 into per-step advantage tables (GRPO or SAPO for Solver groups, REINFORCE with the configured baseline for
-Proposers). :class:`PolicyUpdate` owns the policy, its frozen reference, the optimizer and the schedule, and
-runs the loss over mini- and micro-batches (:meth:`PolicyUpdate.optimise`); the trainer calls
-:meth:`PolicyUpdate.update` once per training step.
+Proposers). :class:`PolicyUpdate` (built by :func:`build_policy_update`) owns the policy, its frozen
+reference, the optimizer and the schedule, and runs the loss over mini- and micro-batches
+(:meth:`PolicyUpdate.optimise`); the trainer calls :meth:`PolicyUpdate.update` once per training step.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 from contextlib import nullcontext
@@ -16,16 +17,18 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Sequence
 
 from ..core.types import Trajectory
+from ..errors import InvalidArgumentError
 from ..llm.sequences import EncodedTrajectory, collate, collate_rollout_logprobs, encode_trajectory
 from ..llm.shared_prefix import pack_shared, shared_token_logprobs, worth_sharing
 from ..wrappers.registry import reward_plan
 from .losses import group_advantages, policy_loss, proposer_advantages, token_logprobs, truncated_is_weights
+from .model_loading import apply_lora, load_start_policy
 from .selfplay_config import TrainConfig
 from .selfplay_samples import Sample
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PolicyUpdate", "selfplay_advantages"]
+__all__ = ["PolicyUpdate", "build_policy_update", "selfplay_advantages"]
 
 
 def selfplay_advantages(samples: Sequence[Sample], config: TrainConfig) -> list[list[float]]:
@@ -370,3 +373,40 @@ class PolicyUpdate:
                 agg.add("rollout_is/log_ratio", float(gap[known].mean()), n_known)
             agg.add("rollout_is/covered", n_known / max(1.0, float(mask.sum())), float(mask.sum()))
         return weights
+
+
+def build_policy_update(config: TrainConfig, model: Any, tokenizer: Any, *, device: Any, rng: Any) -> PolicyUpdate:
+    """The update of a run: the policy (``model``, else the configured start model, on ``device``, in training
+    mode, with LoRA applied, or with a frozen copy as the KL reference), its AdamW optimizer over the trainable
+    parameters and linear-warmup schedule; ``rng`` orders the mini-batches."""
+    import torch
+
+    if model is None:
+        model, tokenizer = load_start_policy(config)
+    elif tokenizer is None:
+        raise InvalidArgumentError("pass the tokenizer together with the model")
+    elif config.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+    model.to(device)
+    ref_model = None
+    if config.lora:
+        model = apply_lora(model, config)
+    elif config.kl_coef > 0:
+        ref_model = copy.deepcopy(model).eval()
+        for p in ref_model.parameters():
+            p.requires_grad_(False)
+    model.train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
+    warm = config.warmup_steps
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warm) if warm > 0 else 1.0)
+    return PolicyUpdate(
+        config,
+        policy=model,
+        ref_model=ref_model,
+        tokenizer=tokenizer,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        device=device,
+        rng=rng,
+    )
