@@ -179,3 +179,26 @@ def test_a_checkpoint_from_before_the_runner_restores_the_shared_buffer(tmp_path
     fresh = _trainer(tmp_path, tok, batch_size=6)
     fresh.load_checkpoint(path)
     assert [t.question for t in fresh.replay._items] == stored
+
+
+def test_collect_with_a_generation_config_seeds_every_batched_call_from_the_trainer_rng(tmp_path, tok):
+    import random
+
+    from searchgym.core.llm import GenerationConfig
+
+    tr = _trainer(tmp_path, tok, batch_size=2)
+    configs = []
+    inner = tr.agent.act_batch
+
+    def recording(items, *, config=None):
+        configs.append(config)
+        return inner(items, config=config)
+
+    tr.agent.act_batch = recording
+    twin = random.Random()
+    twin.setstate(tr.rng.getstate())
+    tr.collect(generation=GenerationConfig(max_new_tokens=5, temperature=0.5))
+    for _ in range(2):  # the two games' reset seeds are drawn first
+        twin.randrange(2**31)
+    assert configs and all(c.max_new_tokens == 5 and c.temperature == 0.5 for c in configs)
+    assert [c.seed for c in configs] == [twin.randrange(2**31) for _ in configs]

@@ -189,13 +189,13 @@ class BatchRunner:
         while True:
             if not exhausted:
                 exhausted = self._start_free(queue, live, result)
-            pend = [j for j, x in enumerate(live) if x is not None]
+            pend = [(j, x) for j, x in enumerate(live) if x is not None]
             if not pend:
                 return result
             t0 = time.perf_counter()
-            actions = act([(live[j].obs, live[j].info) for j in pend])  # type: ignore[union-attr]
+            actions = act([(x.obs, x.info) for _, x in pend])
             result.agent_s += time.perf_counter() - t0
-            finished = [ep for j, action in zip(pend, actions) if (ep := self._step(j, action, live, result))]
+            finished = [ep for (j, _), action in zip(pend, actions) if (ep := self._step(j, action, live, result))]
             if finished:
                 if keep:
                     result.episodes.extend(finished)

@@ -188,12 +188,12 @@ class SelfPlayTrainer:
         t_gen = t_env = 0.0
         tokens0 = self.agent.stats.new_tokens
         played = 0
-        while played < want:
-            wave = self.runner.play(agent, self._starts(min(len(self.envs), want - played), played), keep=False)
-            key = self.reward_plan.step_rewards_key
-            samples.extend(Sample.from_event(r.event, r.key, key) for r in wave.events)
+        while played < want:  # waves of one game per env, each wave played to its end
+            k = min(len(self.envs), want - played)
+            wave = self.runner.play(agent, self._starts(k, played), keep=False)
+            samples.extend(Sample.from_event(r.event, r.key, self.reward_plan.step_rewards_key) for r in wave.events)
             t_gen, t_env = t_gen + wave.agent_s, t_env + wave.env_s
-            played += min(len(self.envs), want - played)
+            played += k
         return RolloutBatch(samples, played, t_gen, t_env, self.agent.stats.new_tokens - tokens0)
 
     def _starts(self, k: int, played: int) -> Iterator[EpisodeStart]:
