@@ -196,7 +196,8 @@ def stage_demos(world, size: dict, work: Path) -> dict:
 
 def stage_sft(size: dict, work: Path, device: str, demos: dict) -> dict:
     """Cold start: SFT on the demonstrations (resumes from its own checkpoints)."""
-    from searchgym.training.sft_trainer import SFTConfig, run_sft
+    from searchgym.training.sft import run_sft
+    from searchgym.training.sft_trainer import SFTConfig
 
     meta = work / "sft.json"
     if meta.is_file():

@@ -737,7 +737,7 @@ def run(args: argparse.Namespace) -> None:
     disjoint = check_disjoint(load_pool(pool_path), heldout_sets(world, size))
     opts = {"model": args.model, "init": args.init, "device": args.device, "steps": args.steps}
     if args.init:
-        from searchgym.training.selfplay_trainer import resolve_init
+        from searchgym.training.model_loading import resolve_init
 
         start = resolve_init(args.init)
     else:

@@ -13,7 +13,7 @@ pytest.importorskip("peft")
 from searchgym.errors import MissingFileError  # noqa: E402
 from searchgym.llm.pretrained import MODEL_META, open_model  # noqa: E402
 from searchgym.training.cold_start import SHIPPED_ADAPTER, ship_adapter, shipped_adapter  # noqa: E402
-from searchgym.training.sft_trainer import run_sft  # noqa: E402
+from searchgym.training.sft import run_sft  # noqa: E402
 from tests.support.tiny_lm import save_tiny  # noqa: E402
 from tests.test_sft import _cfg, write_demos  # noqa: E402
 

@@ -49,7 +49,7 @@ def test_disjoint_from_the_default_pool(default_world, bench):
 
 def test_disjoint_from_the_trainers_default_envs(default_world, bench):
     from searchgym.training.selfplay_config import TrainConfig
-    from searchgym.training.selfplay_trainer import make_envs
+    from searchgym.training.selfplay_envs import make_envs
 
     cfg = TrainConfig()  # KGSelfPlay-v0 on the default world, as `searchgym train` builds it
     envs = make_envs(cfg, 1)

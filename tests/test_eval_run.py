@@ -137,8 +137,8 @@ def test_eval_seed_seeds_every_episode(tiny_world, monkeypatch):
             seen[task_key(options["task"])] = seed
             return super().reset(seed=seed, options=options)
 
-    made = runner.envs_for
-    monkeypatch.setattr(runner, "envs_for", lambda *a, **k: [Recording(e) for e in made(*a, **k)])
+    made = runner.solver_envs
+    monkeypatch.setattr(runner, "solver_envs", lambda *a, **k: [Recording(e) for e in made(*a, **k)])
     tasks = _tasks()
     for seed in (0, 7):
         seen.clear()

@@ -32,7 +32,8 @@ from searchgym.llm.pretrained import open_model  # noqa: E402
 from searchgym.training.cold_start import RECIPE_DEMOS, RECIPE_SFT  # noqa: E402
 from searchgym.training.demonstrations import demonstrations_by_hops  # noqa: E402
 from searchgym.training.learning_checks import heldout_report, heldout_solver_tasks, llm_eval_agent  # noqa: E402
-from searchgym.training.sft_trainer import SFTConfig, run_sft  # noqa: E402
+from searchgym.training.sft import run_sft  # noqa: E402
+from searchgym.training.sft_trainer import SFTConfig  # noqa: E402
 from searchgym.world.synthetic import default_world  # noqa: E402
 
 N_EVAL, MAX_TURNS, MAX_NEW_TOKENS = 32, 3, 64

@@ -50,7 +50,7 @@ def test_play_tasks_seeds_each_episode_by_its_task_whichever_env_plays_it():
     import gymnasium as gym
 
     from searchgym.core.rng_state import stable_seed
-    from searchgym.evaluation.runner import play_tasks
+    from searchgym.evaluation.task_rollouts import play_tasks
     from searchgym.tasks.sources import ListTaskSource
     from searchgym.tasks.tasksets import task_key
     from searchgym.training.demonstrations import cold_start_env_kwargs

@@ -27,7 +27,7 @@ from searchgym.llm.sequences import (  # noqa: E402
     record_sampled,
 )
 from searchgym.llm.transformers_backend import TransformersGenerator  # noqa: E402
-from searchgym.training import selfplay_trainer as trainer_module  # noqa: E402
+from searchgym.training import selfplay_update as update_module  # noqa: E402
 from searchgym.training.losses import policy_loss, truncated_is_weights  # noqa: E402
 from searchgym.training.selfplay_config import RESUME_MUTABLE, TrainConfig  # noqa: E402
 from searchgym.training.selfplay_trainer import SelfPlayTrainer  # noqa: E402
@@ -69,7 +69,7 @@ def _trainer(tmp_path, tok, world, **overrides) -> SelfPlayTrainer:
 
 
 def _spy_losses(monkeypatch) -> list[dict]:
-    """Record every ``policy_loss`` call the trainer makes (its tensors and its result)."""
+    """Record every ``policy_loss`` call the trainer's update makes (its tensors and its result)."""
     calls: list[dict] = []
 
     def spy(logp, old_logp, ref_logp, advantages, mask, **kw):
@@ -77,7 +77,7 @@ def _spy_losses(monkeypatch) -> list[dict]:
         calls.append(dict(logp=logp.detach(), old=old_logp.detach(), adv=advantages, mask=mask, kw=kw, loss=loss))
         return loss, stats
 
-    monkeypatch.setattr(trainer_module, "policy_loss", spy)
+    monkeypatch.setattr(update_module, "policy_loss", spy)
     return calls
 
 
@@ -206,8 +206,8 @@ def test_bf16_rollouts_are_weighted_by_the_clipped_ratio(tmp_path, tok, default_
     for t in trajs:
         t.metadata[SAMPLED_LOGPROBS_KEY] = [[fake(x) for x in row] for row in t.metadata[SAMPLED_IDS_KEY]]
     batches: list = []
-    collate = trainer_module.collate
-    monkeypatch.setattr(trainer_module, "collate", lambda *a, **kw: batches.append(collate(*a, **kw)) or batches[-1])
+    collate = update_module.collate
+    monkeypatch.setattr(update_module, "collate", lambda *a, **kw: batches.append(collate(*a, **kw)) or batches[-1])
     calls.clear()
     tr.optimise(trajs, adv)
     assert len(batches) == len(calls)  # epochs=1, one mini-batch: one collate per loss, no old-log-prob pass

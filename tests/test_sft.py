@@ -24,8 +24,9 @@ from searchgym.training.checkpoints import CheckpointManager, CheckpointMismatch
 from searchgym.training.metrics import plot_metrics, read_metrics  # noqa: E402
 from searchgym.training.selfplay_config import TrainConfig  # noqa: E402
 from searchgym.training.selfplay_trainer import SelfPlayTrainer  # noqa: E402
+from searchgym.training.sft import run_sft  # noqa: E402
 from searchgym.training.sft_data import DataError  # noqa: E402
-from searchgym.training.sft_trainer import SFTConfig, SFTRun, load_demonstrations, lr_factor, run_sft  # noqa: E402
+from searchgym.training.sft_trainer import SFTConfig, SFTRun, load_demonstrations, lr_factor  # noqa: E402
 from tests.support.tiny_lm import build_model, build_tokenizer, save_tiny  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

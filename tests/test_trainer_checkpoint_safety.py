@@ -14,7 +14,7 @@ pytest.importorskip("transformers")
 import searchgym  # noqa: E402,F401
 from searchgym.core.rng_state import random_state_from_data  # noqa: E402
 from searchgym.training.checkpoints import CheckpointFormatError, CheckpointManager  # noqa: E402
-from searchgym.training.selfplay_trainer import env_state, load_env_state  # noqa: E402
+from searchgym.training.selfplay_envs import env_state, load_env_state  # noqa: E402
 from tests.test_trainer_mechanics import _selfplay_envs, _trainer, tok  # noqa: E402,F401
 
 

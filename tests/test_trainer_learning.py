@@ -68,7 +68,7 @@ def pretrain_format(model, tok, tasks, answers, *, steps: int = 120, lr: float =
 def mean_reward(trainer, games: int, *, keep_state: bool = False) -> float:
     """Mean Solver reward of ``games`` fresh games; ``keep_state`` puts every RNG, env state and the
     pool position back afterwards, so measuring does not change the training run that follows."""
-    from searchgym.training.selfplay_trainer import env_state, load_env_state
+    from searchgym.training.selfplay_envs import env_state, load_env_state
 
     saved = (
         trainer.rng.getstate(),

@@ -188,7 +188,7 @@ def test_skip_zero_advantage_trains_only_on_informative_sequences(tmp_path, tok)
 
 def test_lora_last_layers_adapts_only_the_top_layers(tmp_path, tok):
     pytest.importorskip("peft")
-    from searchgym.training.selfplay_trainer import apply_lora
+    from searchgym.training.model_loading import apply_lora
 
     cfg = _config(tmp_path, lora=True, lora_r=4, lora_last_layers=1, lora_target_modules=["q_proj", "v_proj"])
     model = apply_lora(build_model(tok, layers=3), cfg)

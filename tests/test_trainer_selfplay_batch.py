@@ -71,17 +71,19 @@ def _valid_questions(batch) -> list[str]:
 
 def test_one_replay_buffer_for_the_batch_not_cleared_by_game_count(tmp_path, tok):
     tr = _trainer(tmp_path, tok)
-    buffers = {id(e.unwrapped.replay) for e in tr.envs}
-    assert len(buffers) == 1  # shared by every env clone
-    replay = tr.envs[0].unwrapped.replay
+    replay = tr.replay  # the runner's: no env's own buffer, and no env attribute written to share it
+    assert replay is tr.runner.replay and replay.reset_every is None
+    assert all(e.unwrapped.replay is not replay for e in tr.envs)
     valid = _valid_questions(tr.collect())  # 24 games over 2 clones: 12 each, past the env-level 10-game reset
     assert valid
+    assert {id(e.unwrapped.replay) for e in tr.envs} == {id(replay)}  # every clone's games used it
+    assert all(len(e.unwrapped.own_replay) == 0 for e in tr.envs)
     assert sorted(t.question for t in replay._items) == sorted(valid)  # every valid question of the batch, kept
 
 
 def test_replay_buffer_cleared_every_replay_reset_steps_training_steps(tmp_path, tok):
     tr = _trainer(tmp_path, tok, replay_reset_steps=2)
-    replay = tr.envs[0].unwrapped.replay
+    replay = tr.replay
     valid0 = _valid_questions(tr.collect())
     assert valid0 and len(replay) == len(valid0)
     tr.step = 1
@@ -97,7 +99,7 @@ def test_replay_buffer_cleared_every_replay_reset_steps_training_steps(tmp_path,
 
 def test_replay_never_cleared_with_period_zero(tmp_path, tok):
     tr = _trainer(tmp_path, tok, replay_reset_steps=0, batch_size=12)
-    replay = tr.envs[0].unwrapped.replay
+    replay = tr.replay
     sizes = []
     for step in range(3):
         tr.step = step
@@ -150,10 +152,53 @@ def test_shared_replay_buffer_survives_a_checkpoint(tmp_path, tok):
     tr.collect()
     tr.step = 1
     path = tr.save_checkpoint()
-    stored = [t.question for t in tr.envs[0].unwrapped.replay._items]
+    stored = [t.question for t in tr.replay._items]
     assert stored
     fresh = _trainer(tmp_path, tok, batch_size=6)
     fresh.load_checkpoint(path)
-    replays = {id(e.unwrapped.replay) for e in fresh.envs}
-    assert len(replays) == 1 and fresh.replay is fresh.envs[1].unwrapped.replay
     assert [t.question for t in fresh.replay._items] == stored and fresh.replay.reset_every is None
+    fresh.collect(n_games=2)
+    assert {id(e.unwrapped.replay) for e in fresh.envs} == {id(fresh.replay)}  # the restored buffer is played
+
+
+def test_a_checkpoint_from_before_the_runner_restores_the_shared_buffer(tmp_path, tok):
+    """Older checkpoints kept the shared buffer only in the env states (every env held it then)."""
+    import json
+
+    tr = _trainer(tmp_path, tok, batch_size=6)
+    tr.collect()
+    tr.step = 1
+    path = tr.save_checkpoint()
+    stored = [t.question for t in tr.replay._items]
+    assert stored
+    plain = json.loads((path / "trainer_state.json").read_text())
+    del plain["runner"]
+    for env_state in plain["envs"]:  # as an old trainer saved it: every env held the shared buffer
+        env_state["state_dict"]["replay"] = plain["envs"][0]["state_dict"]["replay"]
+    (path / "trainer_state.json").write_text(json.dumps(plain))
+    fresh = _trainer(tmp_path, tok, batch_size=6)
+    fresh.load_checkpoint(path)
+    assert [t.question for t in fresh.replay._items] == stored
+
+
+def test_collect_with_a_generation_config_seeds_every_batched_call_from_the_trainer_rng(tmp_path, tok):
+    import random
+
+    from searchgym.core.llm import GenerationConfig
+
+    tr = _trainer(tmp_path, tok, batch_size=2)
+    configs = []
+    inner = tr.agent.act_batch
+
+    def recording(items, *, config=None):
+        configs.append(config)
+        return inner(items, config=config)
+
+    tr.agent.act_batch = recording
+    twin = random.Random()
+    twin.setstate(tr.rng.getstate())
+    tr.collect(generation=GenerationConfig(max_new_tokens=5, temperature=0.5))
+    for _ in range(2):  # the two games' reset seeds are drawn first
+        twin.randrange(2**31)
+    assert configs and all(c.max_new_tokens == 5 and c.temperature == 0.5 for c in configs)
+    assert [c.seed for c in configs] == [twin.randrange(2**31) for _ in configs]

@@ -62,7 +62,6 @@ def run_demo(args: argparse.Namespace) -> int:
     import gymnasium as gym
 
     from ..core.progress import Progress
-    from ..evaluation.game_text import game_lines
     from ..tasks.heldout import training_subgraphs
     from ..world.synthetic import default_world
     from ..wrappers import WaypointCoverageReward
@@ -109,30 +108,45 @@ def run_demo(args: argparse.Namespace) -> int:
         "question is verified) ...",
         file=out,
     )
-    verified = 0
     with Progress(args.games, "games", unit="game", enabled=args.agent == "llm") as bar:  # ~a minute each
-        game = 0
-        while game < args.games or (not verified and game < limit):
-            if game == args.games:
-                bar.total = limit
-                bar.write(f"no question verified in {game} games: playing on, up to {limit}", file=out)
-            t0 = time.perf_counter()
-            obs, info = env.reset(seed=args.seed + game)
-            done, events = False, []
-            while not done:
-                obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
-                done = terminated or truncated
-                events.extend(info["rewards"])
-            verified += bool((info.get("validation") or {}).get("valid"))
-            lines = game_lines(game, events, info)
-            lines[0] += f" ({time.perf_counter() - t0:.1f} s)"
-            bar.update(1)
-            bar.write("\n".join(lines), file=out)
-            game += 1
+        verified, game = _play_demo_games(env, agent, args, bar, out)
     print(f"\n{verified} of {game} questions verified", file=out)
     env.close()
     print(f"\nTrajectories written to {outdir / 'trajectories.jsonl'}", file=out)
     return 0
+
+
+def _play_demo_games(env, agent, args, bar, out) -> tuple[int, int]:
+    """Play ``--games`` games (seed ``--seed`` + game), then more, up to ``--max-games``, until one question is
+    verified; print each game as it ends. Returns ``(verified questions, games played)``."""
+    from ..evaluation.game_text import game_lines
+    from ..evaluation.games import PlayedGame, play_games
+
+    verified: list[bool] = []
+
+    def show(game: PlayedGame) -> None:
+        verified.append(bool((game.info.get("validation") or {}).get("valid")))
+        lines = game_lines(game.game, game.events, game.info)
+        lines[0] += f" ({game.seconds:.1f} s)"
+        bar.update(1)
+        bar.write("\n".join(lines), file=out)
+
+    play_games(env, agent, args.games, seed=args.seed, seed_each_game=True, on_game=show)
+    limit = max(args.games, args.max_games)
+    if not any(verified) and limit > args.games:
+        bar.total = limit
+        bar.write(f"no question verified in {args.games} games: playing on, up to {limit}", file=out)
+        play_games(
+            env,
+            agent,
+            limit - args.games,
+            seed=args.seed,
+            seed_each_game=True,
+            first_game=args.games,
+            on_game=show,
+            until=lambda game: verified[-1],
+        )
+    return sum(verified), len(verified)
 
 
 def show_learning(args, world, outdir: Path, out):

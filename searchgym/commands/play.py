@@ -36,11 +36,12 @@ def _agent(name: str, env_id: str, seed: int):
 
 
 def run_play(args: argparse.Namespace) -> int:
-    """Play ``args.games`` games; print each one (:func:`~searchgym.evaluation.game_text.game_lines`). Returns 0."""
+    """Play ``args.games`` games (:func:`~searchgym.evaluation.games.play_games`, game ``g`` seeded ``--seed`` + g);
+    print each one (:func:`~searchgym.evaluation.game_text.game_lines`). Returns 0."""
     import gymnasium as gym
 
     from .. import envs  # noqa: F401  (registers the ids)
-    from ..evaluation.game_text import game_lines
+    from ..evaluation.games import PlayedGame, play_games
 
     if args.games < 1:
         raise InvalidArgumentError("--games must be >= 1")
@@ -59,24 +60,18 @@ def run_play(args: argparse.Namespace) -> int:
     agent = _agent(args.agent, args.env, args.seed)
     totals: dict[str, list[float]] = {"proposer": [], "solver": []}
     components: dict[str, list[float]] = {}
-    t0 = time.perf_counter()
-    for game in range(args.games):
-        obs, info = env.reset(seed=args.seed + game)
-        done, events = False, []
-        while not done:
-            obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
-            events.extend(info["rewards"])
-            done = terminated or truncated
-        prop = [ev["reward"] for ev in events if ev["role"] == "proposer"]
-        solv = [ev["reward"] for ev in events if ev["role"] == "solver"]
-        totals["proposer"] += prop
-        totals["solver"] += solv
-        for ev in events:
+
+    def show(game: PlayedGame) -> None:
+        for ev in game.events:
+            totals[ev["role"]].append(ev["reward"])
             if ev["role"] == "solver":
                 for name, value in (ev.get("components") or {}).items():
                     if isinstance(value, (int, float)):
                         components.setdefault(name, []).append(float(value))
-        print("\n".join(game_lines(game, events, info)))
+        print("\n".join(game.summary["lines"]))
+
+    t0 = time.perf_counter()
+    play_games(env, agent, args.games, seed=args.seed, seed_each_game=True, on_game=show)
     env.close()
     dt = time.perf_counter() - t0
     means = "; ".join(f"mean {role} reward {sum(xs) / len(xs):.3f}" for role, xs in totals.items() if xs)

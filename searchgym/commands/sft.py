@@ -117,7 +117,7 @@ def _sft(args: argparse.Namespace) -> int:
     if dump_config(cfg, args.dump_config):
         return 0
     from ..core.artefacts import check_output
-    from ..training.sft_trainer import run_sft
+    from ..training.sft import run_sft
 
     check_output(cfg.output_dir, "training run")
 

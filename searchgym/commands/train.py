@@ -173,7 +173,7 @@ def _train(args: argparse.Namespace) -> int:
 
 def warn_paper_scale_on_cpu(cfg) -> None:
     """Say so when settings sized for a GPU cluster are about to run on a CPU: each step would take hours."""
-    from ..training.selfplay_trainer import resolve_device
+    from ..training.model_loading import resolve_device
 
     if resolve_device(cfg.device).type != "cpu":
         return

@@ -116,6 +116,13 @@ MOVED_NAMES: dict[str, str] = {
         f"searchgym.wrappers.{n}": "searchgym.core.advantages"
         for n in ("grpo_advantages", "sapo_group_advantages", "sapo_step_advantages", "step_advantages")
     },
+    "searchgym.training.sft_trainer.run_sft": "searchgym.training.sft",
+    "searchgym.training.sft_trainer.round_config": "searchgym.training.rejection_sampling",
+    **{
+        f"searchgym.training.selfplay_trainer.{n}": "searchgym.training.model_loading"
+        for n in ("apply_lora", "resolve_init")
+    },
+    "searchgym.training.selfplay_trainer.question_record": "searchgym.training.selfplay_samples",
 }
 
 
@@ -135,6 +142,10 @@ RENAMED: dict[str, str] = {
     "searchgym.training.selfplay_trainer.GROUP_ENVS": "from searchgym.envs import env_ids, env_spec "
     "(env_ids(group=True), or env_spec(env_id).group)",
     "searchgym.integrations.environments.TEXT_ENV_IDS": "from searchgym.envs import env_ids (env_ids(text=True))",
+    "searchgym.evaluation.runner.envs_for": "from searchgym.evaluation.task_rollouts import solver_envs "
+    "(same arguments)",
+    "searchgym.training.selfplay_trainer.share_batch_state": "searchgym.evaluation.batch_runner.BatchRunner(envs, "
+    "share_batch_state=True) owns the batch's replay buffer and noise and passes them in each env's reset options",
 }
 
 

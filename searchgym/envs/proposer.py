@@ -34,7 +34,15 @@ from .spaces import text_space
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["KGProposerEnv", "ProposerValidation", "BatchNoise", "PROPOSER_MODES", "VerifierArg", "verifier_setting_of"]
+__all__ = [
+    "KGProposerEnv",
+    "ProposerValidation",
+    "BatchNoise",
+    "PROPOSER_MODES",
+    "VerifierArg",
+    "verifier_setting_of",
+    "batch_noise",
+]
 
 PROPOSER_MODES = ("kg", "vanilla")
 
@@ -52,8 +60,8 @@ def verifier_setting_of(verifier: Any) -> Any:
 class BatchNoise:
     """SSP's noise source for RAG verification: the other Proposer trajectories of one training batch.
 
-    Shared by the env clones that play a batch (the trainer sets it as every clone's
-    :attr:`ProposerValidation.batch` and calls :meth:`begin` before each batch). Each clone registers
+    Shared by the env clones that play a batch (the batch runner passes it to every clone's reset as
+    ``options["batch_noise"]`` and calls :meth:`begin` before each batch). Each clone registers
     its Proposer rollout when a game starts; a question is then verified with noise drawn from the
     documents every *other* registered rollout of the batch has retrieved so far (in lock-step
     play the other rollouts have searched as many turns as this one).
@@ -76,6 +84,14 @@ class BatchNoise:
     def noise_for(self, trajectory) -> list[str]:
         """The documents retrieved by the batch's other Proposer rollouts, in registration order."""
         return [m for t in self._trajectories if t is not trajectory for m in document_materials(t)]
+
+
+def batch_noise(options: dict) -> Optional[BatchNoise]:
+    """The :class:`BatchNoise` a reset's ``options["batch_noise"]`` passes (``None`` when absent)."""
+    noise = options.get("batch_noise")
+    if noise is not None and not isinstance(noise, BatchNoise):
+        raise InvalidTypeError(f"options['batch_noise'] must be a BatchNoise, got {type(noise).__name__}")
+    return noise
 
 
 class ProposerValidation:
@@ -222,8 +238,11 @@ class KGProposerEnv(SingleRolloutEnv):
         self.validation.load_state_dict(state["validation"])
 
     def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
-        """Start a Proposer rollout for a drawn (or given: ``options={"task": task}``) answer target."""
+        """Start a Proposer rollout for a drawn (or given: ``options={"task": task}``) answer target;
+        ``options["batch_noise"]`` (a :class:`BatchNoise`): verify with noise from a batch's other Proposer
+        rollouts instead of this env's recent ones (for this rollout)."""
         self.last_validation = None
+        self.validation.batch = batch_noise(options or {})
         return super().reset(seed=seed, options=options)
 
     def _new_rollout(self, task: Task) -> Rollout:

@@ -5,10 +5,10 @@ gets a question drawn from the buffer instead, so it still has a learning signal
 
 Two reset rules, not the same thing:
 
-* **SSP (the trainer)**: one buffer for the whole batch, cleared every 10 *training steps*.
-  :class:`~searchgym.training.selfplay_trainer.SelfPlayTrainer` shares one buffer across its env clones, turns
-  the per-game reset off (``reset_every=None``) and calls :meth:`ReplayBuffer.clear` every
-  ``replay_reset_steps`` steps.
+* **SSP (the trainer)**: one buffer for the whole batch, cleared every 10 *training steps*. The trainer's
+  :class:`~searchgym.evaluation.batch_runner.BatchRunner` owns one buffer without per-game reset
+  (``reset_every=None``), passes it to each env clone's reset (``options={"replay": buffer}``) and clears it
+  every ``replay_reset_steps`` steps.
 * **An env driven alone** (no trainer, so no training steps): each env owns its buffer and
   :meth:`ReplayBuffer.end_game` clears it every ``reset_every`` finished *games* (default 10).
 """
@@ -20,9 +20,9 @@ from collections import deque
 from typing import Optional
 
 from ..core.types import Task
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, InvalidTypeError
 
-__all__ = ["ReplayBuffer"]
+__all__ = ["ReplayBuffer", "batch_replay"]
 
 
 class ReplayBuffer:
@@ -86,3 +86,13 @@ class ReplayBuffer:
         self.clear()
         self.games = 0
         self.resets = 0
+
+
+def batch_replay(options: dict, own: ReplayBuffer) -> ReplayBuffer:
+    """The buffer a game uses: a reset's ``options["replay"]`` (a batch's shared buffer), else the env's ``own``."""
+    shared = options.get("replay")
+    if shared is None:
+        return own
+    if not isinstance(shared, ReplayBuffer):
+        raise InvalidTypeError(f"options['replay'] must be a ReplayBuffer, got {type(shared).__name__}")
+    return shared

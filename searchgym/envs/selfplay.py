@@ -54,8 +54,8 @@ from .group import (
     group_obs,
     group_observation_space,
 )
-from .proposer import PROPOSER_MODES, ProposerValidation, VerifierArg, verifier_setting_of
-from .replay import ReplayBuffer
+from .proposer import PROPOSER_MODES, ProposerValidation, VerifierArg, batch_noise, verifier_setting_of
+from .replay import ReplayBuffer, batch_replay
 from .resources import resolve_pool
 
 logger = logging.getLogger(__name__)
@@ -106,7 +106,10 @@ class KGSelfPlayEnv(TextEnvBase):
         self.validation = ProposerValidation(
             self.world, verifier=verifier, filter_config=filter_config, n_noise=n_noise, noise_window=noise_window
         )
-        self.replay = ReplayBuffer(replay_capacity, replay_reset_every)
+        self.own_replay = ReplayBuffer(replay_capacity, replay_reset_every)
+        #: the buffer the current game stores to and draws from: :attr:`own_replay`, or the batch's shared one
+        #: passed in the reset options
+        self.replay = self.own_replay
         self.observation_space = group_observation_space(group_size)
         self.action_space = group_action_space(group_size)
         self._cursor = -1
@@ -130,8 +133,8 @@ class KGSelfPlayEnv(TextEnvBase):
             verifier=verifier_setting_of(v.verifier),
             filter_config=v.filter_config,
             noise_window=v.recent.maxlen or 0,
-            replay_capacity=self.replay.capacity,
-            replay_reset_every=self.replay.reset_every,
+            replay_capacity=self.own_replay.capacity,
+            replay_reset_every=self.own_replay.reset_every,
             **self.shared_kwargs(),
         )
 
@@ -154,9 +157,17 @@ class KGSelfPlayEnv(TextEnvBase):
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
         """Start a game: ``options={"subgraph": sg}`` or ``{"index": i}`` pick the subgraph;
-        otherwise a seed picks subgraph ``seed mod len(pool)`` and no seed the next one."""
+        otherwise a seed picks subgraph ``seed mod len(pool)`` and no seed the next one.
+
+        Batch play (SSP, :class:`~searchgym.evaluation.batch_runner.BatchRunner`): ``options["replay"]`` (a
+        :class:`~searchgym.envs.replay.ReplayBuffer`) is the buffer this game stores valid questions to and draws
+        replacements from instead of the env's own, and ``options["batch_noise"]`` (a
+        :class:`~searchgym.envs.proposer.BatchNoise`) supplies the verification noise from the batch's other
+        Proposer rollouts; a reset without them goes back to the env's own buffer and noise window."""
         self._reseed(seed)
         options = options or {}
+        self.replay = batch_replay(options, self.own_replay)
+        self.validation.batch = batch_noise(options)
         sg = options.get("subgraph")
         if sg is None:
             if options.get("index") is not None:

@@ -17,7 +17,8 @@ from ..core.moved import moved_getattr
 from .games import play_games
 from .metrics import METRICS, answer_scores, bootstrap_ci, paired_diff_ci
 from .report import compare_runs, markdown_table, plot_summary
-from .runner import EvalConfig, EvalInterrupted, EvalResult, evaluate, play_tasks, record_of
+from .runner import EvalConfig, EvalInterrupted, EvalResult, evaluate, record_of
+from .task_rollouts import play_tasks
 
 __all__ = [
     "play_games",

@@ -1,31 +1,64 @@
-"""Play whole games of any searchgym env with an agent and summarise each one (used by the demo).
+"""Play whole games of any searchgym env with an agent and summarise each one (``searchgym play``, the demo,
+rejection sampling).
 
-``play_games(env, agent, n)`` runs the user loop of the env contract; the agent is anything with
-``act(obs, info)`` (:class:`~searchgym.agents.llm_agent.LLMAgent`, the scripted agent, ...). The
-summary per game holds the proposer reward, the solver rewards, their WCR terms when a WCR wrapper
+``play_games(env, agent, n)`` runs the user loop of the env contract through the
+:class:`~searchgym.evaluation.batch_runner.BatchRunner` on one env; the agent is anything with
+``act(obs, info)`` or ``act_batch(turns)`` (:class:`~searchgym.agents.llm_agent.LLMAgent`, the scripted agent,
+...). The summary per game holds the proposer reward, the solver rewards, their WCR terms when a WCR wrapper
 is in place, the question and the gold answer, why a question was rejected, and the game in words.
-``export_path`` writes every finished trajectory as one JSON line (``Trajectory.to_dict`` plus ``game``).
+``on_game`` gets each finished game as a :class:`PlayedGame` as soon as it ends (its events, last info,
+summary and wall time); ``until`` stops early. ``export_path`` writes every finished trajectory as one JSON
+line (``Trajectory.to_dict`` plus ``game``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import IO, Any, Callable, Iterator, Optional
 
-from ..errors import InvalidArgumentError, SearchGymRuntimeError
+from ..errors import InvalidArgumentError
+from .batch_runner import BatchRunner, Episode, EpisodeStart
 
 logger = logging.getLogger(__name__)
 
+__all__ = ["PlayedGame", "play_games", "summarise_game"]
+
+
+@dataclass
+class PlayedGame:
+    """One finished game: its number, its reward events in the order they came, the last step's info, its
+    summary (:func:`summarise_game`) and the seconds it took."""
+
+    game: int
+    events: list
+    info: dict
+    summary: dict
+    seconds: float
+
 
 def play_games(
-    env, agent, n_games: int, *, export_path: str | Path | None = None, seed: Optional[int] = 0, max_steps: int = 10_000
+    env,
+    agent,
+    n_games: int,
+    *,
+    export_path: str | Path | None = None,
+    seed: Optional[int] = 0,
+    max_steps: int = 10_000,
+    seed_each_game: bool = False,
+    first_game: int = 0,
+    on_game: Optional[Callable[[PlayedGame], None]] = None,
+    until: Optional[Callable[[PlayedGame], bool]] = None,
 ) -> list[dict]:
-    """Play ``n_games`` games; returns one summary dict per game.
+    """Play up to ``n_games`` games numbered from ``first_game``; returns one summary dict per game.
 
-    The first reset uses ``seed`` (later ones continue the env's own sequence). ``max_steps`` guards
-    against an env that never ends a game (raises RuntimeError naming the game).
+    The first reset uses ``seed`` and later ones continue the env's own sequence; ``seed_each_game`` resets
+    game ``g`` with ``seed + g`` instead. ``on_game`` is called with each game as it ends; ``until(game)``
+    true stops after that game. ``max_steps`` guards against an env that never ends a game (raises naming
+    the game).
     """
     if n_games < 1:
         raise InvalidArgumentError(f"n_games must be >= 1, got {n_games}")
@@ -34,31 +67,42 @@ def play_games(
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         fh = open(out, "w")
-    summaries = []
-    try:
-        for game in range(n_games):
-            obs, info = env.reset(seed=seed if game == 0 else None)
-            events: list[dict] = []
-            done, steps = False, 0
-            while not done:
-                obs, _, term, trunc, info = env.step(agent.act(obs, info))
-                events.extend(info.get("rewards", []))
-                done = bool(term or trunc)
-                steps += 1
-                if steps > max_steps:
-                    raise SearchGymRuntimeError(
-                        f"game {game} did not end after {max_steps} steps; is the env's max_turns set?"
-                    )
-            summaries.append(summarise_game(game, events, info))
+    played: list[PlayedGame] = []
+    clock = [time.perf_counter()]
+
+    def starts() -> Iterator[EpisodeStart]:
+        for game in range(first_game, first_game + n_games):
+            if played and until is not None and until(played[-1]):
+                return
+            reset_seed = seed + game if seed_each_game and seed is not None else (seed if game == first_game else None)
+            clock[0] = time.perf_counter()
+            yield EpisodeStart(key=game, seed=reset_seed)
+
+    def finished(episodes: list[Episode]) -> None:
+        for ep in episodes:
+            record = PlayedGame(
+                ep.key, ep.events, ep.info, summarise_game(ep.key, ep.events, ep.info), time.perf_counter() - clock[0]
+            )
+            played.append(record)
             if fh is not None:
-                for ev in events:
-                    rec = ev["trajectory"].to_dict()
-                    rec.update(game=game, event_reward=ev["reward"], slot=ev.get("slot"))
-                    fh.write(json.dumps(rec, default=str) + "\n")
+                _export_game(fh, record)
+            if on_game is not None:
+                on_game(record)
+
+    try:
+        BatchRunner([env], max_steps=max_steps).play(agent, starts(), on_finished=finished, keep=False)
     finally:
         if fh is not None:
             fh.close()
-    return summaries
+    return [g.summary for g in played]
+
+
+def _export_game(fh: IO[str], game: PlayedGame) -> None:
+    """One JSON line per reward event of ``game``: its trajectory, the game number, the event's reward and slot."""
+    for ev in game.events:
+        rec = ev["trajectory"].to_dict()
+        rec.update(game=game.game, event_reward=ev["reward"], slot=ev.get("slot"))
+        fh.write(json.dumps(rec, default=str) + "\n")
 
 
 def summarise_game(game: int, events: list[dict], info: dict) -> dict:

@@ -1,7 +1,7 @@
 """``searchgym eval --ray``: questions fanned out over Ray actors, records committed in order.
 
 Each actor builds the Solver envs once (world, retriever, :class:`EvalConfig`) and plays a chunk of
-questions with its copy of the agent (:func:`~searchgym.evaluation.runner.play_tasks`, the local
+questions with its copy of the agent (:func:`~searchgym.evaluation.task_rollouts.play_tasks`, the local
 engine); the finished trajectories come back and the driver records, judges and journals them
 exactly as a local run does, chunk by chunk in question order, so ``eval.jsonl`` resumes the same
 way. The agent must pickle (scripted agents, OpenAI-compatible endpoint agents; a local model is
@@ -14,6 +14,8 @@ from typing import Any, Callable, Sequence
 
 from ..core.ray_support import RayConfig, ordered_map
 from ..core.types import Task, Trajectory
+from ..tasks.tasksets import task_key
+from .task_rollouts import play_tasks, solver_envs
 
 __all__ = ["play_tasks_on_ray", "EvalActor", "DEFAULT_CHUNK"]
 
@@ -25,20 +27,14 @@ class EvalActor:
     """A Ray actor playing chunks of questions with its own envs and agent."""
 
     def __init__(self, agent: Any, world: Any, retriever: Any, config: Any, first: Task) -> None:
-        from .runner import envs_for
-
         self.agent = agent
         self.seed = config.seed
-        self.envs = envs_for(world, retriever, config, first, config.concurrency)
+        self.envs = solver_envs(world, retriever, config, first, config.concurrency)
 
     def run(self, tasks: list[Task]) -> list[Trajectory]:
         """Play every task of the chunk; the trajectories in the chunk's order."""
-        from .runner import play_tasks
-
         done: list[Trajectory] = []
         play_tasks(self.agent, self.envs[: len(tasks)], tasks, done.extend, seed=self.seed)
-        from ..tasks.tasksets import task_key
-
         order = {task_key(t): i for i, t in enumerate(tasks)}
         return sorted(done, key=lambda tr: order[task_key(tr.task)])
 

@@ -23,14 +23,14 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from ..core.artefacts import check_output
 from ..core.jsonl import JsonlFormatError, check_unique, open_append, scan_jsonl
 from ..core.llm import GenerationError
+from ..core.moved import moved_getattr
 from ..core.output_lock import OutputLock
 from ..core.progress import Progress
-from ..core.rng_state import stable_seed
 from ..core.types import Task, Trajectory
 from ..envs.episode import DEFAULT_DOC_MAX_CHARS, DEFAULT_MAX_TURNS
 from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
@@ -38,6 +38,7 @@ from ..retrieval.base import DEFAULT_TOP_K, check_layout
 from ..retrieval.client import RetrievalError
 from ..tasks.tasksets import TaskSet, task_key, with_search_r1_prompts
 from .metrics import DEFAULT_METRICS, N_BOOT, answer_scores, check_metrics, group_records, summarize
+from .task_rollouts import play_tasks, solver_envs
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +47,6 @@ __all__ = [
     "EvalResult",
     "EvalInterrupted",
     "RecordLog",
-    "play_tasks",
     "record_of",
     "evaluate",
     "RECORDS_NAME",
@@ -196,62 +196,6 @@ def record_of(traj: Trajectory, *, count_tokens: Callable[[str], int], trajector
     if trajectory:
         rec["trajectory"] = traj.to_dict()
     return rec
-
-
-def play_tasks(
-    agent: Any,
-    envs: Sequence[Any],
-    tasks: Iterable[Task],
-    on_done: Callable[[list[Trajectory]], None],
-    *,
-    seed: int = 0,
-) -> None:
-    """Play every task to the end on ``envs`` (one rollout in flight per env), calling ``on_done``
-    with the rollouts that finished after each batched agent turn. ``agent.act_batch`` gets all
-    pending turns at once; a backend error propagates with nothing half-reported. Each episode is reset
-    with a seed made from ``seed`` and the task's key, so the env's random generator starts from the same
-    state for a task whichever env plays it, in any order, resumed or not. (What an env draws from may still
-    carry its own history: a KGProposer env verifies with noise documents from its recent rollouts.)"""
-    queue = iter(tasks)
-    live: list[Optional[tuple[Any, dict]]] = [None] * len(envs)  # per env: (observation, info) of its turn
-    exhausted = False
-    while True:
-        for j, env in enumerate(envs):
-            if live[j] is None and not exhausted:
-                task = next(queue, None)
-                if task is None:
-                    exhausted = True
-                    continue
-                live[j] = env.reset(seed=stable_seed(seed, task_key(task)), options={"task": task})
-        pend = [(j, turn) for j, turn in enumerate(live) if turn is not None]
-        if not pend:
-            return
-        actions = agent.act_batch([turn for _, turn in pend])
-        finished = []
-        for (j, _), action in zip(pend, actions):
-            obs, _, term, trunc, info = envs[j].step(action)
-            if term or trunc:
-                finished.append(info["trajectory"])
-                live[j] = None
-            else:
-                live[j] = (obs, info)
-        if finished:
-            on_done(finished)
-
-
-def envs_for(world: Any, retriever: Any, config: EvalConfig, first: Task, n: int) -> list:
-    from ..envs.solver import KGSolverEnv
-
-    env = KGSolverEnv(
-        world,
-        [first],
-        retriever=retriever,
-        max_turns=config.max_turns,
-        top_k=config.top_k,
-        doc_max_chars=config.doc_max_chars,
-        observation_layout=config.layout,
-    )
-    return [env] + [env.clone() for _ in range(n - 1)]
 
 
 def _check_resume(out: Path, fingerprint: dict, restart: bool) -> None:
@@ -475,7 +419,7 @@ def _play_taskset(
 
         play_tasks_on_ray(ray, agent, ts_world, retriever, config, todo, on_done)
     else:
-        envs = envs_for(ts_world, retriever, config, todo[0], min(config.concurrency, len(todo)))
+        envs = solver_envs(ts_world, retriever, config, todo[0], min(config.concurrency, len(todo)))
         play_tasks(agent, envs, todo, on_done, seed=config.seed)
 
 
@@ -550,3 +494,6 @@ def _progress(total: int, initial: int, enabled: bool, *, resumable: bool) -> Pr
     """The questions' progress line (counted even when not shown, for the Ctrl-C message)."""
     hint = "rerun the same command to resume" if resumable else "nothing was saved (no --out)"
     return Progress(total, "eval", unit="question", initial=initial, enabled=enabled, resume_hint=hint)
+
+
+__getattr__ = moved_getattr(__name__)

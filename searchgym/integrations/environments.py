@@ -115,7 +115,7 @@ def cached_env(spec: EnvSpec, clone: bool = True):
     env = copy.deepcopy(proto)  # shares world/index/judge (see docs/envs.md "Copies and snapshots")
     base, proto_base = env.unwrapped, proto.unwrapped
     if hasattr(proto_base, "replay") and hasattr(proto_base, "validation"):
-        base.replay = proto_base.replay
+        base.own_replay = base.replay = proto_base.own_replay  # the buffer every reset without options uses
         base.validation.recent = proto_base.validation.recent
     return env
 

@@ -16,7 +16,7 @@ _LAZY = {
     "SelfPlayTrainer": "selfplay_trainer",
     "SFTConfig": "sft_config",
     "SFTResult": "sft_config",
-    "run_sft": "sft_trainer",
+    "run_sft": "sft",
     "load_demonstrations": "sft_trainer",
     "RECIPES": "recipes",
     "recipe_config": "recipes",

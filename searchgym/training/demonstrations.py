@@ -43,6 +43,7 @@ from ..core.artefacts import check_output
 from ..core.output_lock import OutputLock
 from ..core.types import Trajectory
 from ..errors import InvalidArgumentError
+from ..evaluation.batch_runner import BatchRunner, EpisodeStart
 from ..scoring.outcomes import information_materials
 from ..tasks.rewording import DEFAULT_TRAINING_WORDING, TRAINING_WORDINGS, reword_tasks
 
@@ -360,12 +361,9 @@ def rl_tasks(world, counts: dict[int, int], *, seed: int, wording: str = DEFAULT
 
 
 def _play(env, agent, seed: int) -> tuple[Trajectory, float, dict]:
-    obs, info = env.reset(seed=seed)
-    reward, done = 0.0, False
-    while not done:
-        obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
-        done = terminated or truncated
-    return info["trajectory"], float(reward), info
+    """One episode of ``env`` with ``agent`` from ``reset(seed=seed)``: its trajectory, last reward and info."""
+    (episode,) = BatchRunner([env]).play(agent, [EpisodeStart(seed=seed)]).episodes
+    return episode.info["trajectory"], episode.reward, episode.info
 
 
 def _record(traj: Trajectory, reward: float, kind: str, extra: Optional[dict] = None) -> dict:

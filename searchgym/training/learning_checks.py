@@ -104,7 +104,7 @@ def proposer_valid_rate(
 
     from .. import envs as _envs  # noqa: F401  (registers the env ids)
     from ..core.progress import Progress
-    from ..evaluation.runner import play_tasks
+    from ..evaluation.task_rollouts import play_tasks
     from ..tasks.sources import ListTaskSource
     from .demonstrations import cold_start_env_kwargs
 

@@ -4,7 +4,7 @@ Each round samples the current model with :class:`~searchgym.agents.llm_agent.LL
 ordinary play loop (:func:`~searchgym.evaluation.games.play_games`) on ``num_tasks`` tasks of ``env_id``,
 ``samples_per_task`` rollouts each (a single-role env is wrapped in :class:`RepeatTask`; a group env
 gets ``group_size = samples_per_task``), writes them to ``round_<r>/samples.jsonl`` and fine-tunes on
-those with reward >= ``reward_threshold`` (:func:`searchgym.training.sft_trainer.run_sft` on that file). The next
+those with reward >= ``reward_threshold`` (:class:`searchgym.training.sft_trainer.SFTRun` on that file). The next
 round starts from this round's ``final/``; ``<output_dir>/final`` is the last round's model.
 A finished sample file or round is reused on resume, and each round's SFT resumes from its checkpoints.
 """
@@ -14,12 +14,14 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import gymnasium as gym
 
 from ..errors import InvalidArgumentError
-from .sft_trainer import SFTConfig, SFTResult, SFTRun, ensure_chat_template, load_training_data, round_config
+from .sft_config import SFTConfig, SFTResult
+from .sft_trainer import SFTRun, ensure_chat_template, load_training_data
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +62,7 @@ def sample_rollouts(config: SFTConfig, model_name: str, out_path: Path, round_in
     from ..evaluation.games import play_games
     from ..llm.pretrained import open_model
     from ..llm.transformers_backend import TransformersGenerator
-    from .selfplay_trainer import resolve_device
+    from .model_loading import resolve_device
 
     device = resolve_device(config.device)
     model, tok = open_model(model_name, dtype=config.dtype, cache_dir=config.model_cache_dir)
@@ -90,6 +92,19 @@ def sample_rollouts(config: SFTConfig, model_name: str, out_path: Path, round_in
         env.close()
     os.replace(tmp, out_path)
     return out_path
+
+
+def round_config(config: SFTConfig, *, model: str, data: str, output_dir: str, last: bool) -> SFTConfig:
+    """The data-source config of one rejection-sampling round."""
+    return replace(
+        config,
+        source="data",
+        model=model,
+        data=[data],
+        output_dir=output_dir,
+        min_reward=config.reward_threshold,
+        save_adapter=config.save_adapter and last,
+    )
 
 
 def run_rejection_sampling(config: SFTConfig, *, resume: bool = True) -> SFTResult:

@@ -1,7 +1,8 @@
 """Supervised fine-tuning (cold start) of a policy on trajectories, with the loss masked exactly as in RL.
 
-``run_sft(SFTConfig(...))`` fine-tunes any supported model (``smollm2``, a Hugging Face folder, one of
-our outputs: see :mod:`searchgym.llm.pretrained`), fully or with LoRA, on CPU or GPU:
+:class:`SFTRun` (run by :func:`searchgym.training.sft.run_sft`) fine-tunes any supported model (``smollm2``,
+a Hugging Face folder, one of our outputs: see :mod:`searchgym.llm.pretrained`), fully or with LoRA, on CPU or
+GPU:
 
 * **Data** (:mod:`searchgym.training.sft_data`): demonstration/trajectory JSONL or env export JSONL,
   filtered by role and reward; or ``source="self"``: rejection sampling of the current model
@@ -32,10 +33,10 @@ import math
 import random
 import time
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Optional, Sequence
 
+from ..core.moved import moved_getattr
 from ..errors import InvalidArgumentError, MissingFileError
 from ..llm.shared_prefix import common_prefix_len, pack_shared, shared_token_logprobs
 from .sft_config import SFTConfig, SFTResult
@@ -45,7 +46,7 @@ logger = logging.getLogger(__name__)
 
 _MIN_SHARED_PREFIX = 16  # shorter shared prefixes are not worth a second forward call
 
-__all__ = ["SFTConfig", "SFTResult", "run_sft", "load_demonstrations", "split_validation", "CHATML_TEMPLATE"]
+__all__ = ["SFTConfig", "SFTResult", "SFTRun", "load_demonstrations", "split_validation", "CHATML_TEMPLATE"]
 
 CHATML_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -125,7 +126,7 @@ class SFTRun:
 
         from ..llm.pretrained import model_fingerprint, open_model
         from ..llm.sequences import encode_trajectory
-        from .selfplay_trainer import apply_lora, resolve_device
+        from .model_loading import apply_lora, resolve_device
 
         self.config = c = config
         self.device = resolve_device(c.device)
@@ -377,7 +378,7 @@ class SFTRun:
         """Restore weights and state from ``path``; refused (with the reason) for another config or model."""
         from ..llm.pretrained import check_same_family
         from .checkpoints import CheckpointManager
-        from .selfplay_trainer import load_weights
+        from .model_loading import load_weights
 
         CheckpointManager.check_config(path, self.config)
         state = CheckpointManager.load_state(path)
@@ -404,7 +405,7 @@ class SFTRun:
         logger.info("resumed SFT from %s at step %d", path, self.step)
 
     def _write_final(self) -> Path:
-        from .selfplay_trainer import load_weights
+        from .model_loading import load_weights
 
         c = self.config
         if self.best_step is not None and (self.out / "best").is_dir():
@@ -547,29 +548,4 @@ def freeze_except_linear(model, names) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-def run_sft(config: SFTConfig, *, model=None, tokenizer=None, resume: bool = True) -> SFTResult:
-    """Fine-tune as ``config`` says (``source="data"``: its files; ``"self"``: rejection sampling rounds).
-
-    ``model`` / ``tokenizer``: an in-memory model instead of loading ``config.model`` (data source only).
-    ``resume``: continue from the newest checkpoint under ``output_dir`` when there is one.
-    """
-    if config.source == "self":
-        from .rejection_sampling import run_rejection_sampling
-
-        return run_rejection_sampling(config, resume=resume)
-    train, val, report = load_training_data(config)
-    run = SFTRun(config, train, val, model=model, tokenizer=tokenizer, report=report)
-    return run.run(resume=resume)
-
-
-def round_config(config: SFTConfig, *, model: str, data: str, output_dir: str, last: bool) -> SFTConfig:
-    """The data-source config of one rejection-sampling round."""
-    return replace(
-        config,
-        source="data",
-        model=model,
-        data=[data],
-        output_dir=output_dir,
-        min_reward=config.reward_threshold,
-        save_adapter=config.save_adapter and last,
-    )
+__getattr__ = moved_getattr(__name__)

@@ -1,0 +1,110 @@
+"""Loading the model a training run starts from: the device, the start weights, LoRA, and checkpoint weights.
+
+Shared by the self-play trainer, SFT and rejection sampling (the model half of their configs is
+:class:`~searchgym.training.model_config.ModelOptions`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidArgumentError, MissingFileError
+from .model_config import ModelOptions
+
+__all__ = ["apply_lora", "load_start_policy", "load_weights", "resolve_device", "resolve_init"]
+
+
+def resolve_device(name: str):
+    """``auto`` → CUDA when available, else CPU; anything else as given."""
+    import torch
+
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(name)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise InvalidArgumentError(f"device={name!r} but CUDA is not available; use device=cpu or device=auto")
+    return dev
+
+
+def load_start_policy(config: Any):
+    """``(model, tokenizer)`` to start training from: ``config.init`` (checked to be of ``config.model``'s
+    family) or ``config.model`` itself (a name, a model folder, an adapter folder or a checkpoint)."""
+    from ..llm.pretrained import load_init, open_model
+
+    kw: dict[str, Any] = dict(
+        dtype=config.dtype, cache_dir=config.model_cache_dir, gradient_checkpointing=config.gradient_checkpointing
+    )
+    if config.init:
+        return load_init(resolve_init(config.init), base=config.model, **kw)
+    return open_model(config.model, **kw)
+
+
+def resolve_init(init: str) -> str:
+    """``init`` as a folder: the recipes' ``shipped-cold-start`` names the adapter shipped in
+    ``searchgym/assets/`` (refused with the commands that make one when this install has none)."""
+    from .recipes import SHIPPED_INIT
+
+    if init != SHIPPED_INIT:
+        return init
+    from .cold_start import RECIPE, shipped_adapter
+
+    folder = shipped_adapter()
+    if folder is None:
+        raise MissingFileError(
+            f"init={SHIPPED_INIT!r} but this install ships no cold-start adapter; make one with: {' && '.join(RECIPE)}"
+        )
+    return str(folder)
+
+
+def apply_lora(model, config: ModelOptions):
+    """``model`` with a LoRA adapter of ``config``'s rank, alpha, dropout and target modules (on its last
+    ``lora_last_layers`` decoder layers only, when set)."""
+    try:
+        from peft import LoraConfig, get_peft_model
+    except ImportError:
+        raise ImportError("lora=true needs the 'peft' package: pip install 'searchgym[llm]'") from None
+    layers = None
+    if config.lora_last_layers is not None:
+        total = model.config.num_hidden_layers
+        if not 1 <= config.lora_last_layers <= total:
+            raise InvalidArgumentError(
+                f"lora_last_layers={config.lora_last_layers}: {config.model} has {total} decoder layers; "
+                f"use 1..{total}, or null for all of them"
+            )
+        layers = list(range(total - config.lora_last_layers, total))
+    cfg = LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules=list(config.lora_target_modules),
+        layers_to_transform=layers,
+        task_type="CAUSAL_LM",
+    )
+    return get_peft_model(model, cfg)
+
+
+def load_weights(model, folder: Path, *, lora: bool) -> None:
+    """Load the weights saved by ``save_pretrained`` in ``folder`` into ``model`` in place."""
+    from safetensors.torch import load_file
+
+    if lora:
+        from peft import set_peft_model_state_dict
+
+        set_peft_model_state_dict(model, load_file(str(folder / "adapter_model.safetensors")))
+        return
+    files = sorted(folder.glob("model*.safetensors"))
+    if not files:
+        raise MissingFileError(f"{folder} holds no model*.safetensors; the checkpoint is damaged")
+    state = {}
+    for f in files:
+        state.update(load_file(str(f)))
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    tied = {k for k in missing if "lm_head" in k}
+    if set(missing) - tied or unexpected:
+        raise InvalidArgumentError(
+            f"checkpoint weights do not fit the model (missing {sorted(set(missing) - tied)[:5]}, "
+            f"unexpected {sorted(unexpected)[:5]}); was it written for another model?"
+        )
+    if tied and hasattr(model, "tie_weights"):
+        model.tie_weights()
