@@ -128,19 +128,18 @@ def test_one_backend_registration_reaches_train_eval_and_the_cli(new_backend, tm
 
 
 def test_the_trainer_builds_its_generator_through_the_registry(new_backend, monkeypatch):
-    from searchgym.training.selfplay_trainer import SelfPlayTrainer
+    from searchgym.training import rollout_backend
 
     pushed = []
-    monkeypatch.setattr(SelfPlayTrainer, "_sync_generator", lambda self, gen=None: pushed.append(gen))
-    trainer = SelfPlayTrainer.__new__(SelfPlayTrainer)
-    trainer.config = TrainConfig(rollout_backend="echo", vllm_server_url="http://127.0.0.1:1", seed=7)
-    trainer.policy = trainer.tokenizer = None
-    generator = trainer._make_generator()
+    monkeypatch.setattr(rollout_backend, "sync_weights", lambda gen, policy: pushed.append(gen))
+    config = TrainConfig(rollout_backend="echo", vllm_server_url="http://127.0.0.1:1", seed=7)
+    built = rollout_backend.make_rollout_generator(config, None, None)
+    generator = built.generator
     assert isinstance(generator, _EchoGenerator)
     assert generator.request.purpose == "train" and generator.request.seed == 7
     assert generator.request.endpoint == "http://127.0.0.1:1"
     assert pushed == [generator]  # a server backend starts from the policy's weights
-    assert trainer.rollout_correction is False
+    assert built.rollout_correction is False
 
 
 def test_moved_tables_name_the_registry_calls():
