@@ -21,7 +21,7 @@ from machine import machine_info
 RESULTS = Path(__file__).parent / "results"
 
 
-def run_eval(model, tok, world, per_hop: dict, prefix_cache_mb: int, out_dir: Path) -> dict:
+def run_eval(model, tok, world, per_hop: dict, prefix_cache_mb: int, output_dir: Path) -> dict:
     """One held-out evaluation; its seconds, accuracy, per-question predictions and reuse counters."""
     from searchgym.agents.eval_agents import LLMEvalAgent
     from searchgym.core.llm import GenerationConfig
@@ -34,10 +34,10 @@ def run_eval(model, tok, world, per_hop: dict, prefix_cache_mb: int, out_dir: Pa
     )
     agent = LLMEvalAgent(gen, f"reuse{prefix_cache_mb}", GenerationConfig(max_new_tokens=48, temperature=0.0))
     t0 = time.perf_counter()
-    report = heldout_report(agent, world, per_hop=per_hop, out_dir=out_dir)
+    report = heldout_report(agent, world, per_hop=per_hop, output_dir=output_dir)
     seconds = time.perf_counter() - t0
     preds = {}
-    for line in (out_dir / "eval.jsonl").read_text().splitlines():
+    for line in (output_dir / "eval.jsonl").read_text().splitlines():
         rec = json.loads(line)
         preds[rec["question"]] = rec["prediction"]
     stats = gen.prefix_cache.stats if gen.prefix_cache is not None else None
@@ -73,12 +73,12 @@ def main() -> None:
         model, tok = open_model(paths[name])
         runs = {}
         for label, mb in (("full_prefill", 0), ("prefix_reuse", 1024)):
-            out_dir = Path(args.workdir) / f"{name}_{label}"
-            if out_dir.exists():
+            output_dir = Path(args.workdir) / f"{name}_{label}"
+            if output_dir.exists():
                 import shutil
 
-                shutil.rmtree(out_dir)
-            runs[label] = run_eval(model, tok, world, per_hop, mb, out_dir)
+                shutil.rmtree(output_dir)
+            runs[label] = run_eval(model, tok, world, per_hop, mb, output_dir)
             print(
                 f"{name:5s} {label:13s} {runs[label]['seconds']:7.1f} s  EM {runs[label]['em']:.3f}  "
                 f"reuse {runs[label]['reuse_rate']:.2f}",

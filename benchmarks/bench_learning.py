@@ -303,7 +303,7 @@ def evaluate_model(
         world,
         per_hop=hops,
         proposer=proposer,
-        out_dir=eval_dir(work, name),
+        output_dir=eval_dir(work, name),
         progress=True,
         proposer_modes=proposer_modes,
         reworded=reworded,
@@ -586,7 +586,9 @@ def main() -> None:
         if "extract_rank" in size:  # the shippable form is what gets scored
             results["extract"] = extract = stage_extract(size, work, sft["final_dir"])
             label = f"cold start (rank-{size['extract_rank']} LoRA)"
-            results["stages"][label] = [evaluate_stage("adapter", extract["out_dir"], world, size, work, args.device)]
+            results["stages"][label] = [
+                evaluate_stage("adapter", extract["output_dir"], world, size, work, args.device)
+            ]
         else:
             results["stages"]["cold start"] = [evaluate_stage("sft", sft["final_dir"], world, size, work, args.device)]
         results["expert_proposer"] = expert_proposer(world, size)

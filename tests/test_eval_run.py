@@ -77,7 +77,7 @@ def test_openai_endpoint_with_real_retrieval_server(tiny_world, retrieval_server
             retriever=retrieval_server.url,
             world=tiny_world,
             config=EvalConfig(concurrency=4, progress=False),
-            out_dir=tmp_path,
+            output_dir=tmp_path,
         )
         agent.close()
     by_id = {r["id"]: r for r in res.records}
@@ -174,7 +174,9 @@ def test_endpoint_down_keeps_partial_results(tiny_world, tmp_path):
     srv = OpenAIStubServer(reply).__enter__()
     agent = make_agent(AgentSpec("openai", endpoint=srv.url, concurrency=1, timeout=2, retries=1))
     with pytest.raises(EvalInterrupted, match=r"after 3 questions.*cannot reach.*rerun the same command to resume"):
-        evaluate(agent, _tasks(), world=tiny_world, config=EvalConfig(concurrency=1, progress=False), out_dir=tmp_path)
+        evaluate(
+            agent, _tasks(), world=tiny_world, config=EvalConfig(concurrency=1, progress=False), output_dir=tmp_path
+        )
     agent.close()
     assert len((tmp_path / "eval.jsonl").read_text().splitlines()) == 3
 
@@ -266,12 +268,12 @@ def test_compare_two_runs(tiny_world, tmp_path):
         make_agent(AgentSpec("random")),
         tasks,
         world=tiny_world,
-        out_dir=tmp_path / "a",
+        output_dir=tmp_path / "a",
         config=EvalConfig(progress=False),
     )
     with OpenAIStubServer(stub_model) as srv:
         agent = make_agent(AgentSpec("openai", endpoint=srv.url))
-        evaluate(agent, _tasks(), world=tiny_world, out_dir=tmp_path / "b", config=EvalConfig(progress=False))
+        evaluate(agent, _tasks(), world=tiny_world, output_dir=tmp_path / "b", config=EvalConfig(progress=False))
         agent.close()
     table, nums = compare_runs(tmp_path / "a" / "summary.json", tmp_path / "b" / "summary.json")
     assert nums["tiny"]["em"]["b"] == pytest.approx(4 / 6) and nums["tiny"]["em"]["a"] == 0.0

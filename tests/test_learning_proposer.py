@@ -20,7 +20,7 @@ class _AnswersOnly(ScriptedAgent):
 def test_proposer_rate_counts_reasons_and_writes_one_record_per_rollout(tmp_path):
     world = default_world()
     tasks = heldout_proposer_tasks(world, 8)
-    rate = proposer_valid_rate(ScriptedEvalAgent(ProposerExpert(0), "expert"), world, tasks, out_dir=tmp_path)
+    rate = proposer_valid_rate(ScriptedEvalAgent(ProposerExpert(0), "expert"), world, tasks, output_dir=tmp_path)
     rows = [json.loads(x) for x in (tmp_path / "proposer.jsonl").read_text().splitlines()]
     assert rate["n"] == len(rows) == 8 and sum(rate["reasons"].values()) == 8
     assert sorted(r["task"] for r in rows) == sorted(t.id for t in tasks)
@@ -40,7 +40,7 @@ def test_proposer_records_repeat_run_to_run(tmp_path):
     tasks = heldout_proposer_tasks(world, 32)
     runs = []
     for i in range(2):
-        proposer_valid_rate(ScriptedEvalAgent(ProposerExpert(0), "expert"), world, tasks, out_dir=tmp_path / str(i))
+        proposer_valid_rate(ScriptedEvalAgent(ProposerExpert(0), "expert"), world, tasks, output_dir=tmp_path / str(i))
         runs.append((tmp_path / str(i) / "proposer.jsonl").read_text())
     assert runs[0] == runs[1]
 

@@ -16,7 +16,7 @@ from searchgym.llm.tiny_models import save_tiny  # noqa: E402
 from searchgym.training.lora_extract import extract_lora  # noqa: E402
 
 
-def _tune(base_dir, out_dir, rank: int, seed: int = 1):
+def _tune(base_dir, output_dir, rank: int, seed: int = 1):
     """A "fine-tune" of the tiny model: every attention/MLP projection moved by a random rank-``rank`` change."""
     model, tok = open_model(str(base_dir))
     g = torch.Generator().manual_seed(seed)
@@ -27,8 +27,8 @@ def _tune(base_dir, out_dir, rank: int, seed: int = 1):
                 b = torch.randn(out_f, rank, generator=g) * 0.05
                 a = torch.randn(rank, in_f, generator=g) * 0.05
                 module.weight += b @ a
-    model.save_pretrained(out_dir)
-    tok.save_pretrained(out_dir)
+    model.save_pretrained(output_dir)
+    tok.save_pretrained(output_dir)
     return model
 
 

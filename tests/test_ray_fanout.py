@@ -92,8 +92,8 @@ def test_eval_on_ray_equals_the_local_eval(default_world, tmp_path):
     tasksets = load_tasksets("builtin", limit=16, seed=0)
     agent = make_agent(AgentSpec("scripted"), world=default_world)
     config = EvalConfig(concurrency=4, progress=False, n_boot=200)
-    local = evaluate(agent, tasksets, world=default_world, config=config, out_dir=tmp_path / "local")
+    local = evaluate(agent, tasksets, world=default_world, config=config, output_dir=tmp_path / "local")
     ray_config = RayConfig(workers=2, chunk=4)  # 4 chunks over both actors, committed in question order
-    remote = evaluate(agent, tasksets, world=default_world, config=config, out_dir=tmp_path / "ray", ray=ray_config)
+    remote = evaluate(agent, tasksets, world=default_world, config=config, output_dir=tmp_path / "ray", ray=ray_config)
     assert remote.records == local.records
     assert remote.summary["overall"] == local.summary["overall"]

@@ -182,7 +182,7 @@ def test_heldout_report_scores_both_wordings_paired(world, tmp_path):
     same in both wordings, question by question (the report pairs them by task id)."""
     agent = ScriptedEvalAgent(PathFollowingSolver(world), "path")
     per_hop = {1: 8, 2: 8}
-    report = heldout_report(agent, world, per_hop=per_hop, reworded=True, out_dir=tmp_path / "eval")
+    report = heldout_report(agent, world, per_hop=per_hop, reworded=True, output_dir=tmp_path / "eval")
     plain, other = report["solver"], report["solver_reworded"]
     assert set(plain["by_hops"]) == set(other["by_hops"]) == {"1", "2"}
     assert other["paired"]["n"] == 16 and other["paired"]["plain_only"] == other["paired"]["reworded_only"] == 0

@@ -222,7 +222,7 @@ def _run(args: argparse.Namespace) -> int:
             retriever=args.retriever,
             world=world,
             config=config,
-            out_dir=args.output_dir,
+            output_dir=args.output_dir,
             judge=judge,
             restart=args.restart,
             ray=ray_config_from_args(args),

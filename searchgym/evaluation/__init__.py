@@ -7,7 +7,7 @@ The Python API under the command::
     from searchgym.tasks import load_tasksets
 
     tasks = load_tasksets("builtin,nq=nq.jsonl", limit=200, seed=0)
-    result = evaluate(make_agent(AgentSpec("scripted")), tasks, out_dir="runs/eval/scripted")
+    result = evaluate(make_agent(AgentSpec("scripted")), tasks, output_dir="runs/eval/scripted")
     print(result.summary["datasets"]["builtin"]["em"])   # {"mean", "lo", "hi", "n"}
 
 See docs/evaluation.md for the file formats.

@@ -31,6 +31,7 @@ from ..core.llm import GenerationError
 from ..core.moved import moved_getattr
 from ..core.output_lock import OutputLock
 from ..core.progress import Progress
+from ..core.renamed import renamed_kwargs, warn_renamed
 from ..core.types import Task, Trajectory
 from ..envs.episode import DEFAULT_DOC_MAX_CHARS, DEFAULT_MAX_TURNS
 from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
@@ -138,8 +139,14 @@ class EvalResult:
 
     records: list
     summary: dict
-    out_dir: Optional[Path] = None
+    output_dir: Optional[Path] = None
     files: dict = field(default_factory=dict)
+
+    @property
+    def out_dir(self) -> Optional[Path]:
+        """The old name of :attr:`output_dir` (docs/glossary.md); warns."""
+        warn_renamed("EvalResult.out_dir", "EvalResult.output_dir", "EvalResult")
+        return self.output_dir
 
 
 class RecordLog:
@@ -277,6 +284,7 @@ def _describe(thing: Any) -> Any:
     return fields
 
 
+@renamed_kwargs(out_dir="output_dir")
 def evaluate(
     agent: Any,
     tasksets: Sequence[TaskSet],
@@ -284,7 +292,7 @@ def evaluate(
     retriever: Any = None,
     world: Any = None,
     config: Optional[EvalConfig] = None,
-    out_dir: str | Path | None = None,
+    output_dir: str | Path | None = None,
     judge: Any = None,
     restart: bool = False,
     ray: Any = None,
@@ -294,7 +302,7 @@ def evaluate(
     ``retriever``: a :class:`Retriever`, a saved-index path, a Search-R1 server URL, or ``None``
     (BM25 over each task set's world: the atlas world for ``atlas``, else ``world``, else the default
     world). ``judge``: an :class:`~searchgym.scoring.judge.LLMJudge` for the ``llm_judge`` metric.
-    ``out_dir``: write ``eval.jsonl`` (resumable), ``summary.json``, ``summary.md`` and
+    ``output_dir``: write ``eval.jsonl`` (resumable), ``summary.json``, ``summary.md`` and
     ``accuracy.png`` there. Raises :class:`EvalInterrupted` if the agent's backend fails. ``ray``: a
     :class:`~searchgym.core.ray_support.RayConfig` plays the questions on Ray actors (same records).
     """
@@ -307,7 +315,7 @@ def evaluate(
         )
     fingerprint = run_fingerprint(agent, config, retriever, world, judge)
     retriever = _resolve_retriever(retriever)
-    out = Path(out_dir) if out_dir is not None else None
+    out = Path(output_dir) if output_dir is not None else None
     if out is None:
         return _evaluate(agent, tasksets, retriever, world, config, None, judge, ray, None)
     check_output(out, "eval run")

@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from ..core.renamed import renamed_kwargs
 from ..core.types import Task
 
 __all__ = [
@@ -85,20 +86,21 @@ def llm_eval_agent(model: Any, tokenizer: Any, name: str, *, max_new_tokens: int
     return LLMEvalAgent(gen, name, GenerationConfig(max_new_tokens=max_new_tokens, temperature=0.0))
 
 
+@renamed_kwargs(out_dir="output_dir")
 def proposer_valid_rate(
     agent,
     world,
     tasks: Sequence[Task],
     *,
     concurrency: int = 32,
-    out_dir: str | Path | None = None,
+    output_dir: str | Path | None = None,
     mode: str = "kg",
     progress: bool = False,
 ) -> dict:
     """Proposer rollouts on ``tasks`` (``mode``: ``kg``, the KG-grounded prompt, or ``vanilla``, SSP's
     answer-only one): the share whose question passes the rule filters and RAG verification, with the
-    rejection reasons counted. ``out_dir``: also write one line per rollout (task, queries, question,
-    verdict, the verifier's answer) to ``out_dir/`` :func:`proposer_records_name` ``(mode)``, so a low
+    rejection reasons counted. ``output_dir``: also write one line per rollout (task, queries, question,
+    verdict, the verifier's answer) to ``output_dir/`` :func:`proposer_records_name` ``(mode)``, so a low
     rate can be read rollout by rollout. ``progress``: a progress line (minutes on 2 CPU cores: never silent)."""
     import gymnasium as gym
 
@@ -136,11 +138,11 @@ def proposer_valid_rate(
 
     with bar:
         play_tasks(agent, envs, list(tasks), done)
-    if out_dir is not None:
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
+    if output_dir is not None:
+        Path(output_dir).mkdir(parents=True, exist_ok=True)
         lines = (json.dumps(r, ensure_ascii=False) for r in sorted(rows, key=lambda r: r["task"]))
         text = "".join(line + "\n" for line in lines)
-        (Path(out_dir) / proposer_records_name(mode)).write_text(text, encoding="utf-8")
+        (Path(output_dir) / proposer_records_name(mode)).write_text(text, encoding="utf-8")
     reasons = Counter("valid" if r["valid"] else str(r["reason"]) for r in rows)
     n = len(rows)
     return {"valid_rate": reasons["valid"] / n, "n": n, "reasons": dict(reasons), "mode": mode}
@@ -180,20 +182,21 @@ def _paired_wordings(plain: Sequence[dict], reworded: Sequence[dict]) -> dict:
     }
 
 
+@renamed_kwargs(out_dir="output_dir")
 def heldout_report(
     agent,
     world,
     *,
     per_hop: dict[int, int],
     proposer: int = 0,
-    out_dir: str | Path | None = None,
+    output_dir: str | Path | None = None,
     progress: bool = False,
     max_turns: Optional[int] = None,
     proposer_modes: Sequence[str] = ("kg",),
     reworded: bool = False,
 ) -> dict:
     """Solver EM (with 95 % intervals) overall and by hop, searches per rollout, and (``proposer`` > 0)
-    the Proposer's valid-question rate, for ``agent`` on the cold-start env settings. ``out_dir``
+    the Proposer's valid-question rate, for ``agent`` on the cold-start env settings. ``output_dir``
     keeps the per-question records (resumable, see :func:`~searchgym.evaluation.runner.evaluate`);
     ``max_turns`` overrides the cold-start turn budget (both sides of a comparison must share it).
     ``proposer_modes``: the Proposer prompts to score on the same targets, reported as ``proposer``
@@ -222,7 +225,7 @@ def heldout_report(
         retriever=cold_start_env_kwargs(world)["retriever"],
         world=world,
         config=cfg,
-        out_dir=out_dir,
+        output_dir=output_dir,
     )
     n_plain = len(tasksets[0].tasks)
     plain, other = result.records[:n_plain], result.records[n_plain:]
@@ -233,5 +236,5 @@ def heldout_report(
         tasks = heldout_proposer_tasks(world, proposer)
         for mode in proposer_modes:
             key = "proposer" if mode == "kg" else f"proposer_{mode}"
-            report[key] = proposer_valid_rate(agent, world, tasks, out_dir=out_dir, mode=mode, progress=progress)
+            report[key] = proposer_valid_rate(agent, world, tasks, output_dir=output_dir, mode=mode, progress=progress)
     return report

@@ -14,6 +14,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..core.renamed import renamed_kwargs
 from ..errors import InvalidArgumentError
 
 __all__ = ["ALL_LINEAR", "ExtractReport", "extract_lora"]
@@ -33,7 +34,7 @@ class ExtractReport:
     worst_layer: str
     worst_energy_kept: float
     untargeted_changed: list = field(default_factory=list)  # parameters that changed but are not carried
-    out_dir: str = ""
+    output_dir: str = ""
 
     def as_dict(self) -> dict:
         """Plain data (JSON)."""
@@ -50,15 +51,16 @@ def _linear_targets(model, targets: tuple) -> dict:
     }
 
 
+@renamed_kwargs(out_dir="output_dir")
 def extract_lora(
     tuned: str | Path,
-    out_dir: str | Path,
+    output_dir: str | Path,
     *,
     base: str = "smollm2",
     rank: int = 16,
     target_modules: tuple = ALL_LINEAR,
 ) -> ExtractReport:
-    """Write to ``out_dir`` a rank-``rank`` LoRA adapter over ``base`` approximating the model folder ``tuned``
+    """Write to ``output_dir`` a rank-``rank`` LoRA adapter over ``base`` approximating the model folder ``tuned``
     (a full fine-tune of ``base``), with the ``searchgym_model.json`` record an adapter from ``searchgym sft``
     carries (base model, fingerprint). Raises :class:`InvalidArgumentError` when ``tuned`` is not a fine-tune
     of ``base`` (another architecture or tokenizer) or when no targeted layer exists."""
@@ -120,7 +122,7 @@ def extract_lora(
         worst_layer=worst[0],
         worst_energy_kept=worst[1],
         untargeted_changed=untargeted,
-        out_dir=str(out_dir),
+        output_dir=str(output_dir),
     )
     meta = {
         **read_model_meta(tuned),
@@ -137,5 +139,5 @@ def extract_lora(
         base_tok.save_pretrained(tmp)
         (tmp / MODEL_META).write_text(json.dumps(meta, indent=1))
 
-    write_folder(out_dir, write)
+    write_folder(output_dir, write)
     return report

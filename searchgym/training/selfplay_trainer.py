@@ -293,7 +293,7 @@ class SelfPlayTrainer:
         res = evaluate(
             self._eval_agent(),
             tasksets,
-            out_dir=self.out / "eval" / f"step_{self.step:08d}",
+            output_dir=self.out / "eval" / f"step_{self.step:08d}",
             restart=True,
             config=EvalConfig(
                 max_turns=c.max_turns, concurrency=c.max_batch_generate, seed=c.seed, progress=c.progress

@@ -33,7 +33,7 @@ def _run(tiny_world, out, **config):
         load_tasksets(TASKS),
         world=tiny_world,
         config=EvalConfig(progress=False, concurrency=2, **config),
-        out_dir=out,
+        output_dir=out,
     )
 
 

@@ -67,13 +67,13 @@ def test_eval_records_drop_only_the_torn_last_line(tiny_world, tmp_path):
     tasks = load_tasksets("tiny=" + str(EVAL_FIXTURES / "tiny_qa.jsonl"))
     config = EvalConfig(progress=False, concurrency=2)
     evaluate(
-        make_agent(AgentSpec("scripted"), world=tiny_world), tasks, world=tiny_world, config=config, out_dir=tmp_path
+        make_agent(AgentSpec("scripted"), world=tiny_world), tasks, world=tiny_world, config=config, output_dir=tmp_path
     )
     records = tmp_path / "eval.jsonl"
     full = _lines(records)
     records.write_text("\n".join(full[:5]) + "\n" + full[5][:40])  # the sixth record torn by a kill
     res = evaluate(
-        make_agent(AgentSpec("scripted"), world=tiny_world), tasks, world=tiny_world, config=config, out_dir=tmp_path
+        make_agent(AgentSpec("scripted"), world=tiny_world), tasks, world=tiny_world, config=config, output_dir=tmp_path
     )
     assert res.summary["timing"]["questions_this_run"] == 1  # only the torn question is redone
     keys = [json.loads(x)["key"] for x in _lines(records)]
