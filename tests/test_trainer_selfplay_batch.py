@@ -147,13 +147,19 @@ def test_env_kwargs_that_repeat_a_config_field_resolve_one_way(tmp_path, tok):
     assert env.unwrapped.max_turns == 2
 
 
-def test_shared_replay_buffer_survives_a_checkpoint(tmp_path, tok):
+def _checkpoint_after_one_batch(tmp_path, tok):
+    """A trainer that played one batch (its shared buffer holds questions), its checkpoint, the stored questions."""
     tr = _trainer(tmp_path, tok, batch_size=6)
     tr.collect()
     tr.step = 1
     path = tr.save_checkpoint()
     stored = [t.question for t in tr.replay._items]
     assert stored
+    return tr, path, stored
+
+
+def test_shared_replay_buffer_survives_a_checkpoint(tmp_path, tok):
+    tr, path, stored = _checkpoint_after_one_batch(tmp_path, tok)
     fresh = _trainer(tmp_path, tok, batch_size=6)
     fresh.load_checkpoint(path)
     assert [t.question for t in fresh.replay._items] == stored and fresh.replay.reset_every is None
@@ -165,12 +171,7 @@ def test_a_checkpoint_from_before_the_runner_restores_the_shared_buffer(tmp_path
     """Older checkpoints kept the shared buffer only in the env states (every env held it then)."""
     import json
 
-    tr = _trainer(tmp_path, tok, batch_size=6)
-    tr.collect()
-    tr.step = 1
-    path = tr.save_checkpoint()
-    stored = [t.question for t in tr.replay._items]
-    assert stored
+    tr, path, stored = _checkpoint_after_one_batch(tmp_path, tok)
     plain = json.loads((path / "trainer_state.json").read_text())
     del plain["runner"]
     for env_state in plain["envs"]:  # as an old trainer saved it: every env held the shared buffer

@@ -11,9 +11,19 @@ from __future__ import annotations
 
 import importlib.abc
 import sys
-from typing import Callable
+from importlib import import_module
+from typing import Callable, Mapping
 
-__all__ = ["MOVED_MODULES", "MOVED_NAMES", "RENAMED", "MovedFinder", "install", "moved_getattr", "new_home"]
+__all__ = [
+    "MOVED_MODULES",
+    "MOVED_NAMES",
+    "RENAMED",
+    "MovedFinder",
+    "install",
+    "lazy_getattr",
+    "moved_getattr",
+    "new_home",
+]
 
 #: old module path -> the module that holds its contents now (a deleted re-export module -> the original home)
 MOVED_MODULES: dict[str, str] = {
@@ -184,5 +194,18 @@ def moved_getattr(package: str) -> Callable[[str], object]:
     def __getattr__(name: str) -> object:
         message = new_home(f"{package}.{name}")
         raise AttributeError(message or f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
+def lazy_getattr(package: str, lazy: Mapping[str, str]) -> Callable[[str], object]:
+    """A package ``__getattr__`` that loads each name of ``lazy`` (name -> submodule) from its submodule on first
+    access, so importing the package stays light, and raises :class:`AttributeError` naming a moved name's home."""
+    moved = moved_getattr(package)
+
+    def __getattr__(name: str) -> object:
+        if name in lazy:
+            return getattr(import_module(f"{package}.{lazy[name]}"), name)
+        return moved(name)
 
     return __getattr__

@@ -8,14 +8,11 @@ The env classes, replay buffer and export helpers are importable from here; they
 verifier in :mod:`searchgym.scoring`.
 """
 
-from importlib import import_module
-
-from ..core.moved import moved_getattr
+from ..core.moved import lazy_getattr
 from ..core.types import SearchCall, Segment, Task, Trajectory, Turn
 from .registration import ENV_IDS, EnvFamily, env_ids, env_spec, register_env_family, register_envs
 
 register_envs()
-_moved = moved_getattr(__name__)
 
 _LAZY = {
     "KGSolverEnv": "solver",
@@ -36,11 +33,7 @@ _LAZY = {
     "SearchRequest": "protocol",
 }
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
-    return _moved(name)
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [

@@ -4,9 +4,7 @@ verifier and its offline extractive reader, and the outcome rewards built from t
 Importing is light; the names load on first access.
 """
 
-from importlib import import_module
-
-from ..core.moved import moved_getattr
+from ..core.moved import lazy_getattr
 
 _LAZY = {
     "ExactMatchJudge": "judge",
@@ -20,13 +18,8 @@ _LAZY = {
     "validate_question": "outcomes",
     "reward_event": "outcomes",
 }
-_moved = moved_getattr(__name__)
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
-    return _moved(name)
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = list(_LAZY)

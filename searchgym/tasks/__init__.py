@@ -4,9 +4,7 @@ benchmark with its train / held-out answer split and held-out wordings, and the 
 Importing is light; the names load on first access.
 """
 
-from importlib import import_module
-
-from ..core.moved import moved_getattr
+from ..core.moved import lazy_getattr
 
 _LAZY = {
     "TaskSource": "sources",
@@ -22,13 +20,8 @@ _LAZY = {
     "load_flashrag_jsonl": "tasksets",
     "load_searchr1_parquet": "tasksets",
 }
-_moved = moved_getattr(__name__)
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
-    return _moved(name)
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = list(_LAZY)

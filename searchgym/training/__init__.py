@@ -6,9 +6,7 @@ cold start.
 Importing is light (no torch); the names load on first access.
 """
 
-from importlib import import_module
-
-from ..core.moved import moved_getattr
+from ..core.moved import lazy_getattr
 
 _LAZY = {
     "ModelOptions": "model_config",
@@ -25,13 +23,8 @@ _LAZY = {
     "extract_lora": "lora_extract",
     "load_cold_start": "cold_start",
 }
-_moved = moved_getattr(__name__)
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
-    return _moved(name)
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = list(_LAZY)
