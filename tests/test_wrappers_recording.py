@@ -147,3 +147,15 @@ def test_reward_event_terms_and_dict_reads():
     assert dict(ev)["slot"] == 1 and RewardEvent.coerce(ev.to_dict()) == ev and RewardEvent.coerce(ev) is not ev
     with pytest.raises(InvalidArgumentError):
         RewardEvent("judge", 0, 1.0)
+
+
+def test_a_user_wrapper_writing_an_event_by_key_still_works():
+    """Wrappers written when events were dicts set ``ev["reward"] = r``: that writes the field; a key that is
+    not a field is refused by name (a new dict entry would have been read by nobody)."""
+    from searchgym.errors import NotFoundError
+
+    ev = RewardEvent("solver", 0, 1.0)
+    ev["reward"] = 0.25
+    assert ev.reward == 0.25 and ev.to_dict()["reward"] == 0.25
+    with pytest.raises(NotFoundError, match="no field 'bonus'"):
+        ev["bonus"] = 1.0

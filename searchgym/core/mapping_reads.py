@@ -4,8 +4,9 @@ Reward events (:class:`~searchgym.core.rewards.RewardEvent`) and validation resu
 (:class:`~searchgym.core.validation.ValidationResult`) were plain dicts in earlier versions, and user loops
 read them by key (``ev["reward"]``, ``info["validation"].get("valid")``). :class:`MappingReads` keeps those
 reads working on the typed records -- ``record["field"]``, ``record.get("field", default)``, ``"field" in
-record``, ``dict(record)`` -- while attribute access (``ev.reward``) is the typed way. Writes go through
-attributes only.
+record``, ``dict(record)`` -- and a user wrapper's ``ev["reward"] = r`` still writes the field, while attribute
+access (``ev.reward``) is the typed way. A key that is not a field is refused by name (it would have been a new
+dict entry no reader knows).
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ class MappingReads:
         if key not in self.keys():
             raise NotFoundError(f"{type(self).__name__} has no field {key!r}; its fields: {', '.join(self.keys())}")
         return getattr(self, key)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if key not in self.keys():
+            raise NotFoundError(f"{type(self).__name__} has no field {key!r}; its fields: {', '.join(self.keys())}")
+        setattr(self, key, value)
 
     def get(self, key: str, default: Any = None) -> Any:
         """The field ``key``, or ``default`` when there is no such field."""

@@ -19,14 +19,14 @@ import functools
 import warnings
 from typing import Any, Callable, Mapping, TypeVar
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymError
 
 __all__ = ["RenamedWarning", "add_renamed_flag", "rename_keys", "renamed_kwargs", "warn_renamed"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-class RenamedWarning(DeprecationWarning):
+class RenamedWarning(SearchGymError, DeprecationWarning):
     """An old spelling was used; the message names the new one. The CLI shows these (Python hides
     :class:`DeprecationWarning` outside ``__main__`` by default)."""
 
@@ -50,7 +50,7 @@ def renamed_kwargs(**old_to_new: str) -> Callable[[_F], _F]:
             for old, new in old_to_new.items():
                 if old in kwargs:
                     if new in kwargs:
-                        raise TypeError(f"{where}() got both {old}= and {new}=; {old} is the old name of {new}")
+                        raise InvalidTypeError(f"{where}() got both {old}= and {new}=; {old} is the old name of {new}")
                     warn_renamed(f"{old}=", f"{new}=", where)
                     kwargs[new] = kwargs.pop(old)
             return func(*args, **kwargs)

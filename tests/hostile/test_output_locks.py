@@ -45,7 +45,7 @@ def test_two_concurrent_subgraph_builds_on_one_out(tmp_path):
 
     with OpenAIStubServer(selector) as srv:
         cmd = [sys.executable, "-m", "searchgym.cli", "subgraphs", "build", "--world", str(wdir), "--n", "3"]
-        cmd += ["--out", str(out), "--selector", "llm", "--endpoint", srv.url, "--workers", "1", "--timeout", "300"]
+        cmd += ["--out", str(out), "--selector", "llm", "--endpoint", srv.url, "--concurrency", "1", "--timeout", "300"]
         cmd += ["--no-progress"]
         first = subprocess.Popen(cmd, cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
