@@ -133,7 +133,9 @@ SIZES = {
     ),
     # a both-roles cold start small enough to ship: a full fine-tune of the decoder's linear layers only (embeddings
     # and norms frozen, bfloat16 autocast), then a rank-16 LoRA extracted from it (lora_extract; <= 10 MB in fp16),
-    # scored as the shippable adapter. More Proposer demonstrations than ``cpu`` (0.47 valid there, n=32)
+    # scored as the shippable adapter. More Proposer demonstrations than ``cpu`` (0.47 valid there, n=32). Measured
+    # (results/cold_start_both_cpu.json, docs/sft.md): the fine-tune writes valid questions at 0.375 (n=64); the
+    # rank-16 extraction keeps 56 % of its change and breaks the protocol (0 of 80 answered)
     "both": dict(
         demo_solver={1: 120, 2: 160, 3: 60},
         demo_kg={2: 160, 3: 180},
