@@ -109,7 +109,7 @@ MOVED_NAMES: dict[str, str] = {
         f"searchgym.envs.{n}": "searchgym.tasks"
         for n in ("TaskSource", "SubgraphTaskSource", "JsonlTaskSource", "ListTaskSource", "task_from_subgraph")
     },
-    "searchgym.envs.path_question": "searchgym.construction",
+    "searchgym.envs.path_question": "searchgym.construction.question_templates",
     **{
         f"searchgym.envs.{n}": "searchgym.scoring"
         for n in ("ExactMatchJudge", "LLMJudge", "FilterConfig", "check_question", "RAGVerifier", "ExtractiveReader")
