@@ -30,10 +30,10 @@ from ..envs.proposer import BatchNoise, ProposerValidation
 from ..envs.replay import ReplayBuffer
 from ..errors import InvalidArgumentError, SearchGymRuntimeError
 
-__all__ = ["BatchRunner", "BatchResult", "Episode", "EpisodeStart", "ReportedEvent", "Turn", "batch_actor"]
+__all__ = ["BatchRunner", "BatchResult", "Episode", "EpisodeStart", "ReportedEvent", "PendingTurn", "batch_actor"]
 
 #: one pending turn as the agent gets it: the env's last observation and info
-Turn = tuple[Any, dict]
+PendingTurn = tuple[Any, dict]
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ class BatchResult:
     env_s: float = 0.0
 
 
-def batch_actor(agent: Any) -> Callable[[list[Turn]], list]:
+def batch_actor(agent: Any) -> Callable[[list[PendingTurn]], list]:
     """``turns -> actions`` for ``agent``: its ``act_batch`` (one call for every pending turn), else its
     ``act(obs, info)`` once per turn (scripted agents)."""
     act_batch = getattr(agent, "act_batch", None)
