@@ -58,7 +58,10 @@ class AgentSpec:
     kind: str = field(
         default="scripted",
         metadata={
-            "help": "Agent backend: scripted, random, transformers, vllm or openai (an OpenAI-compatible endpoint)."
+            "help": (
+                "Agent kind: scripted, random, or an LLM backend of searchgym.llm.registry that can evaluate "
+                "(built in: transformers, vllm, openai)."
+            )
         },
     )
     model: Optional[str] = field(
