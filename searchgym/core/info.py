@@ -26,6 +26,7 @@ from .validation import ValidationResult
 
 __all__ = [
     "INFO_KINDS",
+    "SLOTTED_KINDS",
     "KIND_SINGLE",
     "KIND_GROUP",
     "KIND_SELFPLAY",
@@ -129,7 +130,8 @@ class NavigateInfo(TypedDict):
 
 
 EnvInfo = Union[SingleInfo, ProposerInfo, GroupInfo, SelfPlayInfo, NavigateInfo]
-_SLOTTED = frozenset({KIND_GROUP, KIND_SELFPLAY})
+#: the kinds whose envs step G Solver slots together (per-slot lists in ``info``; they take ``group_size=``)
+SLOTTED_KINDS: frozenset[InfoKind] = frozenset({KIND_GROUP, KIND_SELFPLAY})
 
 
 def info_kind(info: Mapping) -> InfoKind:
@@ -159,4 +161,4 @@ def has_slots(info: Mapping) -> bool:
     kind = info.get("kind")
     if kind is None:
         return "trajectories" in info  # an info from before the discriminator: the earlier test
-    return info_kind(info) in _SLOTTED
+    return info_kind(info) in SLOTTED_KINDS

@@ -23,29 +23,24 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import Iterator, Literal, Mapping, Optional, get_args
+from typing import Iterator, Mapping, Optional
 
 import gymnasium as gym
 
+from ..core.info import INFO_KINDS, SLOTTED_KINDS, InfoKind
+from ..core.rewards import ROLES
+from ..core.types import Role
 from ..errors import InvalidArgumentError
 
 __all__ = [
     "ENV_IDS",
     "EnvFamily",
-    "EnvKind",
-    "Role",
     "register_env_family",
     "env_spec",
     "env_ids",
     "register_envs",
     "check_env_id",
 ]
-
-#: the ``info["kind"]`` of a family (searchgym.core.info.INFO_KINDS)
-EnvKind = Literal["single", "group", "selfplay", "navigate"]
-#: a role whose turns an env plays
-Role = Literal["solver", "proposer"]
-_SLOTTED: frozenset[str] = frozenset({"group", "selfplay"})
 
 
 @dataclass(frozen=True)
@@ -54,7 +49,7 @@ class EnvFamily:
 
     env_id: str
     entry_point: str
-    kind: EnvKind
+    kind: InfoKind  # the ``info["kind"]`` its envs report
     roles: tuple[Role, ...] = ()
     text: bool = True
     description: str = ""
@@ -62,20 +57,18 @@ class EnvFamily:
     def __post_init__(self) -> None:
         if ":" not in self.entry_point:
             raise InvalidArgumentError(f"env {self.env_id!r}: entry_point must be 'package.module:Class'")
-        if self.kind not in get_args(EnvKind):
-            raise InvalidArgumentError(
-                f"env {self.env_id!r}: kind={self.kind!r}; use one of {', '.join(get_args(EnvKind))}"
-            )
-        bad = [r for r in self.roles if r not in get_args(Role)]
+        if self.kind not in INFO_KINDS:
+            raise InvalidArgumentError(f"env {self.env_id!r}: kind={self.kind!r}; use one of {', '.join(INFO_KINDS)}")
+        bad = [r for r in self.roles if r not in ROLES]
         if bad:
-            raise InvalidArgumentError(f"env {self.env_id!r}: roles {bad}; use {', '.join(get_args(Role))}")
+            raise InvalidArgumentError(f"env {self.env_id!r}: roles {bad}; use {', '.join(ROLES)}")
         if self.text and not self.roles:
             raise InvalidArgumentError(f"env {self.env_id!r} is a text env: name the roles it plays")
 
     @property
     def group(self) -> bool:
         """Whether the env steps G Solver slots together (it takes ``group_size=``)."""
-        return self.kind in _SLOTTED
+        return self.kind in SLOTTED_KINDS
 
 
 _REGISTRY: dict[str, EnvFamily] = {}
@@ -145,7 +138,7 @@ def env_spec(env_id: str) -> EnvFamily:
 
 def env_ids(
     *,
-    kind: Optional[EnvKind] = None,
+    kind: Optional[InfoKind] = None,
     role: Optional[Role] = None,
     text: Optional[bool] = None,
     group: Optional[bool] = None,

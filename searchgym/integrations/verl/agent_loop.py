@@ -42,7 +42,8 @@ from uuid import uuid4
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
-from ...envs.registration import EnvKind, env_ids
+from ...core.info import InfoKind
+from ...envs.registration import env_ids
 from ...errors import InvalidArgumentError, SearchGymRuntimeError
 from ..env_threads import DEFAULT_ENV_THREADS, env_runner
 from ..environments import EnvSpec, cached_env, state_lock
@@ -178,7 +179,7 @@ class _SearchGymLoop(AgentLoopBase):
         )
 
 
-def _check_family(loop_name: str, env_id: str, kind: EnvKind, hint: str = "") -> None:
+def _check_family(loop_name: str, env_id: str, kind: InfoKind, hint: str = "") -> None:
     """Refuse an env the loop cannot play: a loop plays the registered envs of one ``kind`` whose turns
     include the Solver's (searchgym.envs.registration), so a new family of that kind plays without an edit here."""
     playable = env_ids(kind=kind, role="solver")
