@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Optional
+from typing import Any, Callable, Literal, Optional, get_args
 
 from ..core.llm import TextGenerator
 from ..errors import InvalidArgumentError
@@ -99,9 +99,9 @@ class BackendSpec:
     def __post_init__(self) -> None:
         if not self.name or "," in self.name or ":" in self.name:
             raise InvalidArgumentError(f"backend name {self.name!r}: use a plain word (no ',' or ':')")
-        if self.needs not in ("model", "server"):
+        if self.needs not in get_args(BackendNeeds):
             raise InvalidArgumentError(f"backend {self.name!r}: needs={self.needs!r}; use 'model' or 'server'")
-        if self.weights not in ("policy", "model", "server"):
+        if self.weights not in get_args(WeightSource):
             raise InvalidArgumentError(
                 f"backend {self.name!r}: weights={self.weights!r}; use 'policy', 'model' or 'server'"
             )
