@@ -110,10 +110,11 @@ _GPU_TRAIN = dict(
 SIZES: dict[str, dict[str, Any]] = {
     "cpu": dict(
         recipe_size="cpu",
-        # the recipe's cpu size (2 games x 4 Solvers, 4 turns, 96 tokens a turn, LoRA, one thread): ~12 steps in
-        # ~60 min of training per arm on 2 busy cores (a 2-game step ran 150-250 s in the trial)
-        train=dict(total_steps=12, save_every=2),
-        pool={2: 12, 3: 12},
+        # the recipe's cpu size (4 Solvers, 4 turns, 96 tokens a turn, LoRA, one thread) at 4 games a step: a
+        # 2-game step measured 70-90 s on the engine with two arms side by side, so 4 games (16 Solver rows a
+        # batch) x 16 steps fill the issue's ~60 min per arm with 64 games, each on its own pool subgraph
+        train=dict(batch_size=4, total_steps=16, save_every=4),
+        pool={2: 40, 3: 24},
         eval_hops={1: 32, 2: 32, 3: 16},
         eval_proposer=64,
         max_new_tokens=128,
