@@ -29,9 +29,11 @@ Stages write into ``--workdir/<size>`` and are skipped when their output exists,
 killed training run from its last checkpoint). ``--arms``/``--seeds`` run a subset; two processes may share a
 workdir (the pool and the cold start's evaluation are made once, the second process waits for them). Every
 invocation ends by collecting **all** finished runs of the workdir into ``benchmarks/results/selfplay_<size>.json``
-and ``.png``; ``--collect`` only collects. Sizes: ``cpu`` (2 cores, one torch thread per process, one seed),
-``gpu`` (3 seeds, ``--device cuda``), ``toy`` (the GPU size's code path at toy scale on CPU, for the tests;
-needs ``--model DIR``). docs/selfplay_benchmark.md has the commands.
+and ``.png``; ``--collect`` only collects; ``--ship`` also writes the compact form that ``searchgym demo``
+shows (:func:`searchgym.evaluation.selfplay_results.compact_results`) to ``searchgym/assets/selfplay_<size>.json``.
+Sizes: ``cpu`` (2 cores, one torch thread per process, one seed), ``gpu`` (3 seeds, ``--device cuda``), ``toy``
+(the GPU size's code path at toy scale on CPU, for the tests; needs ``--model DIR``). docs/selfplay_benchmark.md
+has the commands.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ from bench_learning import HOPS, eval_dir, evaluate_model, hop_bars, paired_coun
 from machine import device_info, machine_info
 
 RESULTS = Path(__file__).parent / "results"
+#: where ``--ship`` writes the compact results (in the repository's package tree: `searchgym demo` reads them)
+ASSETS = Path(__file__).resolve().parent.parent / "searchgym" / "assets"
 logger = logging.getLogger("bench_selfplay")
 
 SHIPPED_INIT = "shipped-cold-start"  # searchgym.training.recipes.SHIPPED_INIT (imported lazily: keeps --help fast)
@@ -680,6 +684,15 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     ap.add_argument("--init", default=None, help=f"start from: {SHIPPED_INIT} (default), a model folder, or none")
     ap.add_argument("--out", default=None, help="results JSON (default benchmarks/results/selfplay_<size>.json)")
     ap.add_argument("--collect", action="store_true", help="only write the JSON/PNG from the finished runs")
+    ap.add_argument(
+        "--ship",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="PATH",
+        help="also write the compact results `searchgym demo` shows to PATH "
+        "(default searchgym/assets/selfplay_<size>.json, shipped with the package)",
+    )
     ap.add_argument("--debug", action="store_true", help="show the traceback of a bad-input error too")
     args = ap.parse_args(argv)
     size = SIZES[args.size]
@@ -779,7 +792,7 @@ def run(args: argparse.Namespace) -> None:
             "one seed per arm on CPU (the issue allows it): a difference inside one run's bootstrap interval is "
             "not evidence"
             if args.size == "cpu" and len(seeds_found) < 2
-            else f"{len(seeds_found)} seeds per arm where finished"
+            else f"{len(seeds_found)} seed{'s' if len(seeds_found) != 1 else ''} per arm where finished"
         ),
         "pool": {"hops": {str(h): n for h, n in size["pool"].items()}, "order": "ascending hop count", "seed": 0},
         "eval": {
@@ -797,6 +810,17 @@ def run(args: argparse.Namespace) -> None:
     plot(results, out.with_suffix(".png"))
     print_table(results)
     print(f"wrote {out} and {out.with_suffix('.png')}")
+    if args.ship is not None:
+        print(f"wrote {ship(results, Path(args.ship) if args.ship else ASSETS / f'selfplay_{args.size}.json')}")
+
+
+def ship(results: dict, path: Path) -> Path:
+    """Write the compact form of ``results`` (what ``searchgym demo`` shows) to ``path``, atomically; returns it."""
+    from searchgym.evaluation.selfplay_results import compact_results
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps(compact_results(results), indent=1, allow_nan=False) + "\n")
+    return path
 
 
 def print_table(results: dict) -> None:

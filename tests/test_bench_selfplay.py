@@ -17,13 +17,11 @@ pytest.importorskip("transformers")
 pytest.importorskip("peft")
 pytest.importorskip("matplotlib")
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path.insert(0, str(BENCH))  # the benchmarks import each other the way `python benchmarks/x.py` finds them
-
-import bench_selfplay as bs  # noqa: E402
-
 from searchgym.construction import load_pool  # noqa: E402
+from tests.support.selfplay_bench import BENCH, bench_selfplay, toy_args  # noqa: E402
 from tests.support.tiny_lm import save_tiny  # noqa: E402
+
+bs = bench_selfplay()
 
 
 @pytest.fixture(scope="module")
@@ -98,9 +96,8 @@ def _steps(run: Path) -> list[int]:
 
 @pytest.mark.slow
 def test_toy_benchmark_trains_three_arms_collects_and_resumes(tmp_path, capsys):
-    tiny = save_tiny(tmp_path / "tiny")
+    base = toy_args(tmp_path)
     work, out = tmp_path / "w", tmp_path / "res" / "selfplay_toy.json"
-    base = ["--size", "toy", "--model", str(tiny), "--workdir", str(work), "--out", str(out)]
 
     # two arms, one seed, in this process
     assert bs.main([*base, "--arms", "a,b", "--seeds", "0"]) == 0

@@ -11,8 +11,15 @@ The agent is the bundled SmolLM2-135M model by default (``--agent llm``) or the 
 held-out accuracy (built-in benchmark questions whose answers no training task has) of the base
 model, of the cold-started one (the LoRA adapter shipped in ``searchgym/assets``, made by the
 ``searchgym demos`` + ``searchgym sft`` commands in :data:`searchgym.training.cold_start.RECIPE`) and of the
-cold start after a few live GRPO steps (``--rl-steps``, on training-side questions), drawn to
+cold start after a few live GRPO steps (``--rl-steps``, none by default, on training-side questions), drawn to
 ``learning.png``; the self-play games are then played by the last of these models.
+
+Before the games (with either agent) it shows what training the game does at a scale the demo cannot run: the
+committed results of ``benchmarks/bench_selfplay.py`` (three recipes trained from the cold start, both roles),
+shipped as ``searchgym/assets/selfplay_cpu.json`` (``--selfplay-results PATH`` for another file) and redrawn
+from that JSON to ``selfplay.png`` -- per-step Proposer valid rate and Solver reward, held-out Solver accuracy
+by hop and the Proposer's held-out valid rate, cold start vs each arm (:mod:`searchgym.evaluation.selfplay_results`).
+Nothing of it is re-run; without a shipped file the demo says so and names the command that makes it.
 """
 
 from __future__ import annotations
@@ -98,6 +105,7 @@ def run_demo(args: argparse.Namespace) -> int:
 
         env_kwargs.update(cold_start_env_kwargs(world, max_turns=args.max_turns), group_size=args.group_size)
         model = show_learning(args, world, outdir, out)
+    show_selfplay_benchmark(args.selfplay_results, outdir if args.picture else None, out)
     # recording outermost: the file holds the WCR-shaped rewards the game lines print
     env = RecordGames(WaypointCoverageReward(gym.make("KGSelfPlay-v0", **env_kwargs)), outdir / "trajectories.jsonl")
     agent = _make_agent(args, model)
@@ -197,6 +205,41 @@ def show_learning(args, world, outdir: Path, out):
         _plot_learning(rows, outdir / "learning.png")
         print(f"  drawn to {outdir / 'learning.png'}", file=out)
     return loaded
+
+
+def show_selfplay_benchmark(path: str | Path | None, picture_dir: Path | None, out) -> Path | None:
+    """Print the self-play benchmark's committed results (``path``, default the shipped
+    ``searchgym/assets/selfplay_cpu.json``) as :func:`~searchgym.evaluation.selfplay_results.format_selfplay_table`
+    and, unless ``picture_dir`` is None, draw them to ``picture_dir/selfplay.png``; returns the picture's path.
+    Nothing is re-run, and nothing here ends the demo: a missing or unreadable file is one line saying so and
+    naming the command that makes it."""
+    from ..errors import MissingFileError, SearchGymError
+    from ..evaluation.selfplay_results import (
+        MAKE_COMMAND,
+        format_selfplay_table,
+        load_selfplay_results,
+        plot_selfplay_curves,
+        shipped_results_path,
+    )
+
+    print("\nSelf-play benchmark (committed results of benchmarks/bench_selfplay.py, not re-run):", file=out)
+    try:
+        results = load_selfplay_results(path)
+    except MissingFileError:
+        if path is not None:
+            print(f"  no results file at {path}; make one with: {MAKE_COMMAND}", file=out)
+        else:
+            print(f"  no results shipped yet ({shipped_results_path()}); make them with: {MAKE_COMMAND}", file=out)
+        return None
+    except SearchGymError as exc:
+        print(f"  {exc}", file=out)
+        return None
+    print("\n".join("  " + line for line in format_selfplay_table(results).splitlines()), file=out)
+    if picture_dir is None:
+        return None
+    picture = plot_selfplay_curves(results, picture_dir / "selfplay.png")
+    print(f"  curves and held-out bars drawn to {picture}", file=out)
+    return picture
 
 
 def live_rl(args, world, model, tok, outdir: Path, out):
@@ -333,12 +376,23 @@ def register(sub) -> None:
     p.add_argument(
         "--eval-base", type=int, default=4, help="of those, per hop count, how many the base model is scored on"
     )
-    p.add_argument("--output-dir", default="out/demo", help="directory for trajectories.jsonl and subgraph.png")
+    p.add_argument(
+        "--selfplay-results",
+        default=None,
+        metavar="PATH",
+        help="the self-play benchmark's compact results to show (default: the shipped "
+        "searchgym/assets/selfplay_cpu.json, written by benchmarks/bench_selfplay.py --ship)",
+    )
+    p.add_argument(
+        "--output-dir",
+        default="out/demo",
+        help="directory for trajectories.jsonl and the pictures (subgraph.png, learning.png, selfplay.png)",
+    )
     add_renamed_flag(p, "--out", "--output-dir")
     p.add_argument(
         "--no-picture",
         dest="picture",
         action="store_false",
-        help="skip drawing subgraph.png (and importing matplotlib)",
+        help="skip drawing the pictures (and importing matplotlib)",
     )
     p.set_defaults(func=run_demo)

@@ -10,7 +10,8 @@ The Python API under the command::
     result = evaluate(make_agent(AgentSpec("scripted")), tasks, output_dir="runs/eval/scripted")
     print(result.summary["datasets"]["builtin"]["em"])   # {"mean", "lo", "hi", "n"}
 
-See docs/evaluation.md for the file formats.
+See docs/evaluation.md for the file formats. The self-play benchmark's committed results, which ``searchgym demo``
+shows, load with :func:`load_selfplay_results` (:mod:`searchgym.evaluation.selfplay_results`).
 """
 
 from ..core.moved import moved_getattr
@@ -18,6 +19,13 @@ from .games import play_games
 from .metrics import METRICS, answer_scores, bootstrap_ci, paired_diff_ci
 from .report import compare_runs, markdown_table, plot_summary
 from .runner import EvalConfig, EvalInterrupted, EvalResult, evaluate, record_of
+from .selfplay_results import (
+    SelfPlayResults,
+    compact_results,
+    format_selfplay_table,
+    load_selfplay_results,
+    plot_selfplay_curves,
+)
 from .task_rollouts import play_tasks
 
 __all__ = [
@@ -35,6 +43,11 @@ __all__ = [
     "evaluate",
     "play_tasks",
     "record_of",
+    "SelfPlayResults",
+    "compact_results",
+    "format_selfplay_table",
+    "load_selfplay_results",
+    "plot_selfplay_curves",
 ]
 
 __getattr__ = moved_getattr(__name__)

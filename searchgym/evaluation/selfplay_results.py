@@ -1,0 +1,485 @@
+"""The self-play benchmark's committed results, in the compact form ``searchgym demo`` shows.
+
+``benchmarks/bench_selfplay.py`` trains ``KGSelfPlay-v0`` from the cold start in three arms and collects every
+finished run into one large JSON (curves of twenty metrics, questions, paired flips, gains, targets). The
+benchmark folder is not part of the installed package, so ``bench_selfplay.py --ship`` also writes
+:func:`compact_results` of that JSON to ``searchgym/assets/selfplay_<size>.json``: per arm its label and recipe
+and, per run, the per-step curves the demo draws (Proposer valid rate, Proposer reward, Solver reward, Solver
+reward on the model's own questions, groups with signal) and the held-out results before and after (Solver exact
+match by hop count, Proposer valid-question rate with the KG prompt), with the size, machine, seeds and budget.
+
+The demo reads it with :func:`load_selfplay_results`, prints :func:`format_selfplay_table` and draws
+:func:`plot_selfplay_curves`; nothing is re-run. matplotlib is imported only when drawing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from ..errors import InvalidArgumentError, MissingFileError
+
+__all__ = [
+    "HeldOutCell",
+    "HeldOut",
+    "StepCurves",
+    "SelfPlayRun",
+    "SelfPlayArm",
+    "SelfPlayResults",
+    "compact_results",
+    "load_selfplay_results",
+    "format_selfplay_table",
+    "plot_selfplay_curves",
+    "shipped_results_path",
+    "MAKE_COMMAND",
+]
+
+#: the compact file's format marker and version (the key ``searchgym_selfplay_results``)
+FORMAT_KEY = "searchgym_selfplay_results"
+FORMAT_VERSION = 1
+#: the command that makes (or remakes) the shipped asset from a finished ``cpu`` benchmark
+MAKE_COMMAND = "python benchmarks/bench_selfplay.py --size cpu --collect --ship"
+#: the per-step curves kept, as the benchmark names them
+CURVES = ("valid_rate", "proposer_reward", "solver_reward", "solver_proposed_reward", "groups_with_signal")
+_ASSETS = Path(__file__).resolve().parent.parent / "assets"
+
+
+def shipped_results_path(size: str = "cpu") -> Path:
+    """Where the compact results of the benchmark's ``size`` ship: ``searchgym/assets/selfplay_<size>.json``."""
+    return _ASSETS / f"selfplay_{size}.json"
+
+
+# ============================================================================ the compact form
+def _num(x: Any) -> Optional[float]:
+    """``x`` as a float, or None for a missing or non-finite value (JSON has no NaN)."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+@dataclass(frozen=True)
+class HeldOutCell:
+    """One held-out rate: its mean over ``n`` items and 95 % bootstrap interval (None where nothing was scored)."""
+
+    mean: Optional[float]
+    lo: Optional[float]
+    hi: Optional[float]
+    n: int
+
+    @classmethod
+    def from_dict(cls, d: dict) -> HeldOutCell:
+        """A cell from ``{"mean", "lo", "hi", "n"}`` (``lo``/``hi`` default to the mean)."""
+        mean = _num(d["mean"])
+        return cls(mean=mean, lo=_num(d.get("lo", mean)), hi=_num(d.get("hi", mean)), n=int(d.get("n", 0)))
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """One model's held-out results: Solver exact match by hop count (``"1"``, ``"2"``, ...) and the Proposer's
+    valid-question rate on the held-out KG targets with the KG prompt (None when not scored)."""
+
+    solver_by_hop: dict[str, HeldOutCell]
+    proposer_valid: Optional[HeldOutCell]
+
+    @classmethod
+    def from_dict(cls, d: dict) -> HeldOut:
+        """From the compact form (``solver_by_hop``, ``proposer_valid``)."""
+        prop = d.get("proposer_valid")
+        return cls(
+            solver_by_hop={str(h): HeldOutCell.from_dict(c) for h, c in sorted(d["solver_by_hop"].items())},
+            proposer_valid=None if prop is None else HeldOutCell.from_dict(prop),
+        )
+
+    @classmethod
+    def from_bench(cls, stage: dict) -> HeldOut:
+        """From a stage of the benchmark's JSON (the cold start or a run: ``solver.by_hops``, ``proposer_cells``)."""
+        kg = stage.get("proposer_cells", {}).get("kg")
+        return cls(
+            solver_by_hop={str(h): HeldOutCell.from_dict(c) for h, c in sorted(stage["solver"]["by_hops"].items())},
+            proposer_valid=None if kg is None else HeldOutCell.from_dict(kg),
+        )
+
+
+@dataclass(frozen=True)
+class StepCurves:
+    """One run's per-step training curves (None where a step has no value, e.g. no question of the model's)."""
+
+    step: tuple[int, ...]
+    valid_rate: tuple[Optional[float], ...]
+    proposer_reward: tuple[Optional[float], ...]
+    solver_reward: tuple[Optional[float], ...]
+    solver_proposed_reward: tuple[Optional[float], ...]
+    groups_with_signal: tuple[Optional[float], ...]
+
+    @classmethod
+    def from_dict(cls, d: dict) -> StepCurves:
+        """From a dict of equally long lists: the compact form, or a run's ``train`` curves in the benchmark's JSON
+        (its other curves are dropped)."""
+        steps = tuple(int(s) for s in d["step"])
+        curves = {name: tuple(_num(v) for v in d[name]) for name in CURVES}
+        for name, values in curves.items():
+            if len(values) != len(steps):
+                raise ValueError(f"curve {name!r} has {len(values)} values for {len(steps)} steps")
+        return cls(step=steps, **curves)
+
+
+@dataclass(frozen=True)
+class SelfPlayRun:
+    """One trained run of an arm: its seed, games played, training seconds, curves and held-out results after."""
+
+    seed: int
+    games: int
+    train_s: Optional[float]
+    curves: StepCurves
+    heldout: HeldOut
+
+    @classmethod
+    def from_dict(cls, d: dict) -> SelfPlayRun:
+        """From the compact form."""
+        return cls(
+            seed=int(d["seed"]),
+            games=int(d["games"]),
+            train_s=_num(d.get("train_s")),
+            curves=StepCurves.from_dict(d["curves"]),
+            heldout=HeldOut.from_dict(d["heldout"]),
+        )
+
+
+@dataclass(frozen=True)
+class SelfPlayArm:
+    """One arm of the benchmark: its key (``a``/``b``/``c``), label, recipe and runs (one per seed)."""
+
+    key: str
+    label: str
+    recipe: str
+    runs: tuple[SelfPlayRun, ...]
+
+    @classmethod
+    def from_dict(cls, d: dict) -> SelfPlayArm:
+        """From the compact form."""
+        runs = tuple(SelfPlayRun.from_dict(r) for r in d["runs"])
+        if not runs:
+            raise ValueError(f"arm {d['key']!r} has no runs")
+        return cls(key=str(d["key"]), label=str(d["label"]), recipe=str(d["recipe"]), runs=runs)
+
+    @property
+    def steps(self) -> int:
+        """Training steps per run (the longest run's, should they differ)."""
+        return max(len(r.curves.step) for r in self.runs)
+
+
+@dataclass(frozen=True)
+class SelfPlayResults:
+    """The benchmark's results in compact form: the size it ran at, on which machine, the seeds, the rollout
+    budget every run shared (``steps``, ``games_per_step``, ``solvers_per_game``, ``max_turns``,
+    ``max_new_tokens``, ``games_per_run``), the cold start's held-out results and the arms."""
+
+    size: str
+    machine: str
+    seeds: tuple[int, ...]
+    seeds_note: str
+    budget: dict[str, int]
+    cold_start: HeldOut
+    arms: tuple[SelfPlayArm, ...]
+
+    def to_dict(self) -> dict:
+        """The compact JSON form (what :func:`compact_results` returns and :func:`load_selfplay_results` reads)."""
+        return {FORMAT_KEY: FORMAT_VERSION, **_plain(dataclasses.asdict(self))}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> SelfPlayResults:
+        """From the compact JSON form; raises ``KeyError``/``TypeError``/``ValueError`` on a malformed one
+        (:func:`load_selfplay_results` turns them into one clear error)."""
+        if d.get(FORMAT_KEY) != FORMAT_VERSION:
+            raise ValueError(f"no {FORMAT_KEY!r}: {FORMAT_VERSION} marker")
+        arms = tuple(SelfPlayArm.from_dict(a) for a in d["arms"])
+        if not arms:
+            raise ValueError("no arms")
+        return cls(
+            size=str(d["size"]),
+            machine=str(d["machine"]),
+            seeds=tuple(int(s) for s in d["seeds"]),
+            seeds_note=str(d.get("seeds_note", "")),
+            budget={str(k): int(v) for k, v in d["budget"].items()},
+            cold_start=HeldOut.from_dict(d["cold_start"]),
+            arms=arms,
+        )
+
+
+def _plain(x: Any) -> Any:
+    """``x`` with every tuple as a list: the JSON types a file reads back as."""
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    return x
+
+
+def _machine(results: dict) -> str:
+    """One line naming where the benchmark ran: CPU model and cores (and the GPU, on one), torch threads."""
+    m = results.get("machine") or {}
+    host = f"{m.get('cpu', 'unknown CPU')}, {m.get('cores', '?')} cores"
+    dev = results.get("device") or {}
+    line = f"{dev.get('name', 'a GPU')} on {host}" if dev.get("device") == "cuda" else host
+    threads = results.get("torch_threads")
+    if threads:
+        line += f", {threads} torch thread{'s' if threads != 1 else ''} per process"
+    return line
+
+
+def compact_results(results: dict) -> dict:
+    """The compact JSON form of ``benchmarks/bench_selfplay.py``'s collected results (the dict it writes to
+    ``benchmarks/results/selfplay_<size>.json``): see :class:`SelfPlayResults`. Raises
+    :class:`~searchgym.errors.InvalidArgumentError` when ``results`` is not such a dict."""
+    try:
+        if results.get("benchmark") != "selfplay":
+            raise ValueError("'benchmark' is not 'selfplay'")
+        budget = results["budget"]
+        arms = tuple(
+            SelfPlayArm(
+                key=str(key),
+                label=str(arm["label"]),
+                recipe=str(arm["recipe"]),
+                runs=tuple(
+                    SelfPlayRun(
+                        seed=int(run["seed"]),
+                        games=int(run["games"]),
+                        train_s=_num(run.get("train_s")),
+                        curves=StepCurves.from_dict(run["train"]),
+                        heldout=HeldOut.from_bench(run),
+                    )
+                    for run in arm["runs"]
+                ),
+            )
+            for key, arm in results["arms"].items()
+        )
+        compact = SelfPlayResults(
+            size=str(results["size"]),
+            machine=_machine(results),
+            seeds=tuple(int(s) for s in results["seeds"]),
+            seeds_note=str(results.get("seeds_note", "")),
+            budget={
+                "steps": int(budget["total_steps"]),
+                "games_per_step": int(budget["batch_size"]),
+                "solvers_per_game": int(budget["group_size"]),
+                "max_turns": int(budget["max_turns"]),
+                "max_new_tokens": int(budget["max_new_tokens"]),
+                "games_per_run": int(budget["games_per_run"]),
+            },
+            cold_start=HeldOut.from_bench(results["cold_start"]),
+            arms=arms,
+        )
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise InvalidArgumentError(
+            f"not the collected results of benchmarks/bench_selfplay.py ({type(exc).__name__}: {exc})"
+        ) from None
+    return compact.to_dict()
+
+
+def load_selfplay_results(path: Optional[str | Path] = None) -> SelfPlayResults:
+    """The compact self-play results at ``path`` (default: the shipped ``searchgym/assets/selfplay_cpu.json``).
+
+    Raises :class:`~searchgym.errors.MissingFileError` when the file does not exist and
+    :class:`~searchgym.errors.InvalidArgumentError` when it is not a compact results file, each in one line
+    that says how to make one."""
+    p = Path(path) if path is not None else shipped_results_path()
+    if not p.is_file():
+        raise MissingFileError(f"no self-play benchmark results at {p}; make them with: {MAKE_COMMAND}")
+    try:
+        return SelfPlayResults.from_dict(json.loads(p.read_text(encoding="utf-8")))
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:  # JSONDecodeError is a ValueError
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())
+        raise InvalidArgumentError(
+            f"{p} is not a self-play results file ({reason}); remake it with: {MAKE_COMMAND}"
+        ) from None
+
+
+# ============================================================================ table
+def _mean(values: Sequence[Optional[float]]) -> Optional[float]:
+    """The mean of the values that are not None (None if there are none)."""
+    xs = [v for v in values if v is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
+def _fmt(x: Optional[float]) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def _window(steps: int) -> int:
+    """How many first and last steps :func:`format_selfplay_table` averages: a quarter of the run, at least one."""
+    return max(1, steps // 4)
+
+
+def _first_last(arm: SelfPlayArm, name: str) -> tuple[Optional[float], Optional[float]]:
+    """Mean of curve ``name`` over the first and the last :func:`window` steps of every run of ``arm``."""
+    k = _window(arm.steps)
+    first: list[Optional[float]] = []
+    last: list[Optional[float]] = []
+    for run in arm.runs:
+        values = getattr(run.curves, name)
+        first += values[:k]
+        last += values[-k:]
+    return _mean(first), _mean(last)
+
+
+def _after(arm: SelfPlayArm, hop: Optional[str]) -> Optional[float]:
+    """The seeds' mean held-out result after training: Solver exact match at ``hop``, or (None) Proposer valid."""
+    if hop is None:
+        cells = [r.heldout.proposer_valid for r in arm.runs]
+    else:
+        cells = [r.heldout.solver_by_hop.get(hop) for r in arm.runs]
+    return _mean([c.mean if c is not None else None for c in cells])
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def format_selfplay_table(results: SelfPlayResults) -> str:
+    """A few lines: the seeds, machine and budget, then a row per arm: its steps x games per step, the mean
+    Proposer valid rate and Solver reward over the first vs the last quarter of the training steps, held-out
+    Solver exact match by hop and the Proposer's held-out valid rate (KG prompt), cold start -> after training
+    (with several seeds, the seeds' mean)."""
+    b = results.budget
+    seeds = ", ".join(map(str, results.seeds))
+    k = _window(max(arm.steps for arm in results.arms))
+    cold = results.cold_start
+    hops = sorted(
+        {h for h in cold.solver_by_hop} | {h for a in results.arms for r in a.runs for h in r.heldout.solver_by_hop},
+        key=int,
+    )
+    solver_head = [f"Solver {h}-hop" for h in hops]
+    head = ["arm", "steps x games", "Proposer valid", "Solver reward", *solver_head, "Proposer (KG)"]
+    rows = []
+    for arm in results.arms:
+        v0, v1 = _first_last(arm, "valid_rate")
+        s0, s1 = _first_last(arm, "solver_reward")
+        games = round(sum(r.games for r in arm.runs) / len(arm.runs) / max(1, arm.steps))
+        solver = [
+            f"{_fmt(cold.solver_by_hop[h].mean if h in cold.solver_by_hop else None)} -> {_fmt(_after(arm, h))}"
+            for h in hops
+        ]
+        prop = cold.proposer_valid.mean if cold.proposer_valid is not None else None
+        rows.append(
+            [
+                arm.label,
+                f"{arm.steps} x {games}",
+                f"{_fmt(v0)} -> {_fmt(v1)}",
+                f"{_fmt(s0)} -> {_fmt(s1)}",
+                *solver,
+                f"{_fmt(prop)} -> {_fmt(_after(arm, None))}",
+            ]
+        )
+    widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
+    train_w = sum(widths[1:4]) + 4  # the training columns and the two-space gaps between them
+    groups = (
+        " " * (widths[0] + 2) + f"training, first -> last {k} steps".ljust(train_w) + "  held-out, cold start -> after"
+    )
+    lines = [
+        f"{results.size} size, {_plural(len(results.seeds), 'seed')} ({seeds}), on {results.machine}",
+        f"every run: {b['steps']} steps x {_plural(b['games_per_step'], 'game')} x {b['solvers_per_game']} Solvers, "
+        f"{b['max_turns']} turns x {b['max_new_tokens']} tokens ({_plural(b['games_per_run'], 'game')})",
+        groups.rstrip(),
+        *("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [head, *rows]),
+    ]
+    if results.seeds_note:
+        lines.append(f"({results.seeds_note})")
+    return "\n".join(lines)
+
+
+# ============================================================================ picture
+def _bars(ax, stages: dict[str, list[dict[str, HeldOutCell]]], keys: Sequence[str], names: Sequence[str]) -> None:
+    """Grouped bars on ``ax``: per stage (a colour each) and key, the mean over the stage's runs; the error bar is
+    one run's 95 % interval, or the seeds' min-max when there are several. A key not scored gets no bar."""
+    width = 0.8 / max(1, len(stages))
+    for i, (stage, runs) in enumerate(stages.items()):
+        xs: list[float] = []
+        means: list[float] = []
+        lo_err: list[float] = []
+        hi_err: list[float] = []
+        for j, key in enumerate(keys):
+            cells = [run[key] for run in runs if key in run and run[key].mean is not None]
+            if not cells:
+                continue
+            vals = [c.mean for c in cells if c.mean is not None]
+            mean = sum(vals) / len(vals)
+            if len(cells) == 1:
+                lo = cells[0].lo if cells[0].lo is not None else mean
+                hi = cells[0].hi if cells[0].hi is not None else mean
+            else:
+                lo, hi = min(vals), max(vals)
+            xs.append(j + i * width)
+            means.append(mean)
+            lo_err.append(max(0.0, mean - lo))
+            hi_err.append(max(0.0, hi - mean))
+        ax.bar(xs, means, width, yerr=[lo_err, hi_err], label=stage, capsize=3, color=f"C{i}")
+    ax.set_xticks([j + width * (len(stages) - 1) / 2 for j in range(len(keys))], list(names))
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=7)
+
+
+def plot_selfplay_curves(results: SelfPlayResults, path: str | Path) -> Path:
+    """Draw ``results`` to the PNG ``path`` (matplotlib's Agg backend, imported here): per arm (a colour) and
+    run, the Proposer's valid rate and the Solvers' reward over the training steps (dashed: on the model's own
+    questions), then held-out Solver exact match by hop and the Proposer's held-out valid rate (KG prompt),
+    cold start and every arm. Returns ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    path = Path(path)
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+    panels = [(axes[0][0], "valid_rate", "Proposer valid-question rate"), (axes[0][1], "solver_reward", "")]
+    for i, arm in enumerate(results.arms):
+        colour = f"C{i + 1}"  # C0 is the cold start's bar colour
+        for j, run in enumerate(arm.runs):
+            c = run.curves
+            for ax, name, _ in panels:
+                ys = [math.nan if y is None else y for y in getattr(c, name)]
+                ax.plot(c.step, ys, color=colour, marker=".", alpha=0.8, label=arm.label if j == 0 else None)
+            ys = [math.nan if y is None else y for y in c.solver_proposed_reward]
+            axes[0][1].plot(c.step, ys, color=colour, marker=".", alpha=0.6, linestyle="--")
+    axes[0][1].set_title("Solver reward (dashed: on the model's own questions)", fontsize=10)
+    axes[0][0].set_title(panels[0][2], fontsize=10)
+    for ax, _, _ in panels:
+        ax.set_xlabel("training step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylim(-0.05, 1.05)
+        ax.legend(fontsize=7)
+    stages = {"cold start": [results.cold_start]}
+    stages.update({arm.label: [r.heldout for r in arm.runs] for arm in results.arms})
+    hops = sorted({h for runs in stages.values() for ho in runs for h in ho.solver_by_hop}, key=int)
+    _bars(
+        axes[1][0],
+        {s: [ho.solver_by_hop for ho in runs] for s, runs in stages.items()},
+        hops,
+        [f"{h}-hop" for h in hops],
+    )
+    axes[1][0].set_title("held-out Solver exact match", fontsize=10)
+    kg = {
+        s: [{"kg": ho.proposer_valid} if ho.proposer_valid is not None else {} for ho in runs]
+        for s, runs in stages.items()
+    }
+    _bars(axes[1][1], kg, ["kg"], ["KG prompt"])
+    axes[1][1].set_title("Proposer valid-question rate on held-out targets", fontsize=10)
+    seeds = ", ".join(map(str, results.seeds))
+    fig.suptitle(
+        f"KGSelfPlay-v0 from the cold start, both roles trained: benchmarks/bench_selfplay.py, {results.size} size, "
+        f"seeds {seeds}",
+        fontsize=11,
+    )
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.stem + f".tmp{os.getpid()}.png")
+    fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+    os.replace(tmp, path)
+    return path
