@@ -7,9 +7,10 @@ recipe to a machine without changing its method: ``paper`` keeps the paper's own
 10 turns, lr 1e-6, ...), ``gpu`` fits a small model's run on one GPU, ``cpu`` finishes a step of the
 bundled SmolLM2-135M in minutes on 2 cores (starting from the shipped cold start).
 
-Precedence, lowest first: the dataclass defaults, the recipe, the size, a ``--config`` file's keys, the
-CLI's flags and ``--set``. Every field stays overridable; :func:`recipe_config` builds one, and
-:func:`recipes_table` prints them side by side (``searchgym train --list-recipes``, docs/trainer.md).
+Precedence, lowest first: the dataclass defaults, the recipe, the size, what the recipe changes at that size
+(:attr:`Recipe.at_size`), a ``--config`` file's keys, the CLI's flags and ``--set``. Every field stays
+overridable; :func:`recipe_config` builds one, and :func:`recipes_table` prints them side by side (``searchgym
+train --list-recipes``, docs/trainer.md).
 
 The default recipe is ``kg-wcr``: it is the method this package exists for (KG-grounded Proposer +
 waypoint coverage, SPEC "the core of this project"), and WCR is the reward that leaves the fewest
@@ -60,6 +61,9 @@ class Recipe:
     env_kwargs: Mapping[str, Any] = field(default_factory=dict)
     sources: Mapping[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    #: size -> settings this recipe changes at that size (applied over the size): where a method its paper runs
+    #: at scale degenerates at a small one; each is one of ``notes`` and a row of docs/fidelity.md
+    at_size: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 # The optimisation both self-play papers share (SSP Table 4; kg-paths-wcr §4 "matches standard SSP in ...
@@ -100,6 +104,14 @@ _KG_PROPOSER_SOURCES = {
     "env_kwargs.proposer_mode": "kg-paths-wcr Eq. 4: the Proposer sees the subgraph (target path + distractors)",
     "env_kwargs.order": "kg-paths-wcr §4: subgraphs ordered by descending node count",
 }
+#: at the ``cpu`` size a step has 4 Proposer questions and 0-1 of them verified, so the verified questions' mean
+#: leaves every verified question advantage 0 and the Proposer never updates (measured: 0 of 16 steps in either
+#: KG arm of benchmarks/bench_selfplay.py); Eq. 9's b as the mean over *every* sampled question keeps an update
+_KG_CPU = {"cpu": {"proposer_baseline": "all"}}
+_KG_CPU_NOTE = (
+    "size cpu: proposer_baseline all (Eq. 9 with b = the mean over every sampled question, invalid ones scoring 0): "
+    "with 4 questions a step the verified-only baseline gave the Proposer no update in 16 of 16 steps"
+)
 #: the KG-grounded game of kg-paths-wcr: the Proposer sees the subgraph; the pool in curriculum order
 _KG_ENV = {"proposer_mode": "kg", "order": "curriculum"}
 
@@ -147,6 +159,8 @@ register_recipe(
         "KG-grounded Proposer with SSP's binary Solver reward: the paper's 'KG context without WCR' arm",
         {**_SSP_SCALE, "reward": "binary", "solver_advantage": "grpo", **_KG_PROPOSER},
         env_kwargs=_KG_ENV,
+        at_size=_KG_CPU,
+        notes=(_KG_CPU_NOTE,),
         sources={
             **_SSP_SOURCES,
             **_KG_PROPOSER_SOURCES,
@@ -161,6 +175,8 @@ register_recipe(
         "KG-grounded Proposer + waypoint coverage reward (alpha 0.3), normalised GRPO, REINFORCE with baseline",
         {**_SSP_SCALE, "reward": "wcr", "solver_advantage": "grpo", **_KG_PROPOSER},
         env_kwargs=_KG_ENV,
+        at_size=_KG_CPU,
+        notes=(_KG_CPU_NOTE,),
         sources={
             **_SSP_SOURCES,
             **_KG_PROPOSER_SOURCES,
@@ -351,7 +367,7 @@ def recipe_values(name: str, size: str = "paper") -> dict[str, Any]:
     recipe = get_recipe(name)
     size = resolve_size(size)
     scale = dict(SIZES[size])
-    values: dict[str, Any] = {**recipe.settings, **scale}
+    values: dict[str, Any] = {**recipe.settings, **scale, **dict(recipe.at_size.get(size) or {})}
     values["env_kwargs"] = {**recipe.env_kwargs, **dict(scale.get("env_kwargs") or {})}
     values["recipe"] = name
     values["recipe_size"] = size
