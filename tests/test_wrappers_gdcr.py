@@ -146,7 +146,11 @@ def test_grpo_and_group_helper():
 
 
 @settings(max_examples=150, deadline=None)
-@given(a_o=st.floats(-5, 5), steps=st.lists(st.floats(0, 10), max_size=12), lam=st.floats(0, 1))
+@given(
+    a_o=st.floats(-5, 5, allow_subnormal=False),  # a subnormal A_o underflows to a signed zero
+    steps=st.lists(st.floats(0, 10), max_size=12),
+    lam=st.floats(0, 1),
+)
 def test_sapo_advantages_stay_within_lambda_band_of_outcome(a_o, steps, lam):
     out = sapo_step_advantages(a_o, steps, lam)
     assert len(out) == len(steps)

@@ -125,7 +125,7 @@ class StepCurves:
         curves = {name: tuple(_num(v) for v in d[name]) for name in CURVES}
         for name, values in curves.items():
             if len(values) != len(steps):
-                raise ValueError(f"curve {name!r} has {len(values)} values for {len(steps)} steps")
+                raise InvalidArgumentError(f"curve {name!r} has {len(values)} values for {len(steps)} steps")
         return cls(step=steps, **curves)
 
 
@@ -165,7 +165,7 @@ class SelfPlayArm:
         """From the compact form."""
         runs = tuple(SelfPlayRun.from_dict(r) for r in d["runs"])
         if not runs:
-            raise ValueError(f"arm {d['key']!r} has no runs")
+            raise InvalidArgumentError(f"arm {d['key']!r} has no runs")
         return cls(key=str(d["key"]), label=str(d["label"]), recipe=str(d["recipe"]), runs=runs)
 
     @property
@@ -197,10 +197,10 @@ class SelfPlayResults:
         """From the compact JSON form; raises ``KeyError``/``TypeError``/``ValueError`` on a malformed one
         (:func:`load_selfplay_results` turns them into one clear error)."""
         if d.get(FORMAT_KEY) != FORMAT_VERSION:
-            raise ValueError(f"no {FORMAT_KEY!r}: {FORMAT_VERSION} marker")
+            raise InvalidArgumentError(f"no {FORMAT_KEY!r}: {FORMAT_VERSION} marker")
         arms = tuple(SelfPlayArm.from_dict(a) for a in d["arms"])
         if not arms:
-            raise ValueError("no arms")
+            raise InvalidArgumentError("no arms")
         return cls(
             size=str(d["size"]),
             machine=str(d["machine"]),
@@ -239,7 +239,7 @@ def compact_results(results: dict) -> dict:
     :class:`~searchgym.errors.InvalidArgumentError` when ``results`` is not such a dict."""
     try:
         if results.get("benchmark") != "selfplay":
-            raise ValueError("'benchmark' is not 'selfplay'")
+            raise InvalidArgumentError("'benchmark' is not 'selfplay'")
         budget = results["budget"]
         arms = tuple(
             SelfPlayArm(
