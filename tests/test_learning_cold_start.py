@@ -11,9 +11,9 @@ assumed).
 Measured on 2 AMD EPYC cores (``make test``'s machine), plan-first demonstrations: held-out EM
 0.00 -> 0.41 (seed 0, n=32; 95 % CI about 0.25-0.59) with fp32 SFT, 473 s in ``make test`` (one thread per
 worker); with the SFT under bfloat16 autocast (``TEST_SFT``) 0.00 -> 0.375 in 348 s alone at one thread
-(earlier, with the pre-plan demonstration format: 0.50 and 0.47 for seeds 0 and 1). The threshold leaves room for the spread between seeds and machines while
-staying far above what an unchanged model scores (0 of all 32, measured; the test scores it on the leading 8:
-it never writes a valid answer).
+(earlier, with the pre-plan demonstration format: 0.50 and 0.47 for seeds 0 and 1). The threshold leaves
+room for the spread between seeds and machines while staying far above what an unchanged model scores (0 of
+all 32, measured; the test scores it on the leading 8: it never writes a valid answer).
 """
 
 from __future__ import annotations
