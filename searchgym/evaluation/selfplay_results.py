@@ -142,12 +142,18 @@ class SelfPlayRun:
     @classmethod
     def from_dict(cls, d: dict) -> SelfPlayRun:
         """From the compact form."""
+        return cls._from(d, StepCurves.from_dict(d["curves"]), HeldOut.from_dict(d["heldout"]))
+
+    @classmethod
+    def from_bench(cls, run: dict) -> SelfPlayRun:
+        """From a run of the benchmark's JSON (its ``train`` curves, its held-out stage)."""
+        return cls._from(run, StepCurves.from_dict(run["train"]), HeldOut.from_bench(run))
+
+    @classmethod
+    def _from(cls, d: dict, curves: StepCurves, heldout: HeldOut) -> SelfPlayRun:
+        """The fields both forms spell alike (seed, games, training seconds), with ``curves`` and ``heldout``."""
         return cls(
-            seed=int(d["seed"]),
-            games=int(d["games"]),
-            train_s=_num(d.get("train_s")),
-            curves=StepCurves.from_dict(d["curves"]),
-            heldout=HeldOut.from_dict(d["heldout"]),
+            seed=int(d["seed"]), games=int(d["games"]), train_s=_num(d.get("train_s")), curves=curves, heldout=heldout
         )
 
 
@@ -246,16 +252,7 @@ def compact_results(results: dict) -> dict:
                 key=str(key),
                 label=str(arm["label"]),
                 recipe=str(arm["recipe"]),
-                runs=tuple(
-                    SelfPlayRun(
-                        seed=int(run["seed"]),
-                        games=int(run["games"]),
-                        train_s=_num(run.get("train_s")),
-                        curves=StepCurves.from_dict(run["train"]),
-                        heldout=HeldOut.from_bench(run),
-                    )
-                    for run in arm["runs"]
-                ),
+                runs=tuple(SelfPlayRun.from_bench(run) for run in arm["runs"]),
             )
             for key, arm in results["arms"].items()
         )
