@@ -89,11 +89,11 @@ def bench_llm(world, delay: float, n1: int, n10: int) -> dict:
     out = {}
     with scripted_endpoint(selector_reply, delay=delay, concurrency=16) as server:
         for workers, n in ((1, n1), (10, n10)):
-            gen = OpenAICompatibleGenerator(server.url, "scripted", timeout=30, max_retries=0, max_concurrency=workers)
+            gen = OpenAICompatibleGenerator(server.url, "scripted", timeout=30, max_retries=0, concurrency=workers)
             sel = LLMSelector(gen)
             before = server.requests
             t0 = time.perf_counter()
-            res = build_pool(world, n, selector=sel, workers=workers, progress=False, seed=1)
+            res = build_pool(world, n, selector=sel, concurrency=workers, progress=False, seed=1)
             dt = time.perf_counter() - t0
             gen.close()
             calls = server.requests - before

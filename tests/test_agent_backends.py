@@ -160,7 +160,7 @@ def test_openai_backend_returns_sampled_ids_where_the_server_offers_them(caplog)
 
 def test_openai_backend_retries_server_errors_and_reports_a_dead_endpoint():
     with OpenAIStubServer(lambda p, b: "<answer> x </answer>", fail_every=2) as srv:
-        g = OpenAICompatibleGenerator(srv.url, timeout=5, max_retries=2, backoff=0.01, max_concurrency=1)
+        g = OpenAICompatibleGenerator(srv.url, timeout=5, max_retries=2, backoff=0.01, concurrency=1)
         assert g.generate(["a", "b"], GenerationConfig(max_new_tokens=4)) == ["<answer> x </answer>"] * 2
         g.close()
     dead = OpenAICompatibleGenerator(srv.url, timeout=1, max_retries=1, backoff=0.01)

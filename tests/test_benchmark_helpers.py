@@ -30,7 +30,7 @@ def test_no_example_or_benchmark_imports_the_test_suite():
 def _timed_batch(concurrency: int, delay: float) -> tuple[list[str], float, int]:
     reply = lambda prompt: "<think>look</think>\n<search> Alice Varn </search>"  # noqa: E731
     with scripted_endpoint(reply, delay=delay, concurrency=concurrency) as server:
-        gen = OpenAICompatibleGenerator(server.url, "scripted", timeout=30, max_retries=0, max_concurrency=4)
+        gen = OpenAICompatibleGenerator(server.url, "scripted", timeout=30, max_retries=0, concurrency=4)
         t0 = time.monotonic()
         texts = gen.generate(
             [[{"role": "user", "content": f"q{i}"}] for i in range(4)], GenerationConfig(stop=("</search>",))

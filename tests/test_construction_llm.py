@@ -65,7 +65,7 @@ def smart_reply(messages, body):
 def llm(url, **kw):
     return LLMSelector(
         OpenAICompatibleGenerator(
-            url, "stub", timeout=kw.pop("timeout", 5.0), max_retries=0, max_concurrency=kw.pop("max_concurrency", 8)
+            url, "stub", timeout=kw.pop("timeout", 5.0), max_retries=0, concurrency=kw.pop("concurrency", 8)
         ),
         **kw,
     )
@@ -109,7 +109,7 @@ def test_parse_rejects_everything_else(text, kind):
 def test_round_trip_through_a_real_server(world):
     with OpenAIStubServer(smart_reply) as server:
         sel = llm(server.url)
-        res = build_pool(world, 8, selector=sel, workers=3, progress=False, config=ExtractionConfig(max_hops=7))
+        res = build_pool(world, 8, selector=sel, concurrency=3, progress=False, config=ExtractionConfig(max_hops=7))
     assert res.accepted == 8
     # every accepted path stopped where the 'model' said so, and never chose a literal
     for sg in res.subgraphs:
@@ -127,9 +127,9 @@ def test_round_trip_through_a_real_server(world):
 
 def test_pool_with_llm_selector_is_deterministic_across_workers(world):
     with OpenAIStubServer(smart_reply) as server:
-        a = build_pool(world, 6, selector=llm(server.url), workers=1, progress=False)
+        a = build_pool(world, 6, selector=llm(server.url), concurrency=1, progress=False)
         first_prompts = [prompt_of(r["messages"]) for r in server.requests[:4]]
-        b = build_pool(world, 6, selector=llm(server.url), workers=4, progress=False)
+        b = build_pool(world, 6, selector=llm(server.url), concurrency=4, progress=False)
     assert [s.to_dict() for s in a.subgraphs] == [s.to_dict() for s in b.subgraphs]
     # with one worker the first requests are seed index 0's steps: the path follows the server's picks
     sg = a.subgraphs[0]
@@ -147,7 +147,7 @@ def test_garbage_replies_are_counted_rejections(world):
             world,
             3,
             selector=sel,
-            workers=2,
+            concurrency=2,
             progress=False,
             max_attempts=4,
             abort_after_selector_failures=0,
@@ -176,7 +176,7 @@ def test_out_of_range_replies_are_counted(world):
 def test_http_500s_are_retried_and_counted(world):
     with OpenAIStubServer(smart_reply, fail_every=3) as server:
         sel = llm(server.url)
-        res = build_pool(world, 5, selector=sel, workers=2, progress=False)
+        res = build_pool(world, 5, selector=sel, concurrency=2, progress=False)
     assert res.accepted == 5
     assert sel.failures["http_error"] >= 1 and set(sel.failures) == {"http_error"}
     assert sum(s.metadata["selector_failures"] for s in res.subgraphs) <= sel.failures["http_error"]
@@ -192,7 +192,7 @@ def test_down_endpoint_stops_without_recording_rejections(world, tmp_path):
     sel = llm(f"http://127.0.0.1:{_free_port()}/v1")
     out = tmp_path / "pool.jsonl"
     res = build_pool(
-        world, 50, selector=sel, workers=4, progress=False, out=out, config=ExtractionConfig(max_retries=1)
+        world, 50, selector=sel, concurrency=4, progress=False, out=out, config=ExtractionConfig(max_retries=1)
     )
     assert res.accepted == 0 and not res.rejections and res.attempted == 0
     assert "unavailable" in res.stopped_early and "cannot reach" in res.stopped_early
@@ -207,19 +207,19 @@ def test_hung_endpoint_stops_in_time_and_resume_retries_its_seeds(world, tmp_pat
     cfg = ExtractionConfig(max_retries=1)
     with OpenAIStubServer(smart_reply) as server:
         ok = llm(server.url)
-        build_pool(world, 3, selector=ok, workers=2, progress=False, out=out, config=cfg)  # a healthy session
-        reference = build_pool(world, 6, selector=ok, workers=2, progress=False, config=cfg)
+        build_pool(world, 3, selector=ok, concurrency=2, progress=False, out=out, config=cfg)  # a healthy session
+        reference = build_pool(world, 6, selector=ok, concurrency=2, progress=False, config=cfg)
     with TrickleServer(stage="status") as hung:
         sel = llm(hung.url + "/v1", timeout=1.0)
         t0 = time.monotonic()
-        res = build_pool(world, 6, selector=sel, workers=2, progress=False, out=out, config=cfg)
+        res = build_pool(world, 6, selector=sel, concurrency=2, progress=False, out=out, config=cfg)
         elapsed = time.monotonic() - t0
     assert elapsed < 30  # 2 attempts x 1 s deadline (+ backoff); without deadlines it never ends
     assert res.accepted == 3 and "unavailable" in res.stopped_early
     assert set(res.selector_stats["failures"]) == {"timeout"}  # (read while the hung server was up)
     assert not any(r["reason"] == "selector_failed" for r in map(json.loads, lines_of(rejections_path(out))))
     with OpenAIStubServer(smart_reply) as server:
-        resumed = build_pool(world, 6, selector=llm(server.url), workers=2, progress=False, out=out, config=cfg)
+        resumed = build_pool(world, 6, selector=llm(server.url), concurrency=2, progress=False, out=out, config=cfg)
     assert resumed.stopped_early is None
     assert [s.to_dict() for s in resumed.subgraphs] == [s.to_dict() for s in reference.subgraphs]
 
@@ -264,7 +264,7 @@ def test_workers_run_requests_concurrently(world):
         return smart_reply(messages, body)
 
     with OpenAIStubServer(reply) as server:
-        res = build_pool(world, 8, selector=llm(server.url), workers=4, progress=False)
+        res = build_pool(world, 8, selector=llm(server.url), concurrency=4, progress=False)
     assert res.accepted == 8 and peak[0] >= 2
 
 
@@ -317,7 +317,7 @@ def test_cli_build_with_llm_selector(world, tmp_path, capsys):
                 server.url,
                 "--model",
                 "stub-model",
-                "--workers",
+                "--concurrency",
                 "3",
                 "--no-progress",
             ]
@@ -344,7 +344,7 @@ def test_cli_build_with_llm_selector(world, tmp_path, capsys):
             down,
             "--model",
             "stub-model",
-            "--workers",
+            "--concurrency",
             "3",
             "--no-progress",
         ]
@@ -366,7 +366,7 @@ def test_cli_build_with_llm_selector(world, tmp_path, capsys):
             down,
             "--model",
             "stub-model",
-            "--workers",
+            "--concurrency",
             "3",
             "--no-progress",
         ]

@@ -50,13 +50,13 @@ def test_pool_basics_and_ids(world):
     assert all(s.id == f"sg{s.metadata['seed_index']:06d}" for s in res.subgraphs)
     assert all(3 <= s.hops <= 7 for s in res.subgraphs)
     assert "40 subgraphs from" in res.summary()
-    with_bar = build_pool(world, 40, seed=3, progress=True, workers=2)
+    with_bar = build_pool(world, 40, seed=3, progress=True, concurrency=2)
     assert dicts(with_bar.subgraphs) == dicts(res.subgraphs)
 
 
 def test_deterministic_across_workers_and_runs(world):
     a = build_pool(world, 60, seed=5, progress=False)
-    b = build_pool(world, 60, seed=5, progress=False, workers=4)
+    b = build_pool(world, 60, seed=5, progress=False, concurrency=4)
     c = build_pool(world, 60, seed=6, progress=False)
     assert dicts(a.subgraphs) == dicts(b.subgraphs)
     assert a.rejections == b.rejections and a.attempted == b.attempted
@@ -134,10 +134,10 @@ def test_resume_after_keyboard_interrupt(world, tmp_path, workers):
     full = build_pool(world, 50, seed=0, progress=False)
     out = tmp_path / "pool.jsonl"
     with pytest.raises(KeyboardInterrupt):
-        build_pool(world, 50, seed=0, selector=Interrupting(60), out=out, progress=False, workers=workers)
+        build_pool(world, 50, seed=0, selector=Interrupting(60), out=out, progress=False, concurrency=workers)
     done = len(lines(out))
     assert 0 < done < 50
-    res = build_pool(world, 50, seed=0, out=out, progress=False, workers=workers)
+    res = build_pool(world, 50, seed=0, out=out, progress=False, concurrency=workers)
     assert res.resumed >= done
     assert dicts(res.subgraphs) == dicts(full.subgraphs)
     assert len(lines(out)) == 50
@@ -183,8 +183,8 @@ def test_resume_after_killing_the_cli_process(world, tmp_path):
 def test_growing_a_concurrent_pool_resumes_past_the_first_window(world, tmp_path, workers):
     """Issue 17: `--n 50 --workers 2` then `--n 100` left 50 (the loop stopped after 4 x workers done indices)."""
     out = tmp_path / "pool.jsonl"
-    build_pool(world, 50, seed=4, out=out, progress=False, workers=workers)
-    res = build_pool(world, 100, seed=4, out=out, progress=False, workers=workers)
+    build_pool(world, 50, seed=4, out=out, progress=False, concurrency=workers)
+    res = build_pool(world, 100, seed=4, out=out, progress=False, concurrency=workers)
     assert res.accepted == 100 and res.stopped_early is None
     assert dicts(res.subgraphs) == dicts(build_pool(world, 100, seed=4, progress=False).subgraphs)
     assert len(lines(out)) == 100

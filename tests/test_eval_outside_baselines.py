@@ -66,7 +66,7 @@ def test_scripted_baseline_reads_answers_without_a_world(retrieval_server, tmp_p
     _search_r1_parquet(data)
     out = tmp_path / "run"
     rc = main(
-        ["eval", "--agent", "scripted", "--tasks", str(data), "--retriever", retrieval_server.url, "--out", str(out)]
+        ["eval", "--agent", "scripted", "--tasks", str(data), "--retriever", retrieval_server.url, "--output-dir", str(out)]
         + ["--no-progress", "--concurrency", "1"]
     )
     assert rc == 0, capsys.readouterr().err
@@ -134,7 +134,7 @@ def test_eval_agent_openai_scores_records_through_the_server(served_tiny, retrie
     rc = main(
         ["eval", "--agent", "openai", "--endpoint", served_tiny, "--model", "tiny", "--retriever", retrieval_server.url]
         + ["--tasks", "tiny=" + str(FIX / "tiny_qa.jsonl"), "--max-new-tokens", "16", "--max-turns", "2"]
-        + ["--out", str(out), "--no-progress", "--concurrency", "2"]
+        + ["--output-dir", str(out), "--no-progress", "--concurrency", "2"]
     )
     assert rc == 0, capsys.readouterr().err
     records = [json.loads(x) for x in (out / "eval.jsonl").read_text().splitlines()]

@@ -234,7 +234,7 @@ def test_resume_after_kill(retrieval_server, saved_tiny, tmp_path):
             retrieval_server.url,
             "--concurrency",
             "1",
-            "--out",
+            "--output-dir",
             str(out),
             "--no-progress",
         ]
@@ -295,7 +295,7 @@ def test_cli_scripted_and_bad_input(saved_tiny, tmp_path, capsys):
             "tiny=" + str(FIX / "tiny_qa.jsonl"),
             "--world",
             str(saved_tiny),
-            "--out",
+            "--output-dir",
             str(out),
             "--no-progress",
         ]
@@ -306,7 +306,7 @@ def test_cli_scripted_and_bad_input(saved_tiny, tmp_path, capsys):
     assert (out / "accuracy.png").stat().st_size > 1000
     assert main(["eval", "--compare", str(out / "summary.json"), str(out / "summary.json")]) == 0
     assert "+0.0 [+0.0, +0.0]" in capsys.readouterr().out
-    assert main(["eval", "--agent", "gpt5", "--out", str(tmp_path / "x")]) == 2
+    assert main(["eval", "--agent", "gpt5", "--output-dir", str(tmp_path / "x")]) == 2
     assert "scripted, random, transformers, vllm, openai" in capsys.readouterr().err
     assert main(["eval", "--metrics", "em,rouge", "--tasks", str(FIX / "tiny_qa.jsonl")]) == 2
     assert "choose from em, f1, cover_em, llm_judge" in capsys.readouterr().err
@@ -323,7 +323,7 @@ def test_cli_scripted_and_bad_input(saved_tiny, tmp_path, capsys):
                 "tiny=" + str(FIX / "tiny_qa.jsonl"),
                 "--world",
                 str(saved_tiny),
-                "--out",
+                "--output-dir",
                 str(out),
                 "--max-turns",
                 "3",

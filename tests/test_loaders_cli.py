@@ -24,7 +24,7 @@ def test_wikidata_with_corpus(tmp_path, capsys):
             str(FIX / "wikidata" / "dump_excerpt.json"),
             "--corpus",
             str(FIX / "flashrag" / "corpus.jsonl"),
-            "--out",
+            "--output-dir",
             str(out),
             "--no-progress",
         ]
@@ -49,7 +49,7 @@ def test_wikidata_max_entities(tmp_path):
                 str(FIX / "wikidata" / "dump_excerpt.json"),
                 "--max-entities",
                 "2",
-                "--out",
+                "--output-dir",
                 str(out),
                 "--no-progress",
             ]
@@ -70,7 +70,7 @@ def test_wikidata5m_on_error_raise_is_a_clean_error(tmp_path, capsys):
             str(FIX / "wikidata5m"),
             "--on-error",
             "raise",
-            "--out",
+            "--output-dir",
             str(tmp_path / "w"),
             "--no-progress",
         ]
@@ -88,7 +88,7 @@ def test_wikidata5m_on_error_raise_is_a_clean_error(tmp_path, capsys):
                 "wikidata5m",
                 "--input",
                 str(FIX / "wikidata5m"),
-                "--out",
+                "--output-dir",
                 str(tmp_path / "w"),
                 "--no-progress",
             ]
@@ -108,7 +108,7 @@ def test_flashrag_corpus_only(tmp_path):
                 "flashrag",
                 "--input",
                 str(FIX / "flashrag" / "corpus.jsonl"),
-                "--out",
+                "--output-dir",
                 str(tmp_path / "c"),
                 "--no-progress",
             ]
@@ -132,7 +132,7 @@ def test_flashrag_corpus_only(tmp_path):
     ],
 )
 def test_bad_arguments(tmp_path, capsys, argv, message):
-    assert main(["world", "build", *argv, "--out", str(tmp_path / "w"), "--no-progress"]) == 2
+    assert main(["world", "build", *argv, "--output-dir", str(tmp_path / "w"), "--no-progress"]) == 2
     assert message in capsys.readouterr().err
 
 
@@ -150,7 +150,7 @@ def test_atlas_source(tmp_path):
                 "--max-cities",
                 "20",
                 "--no-wiki-summaries",
-                "--out",
+                "--output-dir",
                 str(tmp_path / "a"),
                 "--no-progress",
             ]
@@ -165,7 +165,7 @@ def test_atlas_source(tmp_path):
 # ---------------------------------------------------------------- issue 17: wrong or empty input is loud
 def _build(tmp_path, source, path, capsys):
     rc = main(
-        ["world", "build", "--source", source, "--input", str(path), "--out", str(tmp_path / "w"), "--no-progress"]
+        ["world", "build", "--source", source, "--input", str(path), "--output-dir", str(tmp_path / "w"), "--no-progress"]
     )
     captured = capsys.readouterr()
     return rc, captured.out, captured.err

@@ -89,7 +89,7 @@ def test_batch_equals_single(bm25):
 def test_threaded_batches_match_inline(tiny_world):
     queries = [f"{w} born" for w in ("Alice", "Bob", "Tarsk", "Ostrel", "Merovia", "capital", "")] * 5
     inline = BM25Retriever.from_world(tiny_world).batch_search(queries, k=3)
-    threaded = BM25Retriever.from_world(tiny_world, n_threads=3)
+    threaded = BM25Retriever.from_world(tiny_world, threads=3)
     assert len(threaded._chunks([threaded.query_terms(q) for q in queries])) >= 3
     assert threaded.batch_search(queries, k=3) == inline
 

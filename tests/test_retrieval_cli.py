@@ -39,7 +39,7 @@ def test_registered_with_the_main_cli():
 
 
 def test_build_then_search_the_index(world_dir, tmp_path, capsys):
-    assert run("index", "build", "--world", str(world_dir), "--out", str(tmp_path / "idx")) == 0
+    assert run("index", "build", "--world", str(world_dir), "--output-dir", str(tmp_path / "idx")) == 0
     assert "indexed 7 documents" in capsys.readouterr().out
     assert run("search", "capital", "of", "Merovia", "--index", str(tmp_path / "idx"), "-k", "2") == 0
     out = capsys.readouterr().out.splitlines()
@@ -96,7 +96,7 @@ def test_serve_answers_a_real_client(world_dir):
 
 @pytest.mark.slow
 def test_dense_index_build_and_search(world_dir, tmp_path, capsys):
-    assert run("index", "build", "--world", str(world_dir), "--out", str(tmp_path / "d"), "--backend", "dense") == 0
+    assert run("index", "build", "--world", str(world_dir), "--output-dir", str(tmp_path / "d"), "--backend", "dense") == 0
     capsys.readouterr()
     assert run("search", "who paints pictures", "--index", str(tmp_path / "d"), "-k", "1") == 0
     assert capsys.readouterr().out.startswith('Doc 1 (Title: "Bob Varn")')

@@ -78,7 +78,7 @@ def test_verifier_score_with_a_text_generator_over_http():
         return "Ostrel" if len(calls) % 5 == 0 else "London"
 
     with OpenAIStubServer(reply) as server:
-        gen = OpenAICompatibleGenerator(server.url, "stub", max_concurrency=1)
+        gen = OpenAICompatibleGenerator(server.url, "stub", concurrency=1)
         v, p_plus, p_minus = evidence_verifier_score(gen, QUESTION, SPAN, ["Ostrel"], m=5, seed=3)
     assert len(calls) == 10
     assert p_plus == pytest.approx(0.8)

@@ -32,6 +32,7 @@ import hashlib
 import json
 import logging
 import os
+import threading
 import time
 from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -320,21 +321,53 @@ def _run_sequential(work, run: _PoolRun, max_attempts: int) -> None:
             run.commit(work(i))
 
 
-def _run_concurrent(work, run: _PoolRun, concurrency: int, max_attempts: int) -> None:
+class _RunOver(Exception):
+    """Raised by :class:`_StoppableSelector` inside a speculative extraction once the run returned."""
+
+
+class _StoppableSelector:
+    """A selector proxy that refuses new calls once ``stop`` is set (any other attribute passes through).
+
+    Speculative extractions past the commit point are discarded; stopping their selector calls lets
+    :func:`_run_concurrent` wait for its threads (at most one in-flight request each) instead of
+    leaving them talking to the endpoint after :func:`build_pool` returned, where they changed the
+    selector's statistics and held connections to a server the caller may already have closed.
+    """
+
+    def __init__(self, selector, stop: threading.Event) -> None:
+        self._inner = selector
+        self._stop = stop
+
+    def select(self, ctx):
+        """The wrapped selector's choice; :class:`_RunOver` once the run is over."""
+        if self._stop.is_set():
+            raise _RunOver()
+        return self._inner.select(ctx)
+
+    def __getattr__(self, name: str):
+        return getattr(self._inner, name)
+
+
+def _run_concurrent(make_work, run: _PoolRun, concurrency: int, max_attempts: int) -> None:
     """Run ``work(i)`` for i = 0, 1, ... on ``concurrency`` threads, committing results in index order.
 
-    Results that complete out of order wait in a buffer until every lower index is committed (or
-    was already done by a resumed run), so the committed indices are always a contiguous prefix:
-    the outcome (and the output file) is the same as a sequential run, only faster, and the same
-    for any worker count on resume. At most ``4 * concurrency`` indices run ahead of the commit
-    point; work past the point where ``run.finished()`` becomes true is speculative and discarded
-    unwritten. On return (or an interrupt) queued work is cancelled and threads still busy with a
-    discarded extraction finish in the background (each selector request has a total deadline).
+    ``make_work(selector_wrapper)`` builds ``work``; every selector call goes through a
+    :class:`_StoppableSelector`. Results that complete out of order wait in a buffer until every
+    lower index is committed (or was already done by a resumed run), so the committed indices are
+    always a contiguous prefix: the outcome (and the output file) is the same as a sequential run,
+    only faster, and the same for any worker count on resume. At most ``4 * concurrency`` indices
+    run ahead of the commit point; work past the point where ``run.finished()`` becomes true is
+    speculative and discarded unwritten. On return queued work is cancelled, busy extractions stop
+    at their next selector call and the threads are joined, so no request outlives the call; on an
+    interrupt (Ctrl-C) the threads are not waited for.
     """
+    stop = threading.Event()
+    work = make_work(lambda selector: _StoppableSelector(selector, stop))
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="subgraphs")
     inflight: dict = {}
     buffered: dict[int, SeedOutcome] = {}
     next_i = commit_i = 0
+    interrupted = False
     try:
         while True:
             while commit_i < next_i and not run.finished():
@@ -358,8 +391,12 @@ def _run_concurrent(work, run: _PoolRun, concurrency: int, max_attempts: int) ->
             completed, _ = wait(inflight, return_when=FIRST_COMPLETED)
             for fut in completed:
                 buffered[inflight.pop(fut)] = fut.result()
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+        stop.set()
+        pool.shutdown(wait=not interrupted, cancel_futures=True)
 
 
 def _eligible_index(world, n, concurrency: int, selector, config: ExtractionConfig):
@@ -452,11 +489,15 @@ def build_pool(
             if ray is not None:
                 run_pool_on_ray(ray, world, selector, config, idx.eligible_seeds, seed, fingerprint, run, max_attempts)
             else:
-                work = make_extractor(world, selector, config, SeedSampler(idx.eligible_seeds, seed), seed, fingerprint)
+                sampler = SeedSampler(idx.eligible_seeds, seed)
+
+                def make_work(wrap=lambda s: s):
+                    return make_extractor(world, wrap(selector), config, sampler, seed, fingerprint)
+
                 if concurrency == 1:
-                    _run_sequential(work, run, max_attempts)
+                    _run_sequential(make_work(), run, max_attempts)
                 else:
-                    _run_concurrent(work, run, concurrency, max_attempts)
+                    _run_concurrent(make_work, run, concurrency, max_attempts)
         finally:
             bar.close()
     finally:

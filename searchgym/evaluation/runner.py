@@ -319,7 +319,7 @@ def evaluate(
     if out is None:
         return _evaluate(agent, tasksets, retriever, world, config, None, judge, ray, None)
     check_output(out, "eval run")
-    with OutputLock(out, what="--out"):  # a second run into this folder fails at once instead of doubling it
+    with OutputLock(out, what="--output-dir"):  # a second run into this folder fails at once instead of doubling it
         _check_resume(out, fingerprint, restart)
         return _evaluate(agent, tasksets, retriever, world, config, out, judge, ray, RecordLog(out / RECORDS_NAME))
 

@@ -86,7 +86,7 @@ class OpenAIServer:
 
     def start(self) -> "OpenAIServer":
         """Serve in a background thread."""
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
 

@@ -41,7 +41,7 @@ def test_issue_repro_search_with_a_world_as_index_gives_safe_advice(world_dir, c
     assert "holds a world, not an index" in err and f"--world {world_dir}" in err
     assert f"--output-dir {world_dir}" not in err and "--output-dir NEW_DIR" in err
     # the advice the old message gave is refused instead of followed
-    assert main(["index", "build", "--world", str(world_dir), "--out", str(world_dir)]) == 2
+    assert main(["index", "build", "--world", str(world_dir), "--output-dir", str(world_dir)]) == 2
     err = _error(capsys)
     assert "holds a world; writing an index there would overwrite it: give a new folder" in err
     assert "--force" not in err
@@ -59,7 +59,7 @@ def test_search_with_a_run_folder_as_index_does_not_suggest_writing_there(saved_
                 "tiny=" + str(EVAL_FIXTURES / "tiny_qa.jsonl"),
                 "--world",
                 str(saved_tiny),
-                "--out",
+                "--output-dir",
                 str(run),
                 "--no-progress",
             ]
@@ -74,21 +74,21 @@ def test_search_with_a_run_folder_as_index_does_not_suggest_writing_there(saved_
 
 def test_every_builder_refuses_another_kind_of_artefact(world_dir, saved_tiny, tmp_path, capsys):
     index = tmp_path / "index"
-    assert main(["index", "build", "--world", str(world_dir), "--out", str(index)]) == 0
+    assert main(["index", "build", "--world", str(world_dir), "--output-dir", str(index)]) == 0
     pool = tmp_path / "pool.jsonl"
     assert main(["subgraphs", "build", "--synthetic", "--n", "2", "--out", str(pool), "--no-progress"]) == 0
     capsys.readouterr()
     before = {p: p.read_bytes() for p in [*world_dir.iterdir(), *index.iterdir(), pool] if p.is_file()}
     refused = [
-        ["world", "build", "--out", str(index), "--entities", "60", "--no-progress"],
-        ["index", "build", "--world", str(world_dir), "--out", str(world_dir)],
+        ["world", "build", "--output-dir", str(index), "--entities", "60", "--no-progress"],
+        ["index", "build", "--world", str(world_dir), "--output-dir", str(world_dir)],
         [
             "eval",
             "--tasks",
             "tiny=" + str(EVAL_FIXTURES / "tiny_qa.jsonl"),
             "--world",
             str(saved_tiny),
-            "--out",
+            "--output-dir",
             str(world_dir),
             "--no-progress",
         ],
@@ -111,7 +111,7 @@ def test_every_builder_refuses_another_kind_of_artefact(world_dir, saved_tiny, t
 
 
 def test_force_replaces_what_is_there(world_dir, tmp_path, capsys):
-    assert main(["index", "build", "--world", str(world_dir), "--out", str(world_dir), "--force"]) == 0
+    assert main(["index", "build", "--world", str(world_dir), "--output-dir", str(world_dir), "--force"]) == 0
     assert folder_kind(world_dir) == "index"
 
 

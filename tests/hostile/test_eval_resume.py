@@ -51,7 +51,7 @@ def test_a_corrupt_middle_line_is_refused_and_nothing_is_truncated(tiny_world, s
         _run(tiny_world, tmp_path)
     assert records.read_bytes() == before  # the five good records after the bad line are all still there
     # through the command line: one line naming file and line, exit 2
-    args = ["eval", "--tasks", TASKS, "--world", str(saved_tiny), "--out", str(tmp_path), "--no-progress"]
+    args = ["eval", "--tasks", TASKS, "--world", str(saved_tiny), "--output-dir", str(tmp_path), "--no-progress"]
     assert main(args) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "eval.jsonl: line 2" in err and "fix or delete that line" in err
@@ -84,7 +84,7 @@ def test_every_setting_that_changes_a_record_is_in_the_fingerprint(saved_tiny, t
     out = tmp_path / "run"
     with OpenAIStubServer(lambda messages, body: "<answer>Tarsk</answer>") as srv:
         base = ["eval", "--agent", "openai", "--endpoint", srv.url, "--model", "m1", "--tasks", TASKS]
-        base += ["--world", str(saved_tiny), "--out", str(out), "--no-progress"]
+        base += ["--world", str(saved_tiny), "--output-dir", str(out), "--no-progress"]
         assert main(base) == 0
         assert main(base + ["--concurrency", "3", "--timeout", "30"]) == 0  # these never change a record
         capsys.readouterr()

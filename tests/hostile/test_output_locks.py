@@ -70,7 +70,7 @@ def test_two_concurrent_subgraph_builds_on_one_out(tmp_path):
 def test_eval_into_an_out_another_process_writes_is_refused(saved_tiny, tmp_path, capsys):
     out = tmp_path / "run"
     args = ["eval", "--tasks", "tiny=" + str(EVAL_FIXTURES / "tiny_qa.jsonl"), "--world", str(saved_tiny)]
-    args += ["--out", str(out), "--no-progress"]
+    args += ["--output-dir", str(out), "--no-progress"]
     with lock_held_by_another_process(out) as holder:
         assert main(args) == 2
         err = capsys.readouterr().err.strip()
