@@ -74,7 +74,18 @@ def test_disjoint_from_the_demo_pool(default_world, bench, monkeypatch, tmp_path
     from searchgym.cli import build_parser
 
     args = build_parser().parse_args(
-        ["demo", "--agent", "scripted", "--games", "1", "--pool-size", "200", "--no-picture", "--output-dir", str(tmp_path)]
+        [
+            "demo",
+            "--agent",
+            "scripted",
+            "--games",
+            "1",
+            "--pool-size",
+            "200",
+            "--no-picture",
+            "--output-dir",
+            str(tmp_path),
+        ]
     )
     assert run_demo(args) == 0
     assert captured and len(captured[0]) == 200

@@ -66,7 +66,17 @@ def test_scripted_baseline_reads_answers_without_a_world(retrieval_server, tmp_p
     _search_r1_parquet(data)
     out = tmp_path / "run"
     rc = main(
-        ["eval", "--agent", "scripted", "--tasks", str(data), "--retriever", retrieval_server.url, "--output-dir", str(out)]
+        [
+            "eval",
+            "--agent",
+            "scripted",
+            "--tasks",
+            str(data),
+            "--retriever",
+            retrieval_server.url,
+            "--output-dir",
+            str(out),
+        ]
         + ["--no-progress", "--concurrency", "1"]
     )
     assert rc == 0, capsys.readouterr().err

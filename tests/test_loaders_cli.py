@@ -165,7 +165,17 @@ def test_atlas_source(tmp_path):
 # ---------------------------------------------------------------- issue 17: wrong or empty input is loud
 def _build(tmp_path, source, path, capsys):
     rc = main(
-        ["world", "build", "--source", source, "--input", str(path), "--output-dir", str(tmp_path / "w"), "--no-progress"]
+        [
+            "world",
+            "build",
+            "--source",
+            source,
+            "--input",
+            str(path),
+            "--output-dir",
+            str(tmp_path / "w"),
+            "--no-progress",
+        ]
     )
     captured = capsys.readouterr()
     return rc, captured.out, captured.err

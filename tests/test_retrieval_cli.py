@@ -96,7 +96,9 @@ def test_serve_answers_a_real_client(world_dir):
 
 @pytest.mark.slow
 def test_dense_index_build_and_search(world_dir, tmp_path, capsys):
-    assert run("index", "build", "--world", str(world_dir), "--output-dir", str(tmp_path / "d"), "--backend", "dense") == 0
+    assert (
+        run("index", "build", "--world", str(world_dir), "--output-dir", str(tmp_path / "d"), "--backend", "dense") == 0
+    )
     capsys.readouterr()
     assert run("search", "who paints pictures", "--index", str(tmp_path / "d"), "-k", "1") == 0
     assert capsys.readouterr().out.startswith('Doc 1 (Title: "Bob Varn")')

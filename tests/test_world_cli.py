@@ -86,7 +86,8 @@ def test_sources_registry_dispatches_by_name(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(world_cli.WORLD_SOURCES, "fake", f"{__name__}:fake_source")
     out = tmp_path / "w"
     assert (
-        main(["world", "build", "--output-dir", str(out), "--source", "fake", "--input", "some/input", "--no-progress"]) == 0
+        main(["world", "build", "--output-dir", str(out), "--source", "fake", "--input", "some/input", "--no-progress"])
+        == 0
     )
     assert load_world(out).name == "tiny"
     monkeypatch.setitem(world_cli.WORLD_SOURCES, "broken", "no_module_path")
