@@ -443,36 +443,6 @@ def rl_gain(stages: dict, labels: Sequence[str] | None = None) -> dict:
     return out
 
 
-def hop_bars(
-    ax,
-    stages: dict,
-    hops: Sequence = HOPS,
-    ylabel: str = "held-out exact match",
-    names: Sequence[str] | None = None,
-) -> None:
-    """Grouped bars on ``ax``: per stage (a colour each, in order) and hop count, the mean over the stage's runs
-    of ``{hop: {"mean", "lo", "hi"}}`` cells; the error bar is one run's 95 % bootstrap interval, or the seeds'
-    min-max when there are several. A hop a stage did not score gets no bar. ``names``: the x labels (default
-    ``<h>-hop``), for cells keyed by something else than hop counts."""
-    import numpy as np
-
-    width = 0.8 / max(1, len(stages))
-    for i, (st, runs) in enumerate(stages.items()):
-        cells = [[run.get(str(h), {}) for h in hops] for run in runs]
-        vals = np.array([[c.get("mean", np.nan) for c in row] for row in cells])  # nan: hop not scored, no bar
-        mean = vals.mean(0)
-        if len(runs) == 1:  # one run: its 95 % bootstrap interval; several seeds: their spread
-            lo, hi = (np.array([c.get(k, c.get("mean", np.nan)) for c in cells[0]]) for k in ("lo", "hi"))
-        else:
-            lo, hi = vals.min(0), vals.max(0)
-        err = np.vstack([mean - lo, hi - mean])
-        ax.bar(np.arange(len(hops)) + i * width, mean, width, yerr=err, label=st, capsize=3, color=f"C{i}")
-    ticks = list(names) if names is not None else [f"{h}-hop" for h in hops]
-    ax.set_xticks(np.arange(len(hops)) + width * (len(stages) - 1) / 2, ticks)
-    ax.set_ylabel(ylabel)
-    ax.legend(fontsize=8)
-
-
 def plot(results: dict, path: Path) -> None:
     """Held-out accuracy by hop count per stage (bars: one run's 95 % interval, or the seeds' min-max)."""
     import matplotlib
@@ -480,11 +450,14 @@ def plot(results: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from searchgym.evaluation.plots import interval_bars
+
     stages = list(results["stages"])
     curves = [(st, r["train"]) for st in stages for r in results["stages"][st] if "train" in r]
     fig, axes = plt.subplots(1, 2 if curves else 1, figsize=(12 if curves else 7, 4), squeeze=False)
     ax = axes[0][0]
-    hop_bars(ax, {st: [r["solver"]["by_hops"] for r in runs] for st, runs in results["stages"].items()})
+    by_hops = {st: [r["solver"]["by_hops"] for r in runs] for st, runs in results["stages"].items()}
+    interval_bars(ax, by_hops, [str(h) for h in HOPS], [f"{h}-hop" for h in HOPS], ylabel="held-out exact match")
     ax.set_title("SmolLM2-135M on held-out searchgym questions")
     if curves:  # RL training exact match per step, one line per seed, a colour per reward
         cax = axes[0][1]

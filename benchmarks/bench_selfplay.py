@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
-from bench_learning import HOPS, eval_dir, evaluate_model, hop_bars, paired_counts, paired_flips, rl_gain
+from bench_learning import HOPS, eval_dir, evaluate_model, paired_counts, paired_flips, rl_gain
 from machine import device_info, machine_info
 
 RESULTS = Path(__file__).parent / "results"
@@ -624,6 +624,8 @@ def plot(results: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
+    from searchgym.evaluation.plots import interval_bars
+
     fig, axes = plt.subplots(2, 3, figsize=(16, 8.5))
     panels = [
         (axes[0][0], "valid_rate", "Proposer valid-question rate"),
@@ -648,16 +650,22 @@ def plot(results: dict, path: Path) -> None:
         ax.legend(fontsize=7)
     stages = {"cold start": [results["cold_start"]]}
     stages.update({arm["label"]: arm["runs"] for arm in results["arms"].values()})
-    hop_bars(axes[1][1], {st: [r["solver"]["by_hops"] for r in runs] for st, runs in stages.items()})
+    interval_bars(
+        axes[1][1],
+        {st: [r["solver"]["by_hops"] for r in runs] for st, runs in stages.items()},
+        [str(h) for h in HOPS],
+        [f"{h}-hop" for h in HOPS],
+        ylabel="held-out exact match",
+    )
     axes[1][1].set_title("held-out Solver exact match", fontsize=10)
     axes[1][1].set_ylim(0, 1)
     modes = ("kg", "vanilla")
-    hop_bars(
+    interval_bars(
         axes[1][2],
         {st: [r.get("proposer_cells", {}) for r in runs] for st, runs in stages.items()},
-        hops=modes,
+        modes,
+        ["KG prompt", "answer-only prompt"],
         ylabel="held-out valid-question rate",
-        names=["KG prompt", "answer-only prompt"],
     )
     axes[1][2].set_title("Proposer on held-out targets", fontsize=10)
     axes[1][2].set_ylim(0, 1)

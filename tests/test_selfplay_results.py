@@ -110,6 +110,9 @@ def test_table_shows_each_arms_numbers(toy):
     assert lines[0].startswith("toy size, 2 seeds (0, 1), on ") and "cores" in lines[0]
     assert "every run: 2 steps x 1 game x 2 Solvers, 2 turns x 8 tokens (2 games)" in table
     assert "first -> last 1 steps" in table and "held-out, cold start -> after" in table
+    start = json.loads(toy[1].read_text())["start"]  # the checkpoint every arm started from is named
+    assert res.start.startswith(str(start["init"] or "the base model")) and start["fingerprint"] in res.start
+    assert f"every arm started from {res.start}" in lines
     (a,) = [line for line in lines if line.startswith("(a) vanilla SSP ")]
     # the first vs last step of its one run; held-out cold start -> after for 1-, 2-, 3-hop and the Proposer
     for cell in ("2 x 1", "0.10 -> 0.30", "0.20 -> 0.60", "0.31 -> 0.44", "0.06 -> 0.12", "0.02 -> 0.03"):
@@ -121,7 +124,7 @@ def test_table_shows_each_arms_numbers(toy):
         assert cell in c, (cell, c)
     assert c.endswith("0.27 -> 0.50")
     assert res.arms[1].runs[1].curves.solver_reward == (0.05, None)  # JSON has no NaN
-    assert len(lines) <= 8
+    assert len(lines) <= 9
 
 
 @pytest.mark.slow
@@ -248,7 +251,7 @@ def test_demo_without_results_says_how_to_make_them_and_goes_on(tmp_path, monkey
     assert lines[0].startswith("Self-play benchmark") and len(lines) == 2
     assert lines[1] == (
         f"  no results shipped yet ({tmp_path / 'assets' / 'selfplay_cpu.json'}); make them with: "
-        "python benchmarks/bench_selfplay.py --size cpu --collect --ship"
+        "python benchmarks/bench_selfplay.py --size cpu --init INIT --collect --ship"
     )
     bad = tmp_path / "bad.json"
     bad.write_text("{")

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from ..errors import InvalidArgumentError, MissingFileError
+from .plots import interval_bars
 
 __all__ = [
     "HeldOutCell",
@@ -42,8 +43,8 @@ __all__ = [
 #: the compact file's format marker and version (the key ``searchgym_selfplay_results``)
 FORMAT_KEY = "searchgym_selfplay_results"
 FORMAT_VERSION = 1
-#: the command that makes (or remakes) the shipped asset from a finished ``cpu`` benchmark
-MAKE_COMMAND = "python benchmarks/bench_selfplay.py --size cpu --collect --ship"
+#: the command that makes (or remakes) the shipped asset from a finished ``cpu`` benchmark (``INIT``: its --init)
+MAKE_COMMAND = "python benchmarks/bench_selfplay.py --size cpu --init INIT --collect --ship"
 #: the per-step curves kept, as the benchmark names them
 CURVES = ("valid_rate", "proposer_reward", "solver_reward", "solver_proposed_reward", "groups_with_signal")
 _ASSETS = Path(__file__).resolve().parent.parent / "assets"
@@ -184,7 +185,9 @@ class SelfPlayArm:
 class SelfPlayResults:
     """The benchmark's results in compact form: the size it ran at, on which machine, the seeds, the rollout
     budget every run shared (``steps``, ``games_per_step``, ``solvers_per_game``, ``max_turns``,
-    ``max_new_tokens``, ``games_per_run``), the cold start's held-out results and the arms."""
+    ``max_new_tokens``, ``games_per_run``), the cold start's held-out results and the arms. ``start`` names the
+    checkpoint every arm started from (the benchmark's ``--init`` and its weights' fingerprint; empty in files
+    written before it was recorded)."""
 
     size: str
     machine: str
@@ -193,6 +196,7 @@ class SelfPlayResults:
     budget: dict[str, int]
     cold_start: HeldOut
     arms: tuple[SelfPlayArm, ...]
+    start: str = ""
 
     def to_dict(self) -> dict:
         """The compact JSON form (what :func:`compact_results` returns and :func:`load_selfplay_results` reads)."""
@@ -215,6 +219,7 @@ class SelfPlayResults:
             budget={str(k): int(v) for k, v in d["budget"].items()},
             cold_start=HeldOut.from_dict(d["cold_start"]),
             arms=arms,
+            start=str(d.get("start", "")),
         )
 
 
@@ -237,6 +242,12 @@ def _machine(results: dict) -> str:
     if threads:
         line += f", {threads} torch thread{'s' if threads != 1 else ''} per process"
     return line
+
+
+def _start(start: dict) -> str:
+    """The start checkpoint of a benchmark's ``start`` record: its ``--init`` and weights' fingerprint."""
+    init = start.get("init") or "the base model"
+    return f"{init} (weights {start['fingerprint']})" if start.get("fingerprint") else str(init)
 
 
 def compact_results(results: dict) -> dict:
@@ -271,6 +282,7 @@ def compact_results(results: dict) -> dict:
             },
             cold_start=HeldOut.from_bench(results["cold_start"]),
             arms=arms,
+            start=_start(results.get("start") or {}),
         )
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
         raise InvalidArgumentError(
@@ -382,6 +394,7 @@ def format_selfplay_table(results: SelfPlayResults) -> str:
         f"{results.size} size, {_plural(len(results.seeds), 'seed')} ({seeds}), on {results.machine}",
         f"every run: {b['steps']} steps x {_plural(b['games_per_step'], 'game')} x {b['solvers_per_game']} Solvers, "
         f"{b['max_turns']} turns x {b['max_new_tokens']} tokens ({_plural(b['games_per_run'], 'game')})",
+        *([f"every arm started from {results.start}"] if results.start else []),
         groups.rstrip(),
         *("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [head, *rows]),
     ]
@@ -391,36 +404,6 @@ def format_selfplay_table(results: SelfPlayResults) -> str:
 
 
 # ============================================================================ picture
-def _bars(ax, stages: dict[str, list[dict[str, HeldOutCell]]], keys: Sequence[str], names: Sequence[str]) -> None:
-    """Grouped bars on ``ax``: per stage (a colour each) and key, the mean over the stage's runs; the error bar is
-    one run's 95 % interval, or the seeds' min-max when there are several. A key not scored gets no bar."""
-    width = 0.8 / max(1, len(stages))
-    for i, (stage, runs) in enumerate(stages.items()):
-        xs: list[float] = []
-        means: list[float] = []
-        lo_err: list[float] = []
-        hi_err: list[float] = []
-        for j, key in enumerate(keys):
-            cells = [run[key] for run in runs if key in run and run[key].mean is not None]
-            if not cells:
-                continue
-            vals = [c.mean for c in cells if c.mean is not None]
-            mean = sum(vals) / len(vals)
-            if len(cells) == 1:
-                lo = cells[0].lo if cells[0].lo is not None else mean
-                hi = cells[0].hi if cells[0].hi is not None else mean
-            else:
-                lo, hi = min(vals), max(vals)
-            xs.append(j + i * width)
-            means.append(mean)
-            lo_err.append(max(0.0, mean - lo))
-            hi_err.append(max(0.0, hi - mean))
-        ax.bar(xs, means, width, yerr=[lo_err, hi_err], label=stage, capsize=3, color=f"C{i}")
-    ax.set_xticks([j + width * (len(stages) - 1) / 2 for j in range(len(keys))], list(names))
-    ax.set_ylim(0, 1)
-    ax.legend(fontsize=7)
-
-
 def plot_selfplay_curves(results: SelfPlayResults, path: str | Path) -> Path:
     """Draw ``results`` to the PNG ``path`` (matplotlib's Agg backend, imported here): per arm (a colour) and
     run, the Proposer's valid rate and the Solvers' reward over the training steps (dashed: on the model's own
@@ -454,7 +437,7 @@ def plot_selfplay_curves(results: SelfPlayResults, path: str | Path) -> Path:
     stages = {"cold start": [results.cold_start]}
     stages.update({arm.label: [r.heldout for r in arm.runs] for arm in results.arms})
     hops = sorted({h for runs in stages.values() for ho in runs for h in ho.solver_by_hop}, key=int)
-    _bars(
+    interval_bars(
         axes[1][0],
         {s: [ho.solver_by_hop for ho in runs] for s, runs in stages.items()},
         hops,
@@ -465,7 +448,7 @@ def plot_selfplay_curves(results: SelfPlayResults, path: str | Path) -> Path:
         s: [{"kg": ho.proposer_valid} if ho.proposer_valid is not None else {} for ho in runs]
         for s, runs in stages.items()
     }
-    _bars(axes[1][1], kg, ["kg"], ["KG prompt"])
+    interval_bars(axes[1][1], kg, ["kg"], ["KG prompt"])
     axes[1][1].set_title("Proposer valid-question rate on held-out targets", fontsize=10)
     seeds = ", ".join(map(str, results.seeds))
     fig.suptitle(

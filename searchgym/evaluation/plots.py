@@ -1,0 +1,61 @@
+"""Drawing helpers the evaluation reports and the benchmarks share (matplotlib is the caller's import).
+
+:func:`interval_bars` draws held-out rates as grouped bars with their uncertainty: one run's 95 %
+bootstrap interval, or the seeds' spread when a stage has several runs. Cells are either mappings
+``{"mean", "lo", "hi"}`` (a benchmark's JSON) or objects with those attributes
+(:class:`~searchgym.evaluation.selfplay_results.HeldOutCell`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, Optional, Sequence
+
+__all__ = ["interval_bars"]
+
+
+def _value(cell: Any, key: str) -> Optional[float]:
+    """``cell[key]`` of a mapping or ``cell.key`` of an object; None when absent or not a number."""
+    value = cell.get(key) if isinstance(cell, Mapping) else getattr(cell, key, None)
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+
+
+def interval_bars(
+    ax,
+    stages: Mapping[str, Sequence[Mapping[Any, Any]]],
+    keys: Sequence[Any],
+    names: Optional[Sequence[str]] = None,
+    *,
+    ylabel: Optional[str] = None,
+) -> None:
+    """Grouped bars on ``ax``: per stage (a colour each, in order) and key, the mean over the stage's runs of
+    ``run[key]``; the error bar is one run's 95 % interval (its ``lo``/``hi``, the mean where absent), or the
+    seeds' min-max when there are several. A key a run did not score gets no bar. ``names``: the x labels
+    (default: the keys)."""
+    width = 0.8 / max(1, len(stages))
+    for i, (stage, runs) in enumerate(stages.items()):
+        xs: list[float] = []
+        means: list[float] = []
+        errs: tuple[list[float], list[float]] = ([], [])
+        for j, key in enumerate(keys):
+            cells = [run[key] for run in runs if key in run and _value(run[key], "mean") is not None]
+            if not cells:
+                continue
+            vals = [_value(c, "mean") for c in cells]
+            mean = sum(vals) / len(vals)
+            if len(cells) == 1:
+                lo, hi = (_value(cells[0], k) for k in ("lo", "hi"))
+                lo, hi = mean if lo is None else lo, mean if hi is None else hi
+            else:
+                lo, hi = min(vals), max(vals)
+            xs.append(j + i * width)
+            means.append(mean)
+            errs[0].append(max(0.0, mean - lo))
+            errs[1].append(max(0.0, hi - mean))
+        ax.bar(xs, means, width, yerr=[errs[0], errs[1]], label=stage, capsize=3, color=f"C{i}")
+    ax.set_xticks([j + width * (len(stages) - 1) / 2 for j in range(len(keys))], [str(n) for n in (names or keys)])
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=7)
