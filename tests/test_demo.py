@@ -30,7 +30,7 @@ def _run(tmp_path, *extra):
             "1",
             "--pool-size",
             "20",
-            "--out",
+            "--output-dir",
             str(tmp_path),
             *extra,
         ],

@@ -73,20 +73,8 @@ def test_disjoint_from_the_demo_pool(default_world, bench, monkeypatch, tmp_path
     monkeypatch.setattr(heldout, "training_subgraphs", spy)
     from searchgym.cli import build_parser
 
-    args = build_parser().parse_args(
-        [
-            "demo",
-            "--agent",
-            "scripted",
-            "--games",
-            "1",
-            "--pool-size",
-            "200",
-            "--no-picture",
-            "--output-dir",
-            str(tmp_path),
-        ]
-    )
+    demo = ["demo", "--agent", "scripted", "--games", "1", "--pool-size", "200", "--no-picture"]
+    args = build_parser().parse_args([*demo, "--output-dir", str(tmp_path)])
     assert run_demo(args) == 0
     assert captured and len(captured[0]) == 200
     _assert_disjoint(bench, captured[0], "the demo's pool")
