@@ -45,8 +45,9 @@ RL_STAGES = {
     "grpo_dyna": ("dynasearcher", "GRPO + DynaSearcher"),
 }
 
-#: the cold start at the ``cpu`` size: full fine-tuning (LoRA's rank-8 attention adapter, which the shipped
-#: recipe uses, cannot hold the multi-hop plans; see the README), cosine schedule, held-out-loss early stop
+#: the cold start at the ``cpu`` size: full fine-tuning (a rank-8 attention LoRA cannot hold the multi-hop plans;
+#: the shipped recipe's rank-16 LoRA on every linear layer does, docs/sft.md), cosine schedule, held-out-loss early
+#: stop
 _CPU_SFT = dict(
     lora=False,
     lr=5e-5,
@@ -81,8 +82,10 @@ def _shipped_size() -> dict:
         demo_solver=RECIPE_DEMOS["solver"],
         demo_kg=RECIPE_DEMOS["proposer"],
         demo_vanilla=RECIPE_DEMOS["vanilla"],
+        demo_openings=RECIPE_DEMOS["openings"],
+        demo_proposer_openings=RECIPE_DEMOS["proposer_openings"],
         eval_hops={1: 32, 2: 32, 3: 16},
-        eval_proposer=16,
+        eval_proposer=64,
         base_eval=dict(hops={1: 16, 2: 16, 3: 8}, proposer=8),
         sft=RECIPE_SFT,
         rl=_CPU_RL,

@@ -235,7 +235,7 @@ def _kill_cli_at(cmd, out: Path, at_lines: int) -> None:
         while proc.poll() is None and time.monotonic() < deadline:
             if out.exists() and out.read_bytes().count(b"\n") >= at_lines:
                 break
-            time.sleep(0.2)
+            time.sleep(0.005)  # a whole build takes under a second: a slower poll can miss it
         assert proc.poll() is None, proc.stderr.read().decode()
     finally:
         proc.send_signal(signal.SIGKILL)
@@ -249,7 +249,7 @@ def test_sigkill_and_resume_gives_the_uninterrupted_file(world, tmp_path, worker
     """Kill the CLI at several points with 1, 2 and 4 workers; the resumed file equals an uninterrupted run's."""
     wdir = tmp_path / "world"
     world.save(wdir)
-    n = 400
+    n = 1500  # ~4 subgraphs a millisecond: the kills land mid-build, not after it
     reference = tmp_path / "reference.jsonl"
     build_pool(world, n, seed=1, out=reference, progress=False)
     out = tmp_path / "pool.jsonl"
@@ -268,7 +268,7 @@ def test_sigkill_and_resume_gives_the_uninterrupted_file(world, tmp_path, worker
         "--out",
         str(out),
         "--no-progress",
-        "--workers",
+        "--concurrency",
         str(workers),
     ]
     for at in (5, 60, 150):

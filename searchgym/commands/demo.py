@@ -286,7 +286,7 @@ def live_rl(args, world, model, tok, outdir: Path, out):
             bar.update(1)
             bar.write(
                 f"    step {step + 1}: solver reward {m.get('solver/reward', 0.0):.2f}, groups without signal "
-                f"{m.get('solver/skipped_zero_advantage', 0) // args.rl_group}/{batch}, "
+                f"{batch - round(m.get('solver/groups_with_signal', 0.0) * batch)}/{batch}, "
                 f"{time.perf_counter() - t0:.0f} s",
                 file=out,
             )

@@ -321,7 +321,7 @@ def _run_sequential(work, run: _PoolRun, max_attempts: int) -> None:
             run.commit(work(i))
 
 
-class _RunOver(Exception):
+class _RunOver(SearchGymError):
     """Raised by :class:`_StoppableSelector` inside a speculative extraction once the run returned."""
 
 
