@@ -40,13 +40,13 @@ def interval_bars(
         errs: tuple[list[float], list[float]] = ([], [])
         for j, key in enumerate(keys):
             cells = [run[key] for run in runs if key in run and _value(run[key], "mean") is not None]
-            if not cells:
+            vals = [v for v in (_value(c, "mean") for c in cells) if v is not None]
+            if not vals:
                 continue
-            vals = [_value(c, "mean") for c in cells]
             mean = sum(vals) / len(vals)
             if len(cells) == 1:
-                lo, hi = (_value(cells[0], k) for k in ("lo", "hi"))
-                lo, hi = mean if lo is None else lo, mean if hi is None else hi
+                lo_, hi_ = _value(cells[0], "lo"), _value(cells[0], "hi")
+                lo, hi = mean if lo_ is None else lo_, mean if hi_ is None else hi_
             else:
                 lo, hi = min(vals), max(vals)
             xs.append(j + i * width)
