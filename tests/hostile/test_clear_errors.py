@@ -263,6 +263,9 @@ def _interrupt_after_progress(args: list[str], prefix: str) -> tuple[int, str, s
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        # a test run started as a background job (``make test &``) inherits SIGINT ignored, and Python then
+        # keeps ignoring it: give the command the terminal's default, as a user pressing Ctrl-C has
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert proc.stderr is not None
     seen = ""
