@@ -348,21 +348,19 @@ class _StoppableSelector:
         return getattr(self._inner, name)
 
 
-def _run_concurrent(make_work, run: _PoolRun, concurrency: int, max_attempts: int) -> None:
+def _run_concurrent(work, run: _PoolRun, concurrency: int, max_attempts: int, stop: threading.Event) -> None:
     """Run ``work(i)`` for i = 0, 1, ... on ``concurrency`` threads, committing results in index order.
 
-    ``make_work(selector_wrapper)`` builds ``work``; every selector call goes through a
-    :class:`_StoppableSelector`. Results that complete out of order wait in a buffer until every
-    lower index is committed (or was already done by a resumed run), so the committed indices are
-    always a contiguous prefix: the outcome (and the output file) is the same as a sequential run,
-    only faster, and the same for any worker count on resume. At most ``4 * concurrency`` indices
-    run ahead of the commit point; work past the point where ``run.finished()`` becomes true is
-    speculative and discarded unwritten. On return queued work is cancelled, busy extractions stop
-    at their next selector call and the threads are joined, so no request outlives the call; on an
-    interrupt (Ctrl-C) the threads are not waited for.
+    ``work`` calls its selector through a :class:`_StoppableSelector` on ``stop``, which this sets on
+    return. Results that complete out of order wait in a buffer until every lower index is committed
+    (or was already done by a resumed run), so the committed indices are always a contiguous prefix:
+    the outcome (and the output file) is the same as a sequential run, only faster, and the same for
+    any worker count on resume. At most ``4 * concurrency`` indices run ahead of the commit point;
+    work past the point where ``run.finished()`` becomes true is speculative and discarded unwritten.
+    On return queued work is cancelled, busy extractions stop at their next selector call and the
+    threads are joined, so no request outlives the call; on an interrupt (Ctrl-C) the threads are
+    not waited for.
     """
-    stop = threading.Event()
-    work = make_work(lambda selector: _StoppableSelector(selector, stop))
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="subgraphs")
     inflight: dict = {}
     buffered: dict[int, SeedOutcome] = {}
@@ -489,15 +487,13 @@ def build_pool(
             if ray is not None:
                 run_pool_on_ray(ray, world, selector, config, idx.eligible_seeds, seed, fingerprint, run, max_attempts)
             else:
-                sampler = SeedSampler(idx.eligible_seeds, seed)
-
-                def make_work(wrap=lambda s: s):
-                    return make_extractor(world, wrap(selector), config, sampler, seed, fingerprint)
-
+                stop = threading.Event()  # set when a concurrent run is over: its speculative extractions stop
+                polled = selector if concurrency == 1 else _StoppableSelector(selector, stop)
+                work = make_extractor(world, polled, config, SeedSampler(idx.eligible_seeds, seed), seed, fingerprint)
                 if concurrency == 1:
-                    _run_sequential(make_work(), run, max_attempts)
+                    _run_sequential(work, run, max_attempts)
                 else:
-                    _run_concurrent(make_work, run, concurrency, max_attempts)
+                    _run_concurrent(work, run, concurrency, max_attempts, stop)
         finally:
             bar.close()
     finally:

@@ -39,13 +39,13 @@ def interval_bars(
         means: list[float] = []
         errs: tuple[list[float], list[float]] = ([], [])
         for j, key in enumerate(keys):
-            cells = [run[key] for run in runs if key in run and _value(run[key], "mean") is not None]
-            vals = [v for v in (_value(c, "mean") for c in cells) if v is not None]
-            if not vals:
+            scored = [(run[key], m) for run in runs if key in run and (m := _value(run[key], "mean")) is not None]
+            if not scored:
                 continue
+            vals = [m for _, m in scored]
             mean = sum(vals) / len(vals)
-            if len(cells) == 1:
-                lo_, hi_ = _value(cells[0], "lo"), _value(cells[0], "hi")
+            if len(scored) == 1:
+                lo_, hi_ = _value(scored[0][0], "lo"), _value(scored[0][0], "hi")
                 lo, hi = mean if lo_ is None else lo_, mean if hi_ is None else hi_
             else:
                 lo, hi = min(vals), max(vals)
