@@ -71,6 +71,14 @@ _CPU_SFT = dict(
 #: 2:300``) lowered 2-hop too (``results/learning_cpu_dyna.json``), and 30 binary steps on 2-hop questions
 #: (``--rl-tasks 2:300 --rl-steps 30``) left 2-hop flat to lower (``results/learning_cpu_2hop_30.json``).
 _CPU_RL = dict(steps=10, batch=4, group=4, lr=1e-4, lora=True, tasks={1: 150, 2: 150}, eval_hops={1: 32, 2: 32, 3: 16})
+#: how the CPU-sized cold starts (``cpu``, ``both``, the shipped recipe) are scored and RL-trained alike
+_CPU_SCORING = dict(
+    eval_hops={1: 32, 2: 32, 3: 16},
+    base_eval=dict(hops={1: 16, 2: 16, 3: 8}, proposer=8),
+    rl=_CPU_RL,
+    seeds=(0, 1, 2),
+    max_new_tokens=128,
+)
 
 
 def _shipped_size() -> dict:
@@ -84,13 +92,9 @@ def _shipped_size() -> dict:
         demo_vanilla=RECIPE_DEMOS["vanilla"],
         demo_openings=RECIPE_DEMOS["openings"],
         demo_proposer_openings=RECIPE_DEMOS["proposer_openings"],
-        eval_hops={1: 32, 2: 32, 3: 16},
         eval_proposer=64,
-        base_eval=dict(hops={1: 16, 2: 16, 3: 8}, proposer=8),
         sft=RECIPE_SFT,
-        rl=_CPU_RL,
-        seeds=(0, 1, 2),
-        max_new_tokens=128,
+        **_CPU_SCORING,
     )
 
 
@@ -126,13 +130,9 @@ SIZES = {
         demo_vanilla={},
         demo_openings={2: 250, 3: 200},
         demo_proposer_openings={2: 80, 3: 60},
-        eval_hops={1: 32, 2: 32, 3: 16},
         eval_proposer=32,
-        base_eval=dict(hops={1: 16, 2: 16, 3: 8}, proposer=8),
         sft=_CPU_SFT,
-        rl=_CPU_RL,
-        seeds=(0, 1, 2),
-        max_new_tokens=128,
+        **_CPU_SCORING,
     ),
     # a both-roles cold start small enough to ship: a full fine-tune of the decoder's linear layers only (embeddings
     # and norms frozen, bfloat16 autocast), then a rank-16 LoRA extracted from it (lora_extract; <= 10 MB in fp16),
@@ -145,9 +145,7 @@ SIZES = {
         demo_vanilla={},
         demo_openings={2: 250, 3: 200},
         demo_proposer_openings={2: 100, 3: 80},
-        eval_hops={1: 32, 2: 32, 3: 16},
         eval_proposer=64,
-        base_eval=dict(hops={1: 16, 2: 16, 3: 8}, proposer=8),
         sft={
             **_CPU_SFT,
             "mixed_precision": "bfloat16",
@@ -155,9 +153,7 @@ SIZES = {
             "trainable_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
         },
         extract_rank=16,
-        rl=_CPU_RL,
-        seeds=(0, 1, 2),
-        max_new_tokens=128,
+        **_CPU_SCORING,
     ),
     "gpu": dict(
         demo_solver={1: 600, 2: 1000, 3: 400},
@@ -453,14 +449,14 @@ def plot(results: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from searchgym.evaluation.plots import interval_bars
+    from searchgym.evaluation.plots import hop_bars
 
     stages = list(results["stages"])
     curves = [(st, r["train"]) for st in stages for r in results["stages"][st] if "train" in r]
     fig, axes = plt.subplots(1, 2 if curves else 1, figsize=(12 if curves else 7, 4), squeeze=False)
     ax = axes[0][0]
     by_hops = {st: [r["solver"]["by_hops"] for r in runs] for st, runs in results["stages"].items()}
-    interval_bars(ax, by_hops, [str(h) for h in HOPS], [f"{h}-hop" for h in HOPS], ylabel="held-out exact match")
+    hop_bars(ax, by_hops, HOPS, ylabel="held-out exact match")
     ax.set_title("SmolLM2-135M on held-out searchgym questions")
     if curves:  # RL training exact match per step, one line per seed, a colour per reward
         cax = axes[0][1]

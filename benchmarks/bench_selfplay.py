@@ -626,7 +626,7 @@ def plot(results: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    from searchgym.evaluation.plots import interval_bars
+    from searchgym.evaluation.plots import hop_bars, interval_bars
 
     fig, axes = plt.subplots(2, 3, figsize=(16, 8.5))
     panels = [
@@ -652,11 +652,10 @@ def plot(results: dict, path: Path) -> None:
         ax.legend(fontsize=7)
     stages = {"cold start": [results["cold_start"]]}
     stages.update({arm["label"]: arm["runs"] for arm in results["arms"].values()})
-    interval_bars(
+    hop_bars(
         axes[1][1],
         {st: [r["solver"]["by_hops"] for r in runs] for st, runs in stages.items()},
-        [str(h) for h in HOPS],
-        [f"{h}-hop" for h in HOPS],
+        HOPS,
         ylabel="held-out exact match",
     )
     axes[1][1].set_title("held-out Solver exact match", fontsize=10)

@@ -322,6 +322,26 @@ def test_lora_final_is_merged_or_adapter_with_its_base_recorded(tmp_path, tiny_d
     assert torch.allclose(lm, la, atol=1e-5) and not torch.allclose(lm, lb, atol=1e-3)
 
 
+def test_lora_init_continues_an_adapter_and_refuses_one_of_another_shape(tmp_path, tiny_dir):
+    """lora_init starts the trained LoRA from a saved adapter's weights (the result is still one adapter of that
+    rank: at lr 0 it comes out equal to the one it continued), and an adapter of another rank is refused by name."""
+    pytest.importorskip("peft")
+    from safetensors.torch import load_file
+
+    data = write_demos(tmp_path / "d.jsonl", n=8)
+    kw = dict(model=str(tiny_dir), lora=True, lora_r=4, lora_alpha=8, lora_dropout=0.0, save_adapter=True)
+    first = run_sft(_cfg(tmp_path / "first", data, epochs=1, **kw))
+    again = run_sft(_cfg(tmp_path / "again", data, lora_init=first.final_dir, lr=0.0, max_steps=1, **kw))
+    a = load_file(str(Path(first.final_dir) / "adapter_model.safetensors"))
+    b = load_file(str(Path(again.final_dir) / "adapter_model.safetensors"))
+    assert a.keys() == b.keys() and any(k.endswith("lora_B.weight") and a[k].abs().sum() > 0 for k in a)
+    assert all(torch.equal(a[k], b[k]) for k in a)  # continued from it (a fresh adapter's lora_B is zeros)
+    with pytest.raises(ValueError, match=r"lora_init=.*lora_r=4, the config 8; set lora_r"):
+        run_sft(_cfg(tmp_path / "other", data, lora_init=first.final_dir, **{**kw, "lora_r": 8}))
+    with pytest.raises(ValueError, match="lora_init needs lora=true"):
+        SFTConfig(lora_init=first.final_dir).validate()
+
+
 # ---------------------------------------------------------------- train --init
 def test_train_init_loads_the_cold_start_and_refuses_another_family(tmp_path, tiny_dir):
     data = write_demos(tmp_path / "d.jsonl", n=8)
@@ -405,6 +425,38 @@ def test_rejection_sampling_plays_the_env_and_trains_on_kept_rollouts(tmp_path, 
     samples = [json.loads(x) for x in (tmp_path / "all" / "run" / "round_0" / "samples.jsonl").read_text().splitlines()]
     assert len(samples) == 4 and [s["task"]["id"] for s in samples][0] == samples[1]["task"]["id"]  # G per task
     assert [r["kept"] for r in res.rounds] == [4, 4] and Path(res.final_dir).name == "final"
+    assert open_model(res.final_dir)[0] is not None
+
+
+def test_rejection_sampling_continues_an_adapter_and_replays_demonstrations(tmp_path, tiny_dir, tiny_world):
+    """With lora_init round 0 samples that adapter and trains it on, every round hands its adapter to the next,
+    and the config's data files are replayed in each round next to the kept samples."""
+    pytest.importorskip("peft")
+    from searchgym.world import save_world
+
+    save_world(tiny_world, tmp_path / "world")
+    demos = write_demos(tmp_path / "d.jsonl", n=6)
+    lora = dict(model=str(tiny_dir), lora=True, lora_r=4, lora_alpha=8, lora_dropout=0.0)
+    start = run_sft(_cfg(tmp_path / "start", demos, epochs=1, save_adapter=True, **lora))
+    kw = dict(
+        source="self",
+        env_kwargs={"world": str(tmp_path / "world")},
+        max_turns=2,
+        num_tasks=2,
+        samples_per_task=2,
+        max_new_tokens=12,
+        epochs=1,
+        val_fraction=0.0,
+        reward_threshold=0.0,
+        rounds=2,
+        lora_init=start.final_dir,
+        save_adapter=True,
+    )
+    res = run_sft(_cfg(tmp_path / "rs", demos, **lora, **kw))
+    run = tmp_path / "rs" / "run"
+    assert [r["kept"] for r in res.rounds] == [4 + 6, 4 + 6]  # the samples and the replayed demonstrations
+    for folder in (run / "round_0" / "final", run / "final"):
+        assert (folder / "adapter_model.safetensors").is_file()  # one adapter all the way
     assert open_model(res.final_dir)[0] is not None
 
 

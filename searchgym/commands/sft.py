@@ -5,6 +5,7 @@ Examples::
     searchgym sft --model smollm2 --data demos.jsonl --output-dir runs/sft --lora --set lr=2e-4
     searchgym sft --data export.jsonl --min-reward 1.0 --roles solver --set patience=3
     searchgym sft --source self --model runs/sft/final --rounds 2 --set num_tasks=64
+    searchgym sft --source self --env-id KGProposer-v0 --lora --lora-init shipped-cold-start --data demos.jsonl
     searchgym train --model smollm2 --init runs/sft/final ...      # then RL from the cold start
 """
 
@@ -34,6 +35,7 @@ _FLAGS = {
     "chat_template": "chat_template",
     "env_id": "env_id",
     "threads": "threads",
+    "lora_init": "lora_init",
 }
 
 
@@ -73,6 +75,12 @@ def register(subparsers) -> None:
     p.add_argument("--lora", action="store_true", help="train a LoRA adapter (peft) instead of all weights")
     p.add_argument(
         "--save-adapter", action="store_true", help="with --lora: final/ holds the adapter, not a merged model"
+    )
+    p.add_argument(
+        "--lora-init",
+        metavar="ADAPTER",
+        help="with --lora: continue this adapter folder (or shipped-cold-start) instead of a fresh one; "
+        "--model is its base",
     )
     p.add_argument("--epochs", type=float, help="passes over the data (default 1)")
     p.add_argument("--max-steps", type=int, help="optimizer steps (overrides --epochs)")

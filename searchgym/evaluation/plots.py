@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Optional, Sequence
 
-__all__ = ["interval_bars"]
+__all__ = ["hop_bars", "interval_bars"]
 
 
 def _value(cell: Any, key: str) -> Optional[float]:
@@ -59,3 +59,11 @@ def interval_bars(
         ax.set_ylabel(ylabel)
     ax.set_ylim(0, 1)
     ax.legend(fontsize=7)
+
+
+def hop_bars(
+    ax, stages: Mapping[str, Sequence[Mapping[Any, Any]]], hops: Sequence[Any], *, ylabel: Optional[str] = None
+) -> None:
+    """:func:`interval_bars` of held-out accuracy by hop count: each run maps a hop count (spelt as a string, as
+    the results JSON keys it) to its cell; the bars are labelled ``1-hop``, ``2-hop``, ..."""
+    interval_bars(ax, stages, [str(h) for h in hops], [f"{h}-hop" for h in hops], ylabel=ylabel)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from ..errors import InvalidArgumentError, MissingFileError
-from .plots import interval_bars
+from .plots import hop_bars, interval_bars
 
 __all__ = [
     "HeldOutCell",
@@ -437,12 +437,7 @@ def plot_selfplay_curves(results: SelfPlayResults, path: str | Path) -> Path:
     stages = {"cold start": [results.cold_start]}
     stages.update({arm.label: [r.heldout for r in arm.runs] for arm in results.arms})
     hops = sorted({h for runs in stages.values() for ho in runs for h in ho.solver_by_hop}, key=int)
-    interval_bars(
-        axes[1][0],
-        {s: [ho.solver_by_hop for ho in runs] for s, runs in stages.items()},
-        hops,
-        [f"{h}-hop" for h in hops],
-    )
+    hop_bars(axes[1][0], {s: [ho.solver_by_hop for ho in runs] for s, runs in stages.items()}, hops)
     axes[1][0].set_title("held-out Solver exact match", fontsize=10)
     kg = {
         s: [{"kg": ho.proposer_valid} if ho.proposer_valid is not None else {} for ho in runs]

@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import InvalidArgumentError, MissingFileError
 from .model_config import ModelOptions
 
-__all__ = ["apply_lora", "load_start_policy", "load_weights", "resolve_device", "resolve_init"]
+__all__ = ["apply_lora", "load_lora_init", "load_start_policy", "load_weights", "resolve_device", "resolve_init"]
 
 
 def resolve_device(name: str):
@@ -82,6 +82,40 @@ def apply_lora(model, config: ModelOptions):
         task_type="CAUSAL_LM",
     )
     return get_peft_model(model, cfg)
+
+
+def load_lora_init(model, init: str, config: ModelOptions, fingerprint: dict) -> Path:
+    """Start the LoRA adapter of ``model`` (made by :func:`apply_lora` from ``config``) from the weights of the
+    adapter folder ``init`` (or ``shipped-cold-start``): continuing a LoRA fine-tune keeps the result one adapter
+    of the same rank, where merging it and training a second one would double what ships. Refused, naming the
+    field to change, when the adapter's rank, alpha or target modules differ from ``config``'s or it was trained
+    on another model family (``fingerprint``: the base ``model``'s). Returns the folder used."""
+    import json
+
+    from ..llm.pretrained import check_same_family, read_model_meta
+    from ..llm.weights_check import check_weights_folder
+
+    folder = Path(resolve_init(init))
+    cfg_path = folder / "adapter_config.json"
+    if not cfg_path.is_file():
+        raise MissingFileError(f"lora_init={init}: {folder} holds no adapter_config.json; give a LoRA adapter folder")
+    check_weights_folder(folder)
+    saved = json.loads(cfg_path.read_text())
+    pairs = {
+        "lora_r": (config.lora_r, saved.get("r")),
+        "lora_alpha": (config.lora_alpha, saved.get("lora_alpha")),
+        "lora_target_modules": (sorted(config.lora_target_modules), sorted(saved.get("target_modules") or [])),
+    }
+    for key, (value, other) in pairs.items():
+        if value != other:
+            raise InvalidArgumentError(
+                f"lora_init={init}: the adapter has {key}={other}, the config {value}; set {key} to the adapter's"
+            )
+    expected = read_model_meta(folder).get("fingerprint")
+    if expected:
+        check_same_family(expected, fingerprint, what=f"adapter {folder}", against=f"model {config.model}")
+    load_weights(model, folder, lora=True)
+    return folder
 
 
 def load_weights(model, folder: Path, *, lora: bool) -> None:

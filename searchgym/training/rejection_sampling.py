@@ -4,8 +4,11 @@ Each round samples the current model with :class:`~searchgym.agents.llm_agent.LL
 ordinary play loop (:func:`~searchgym.evaluation.games.play_games`) on ``num_tasks`` tasks of ``env_id``,
 ``samples_per_task`` rollouts each (a single-role env is wrapped in :class:`RepeatTask`; a group env
 gets ``group_size = samples_per_task``), writes them to ``round_<r>/samples.jsonl`` and fine-tunes on
-those with reward >= ``reward_threshold`` (:class:`searchgym.training.sft_trainer.SFTRun` on that file). The next
-round starts from this round's ``final/``; ``<output_dir>/final`` is the last round's model.
+those with reward >= ``reward_threshold`` (:class:`searchgym.training.sft_trainer.SFTRun` on that file, plus the
+config's ``data`` files when it names any: demonstrations replayed in every round, so the skills the sampled env
+does not exercise are kept). The next round starts from this round's ``final/``; ``<output_dir>/final`` is the last
+round's model. With ``lora_init`` (``lora=true``) round 0 samples that adapter and trains it on; every round saves
+its adapter and the next continues it, so the result stays one adapter of the same rank.
 A finished sample file or round is reused on resume, and each round's SFT resumes from its checkpoints.
 """
 
@@ -20,6 +23,7 @@ from pathlib import Path
 import gymnasium as gym
 
 from ..errors import InvalidArgumentError
+from .model_loading import resolve_init
 from .sft_config import SFTConfig, SFTResult
 from .sft_trainer import SFTRun, ensure_chat_template, load_training_data
 
@@ -55,6 +59,8 @@ class RepeatTask(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
 def sample_rollouts(config: SFTConfig, model_name: str, out_path: Path, round_index: int) -> Path:
     """Play the current model on the env and write every finished trajectory to ``out_path`` (atomically)."""
+    import torch
+
     import searchgym.envs  # noqa: F401  (registration)
 
     from ..agents.llm_agent import AgentConfig, LLMAgent
@@ -64,6 +70,8 @@ def sample_rollouts(config: SFTConfig, model_name: str, out_path: Path, round_in
     from ..llm.transformers_backend import TransformersGenerator
     from .model_loading import resolve_device
 
+    if config.threads:  # sampling is most of a round: it keeps the thread budget too
+        torch.set_num_threads(config.threads)
     device = resolve_device(config.device)
     model, tok = open_model(model_name, dtype=config.dtype, cache_dir=config.model_cache_dir)
     ensure_chat_template(tok, config.chat_template, model_name)
@@ -95,23 +103,20 @@ def sample_rollouts(config: SFTConfig, model_name: str, out_path: Path, round_in
 
 
 def round_config(config: SFTConfig, *, model: str, data: str, output_dir: str, last: bool) -> SFTConfig:
-    """The data-source config of one rejection-sampling round."""
-    return replace(
-        config,
-        source="data",
-        model=model,
-        data=[data],
-        output_dir=output_dir,
-        min_reward=config.reward_threshold,
-        save_adapter=config.save_adapter and last,
-    )
+    """The data-source config of one rejection-sampling round: ``model`` is what the round starts from (the
+    previous round's ``final/``; with ``lora_init``, the adapter it continues), ``data`` its sample file, trained
+    on together with the config's own ``data`` files (replayed demonstrations)."""
+    common = dict(source="data", data=[data, *config.data], output_dir=output_dir, min_reward=config.reward_threshold)
+    if config.lora_init:  # the base stays; the adapter carries on, saved every round for the next to continue
+        return replace(config, lora_init=model, save_adapter=config.save_adapter or not last, **common)
+    return replace(config, model=model, save_adapter=config.save_adapter and last, **common)
 
 
 def run_rejection_sampling(config: SFTConfig, *, resume: bool = True) -> SFTResult:
     """``config.rounds`` rounds of sample → keep reward >= threshold → fine-tune; returns the last round's result."""
     out = Path(config.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    current = config.model
+    current = resolve_init(config.lora_init) if config.lora_init else config.model  # what round 0 samples
     rounds: list = []
     result = None
     for r in range(config.rounds):

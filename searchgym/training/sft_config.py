@@ -49,6 +49,17 @@ class SFTConfig(ModelOptions, ConfigIO):
     save_adapter: bool = field(
         default=False, metadata={"help": "With lora=true: final/ holds the LoRA adapter instead of the merged model."}
     )
+    lora_init: str | None = field(
+        default=None,
+        metadata={
+            "help": (
+                "With lora=true: a LoRA adapter folder (or shipped-cold-start) whose weights start the trained adapter "
+                "instead of fresh ones -- continues a LoRA fine-tune (e.g. the shipped cold start) so the result is "
+                "still one adapter of the same size; model must be its base, and lora_r, lora_alpha and "
+                "lora_target_modules must match it. With source=self, rounds sample from it."
+            )
+        },
+    )
     trainable_modules: list | None = field(
         default=None,
         metadata={
@@ -71,7 +82,12 @@ class SFTConfig(ModelOptions, ConfigIO):
     )
     data: list = field(
         default_factory=list,
-        metadata={"help": "Demonstration, trajectory or env-export JSONL files to train on (source=data)."},
+        metadata={
+            "help": (
+                "Demonstration, trajectory or env-export JSONL files to train on (source=data); with source=self, "
+                "replayed in every round next to the kept samples."
+            )
+        },
     )
     val_data: list = field(
         default_factory=list,
@@ -252,6 +268,8 @@ class SFTConfig(ModelOptions, ConfigIO):
             raise InvalidArgumentError(f"max_steps={self.max_steps} must be >= 1 (or null: epochs decide)")
         if not 0 <= self.val_fraction < 1:
             raise InvalidArgumentError(f"val_fraction={self.val_fraction} must be in [0, 1)")
+        if self.lora_init and not self.lora:
+            raise InvalidArgumentError("lora_init needs lora=true (it starts the trained LoRA adapter); add --lora")
         if self.save_adapter and not self.lora:
             raise InvalidArgumentError("save_adapter=true needs lora=true (a full fine-tune has no adapter to save)")
         if self.patience and not (self.val_data or self.val_fraction > 0):

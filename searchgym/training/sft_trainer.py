@@ -126,7 +126,7 @@ class SFTRun:
 
         from ..llm.pretrained import model_fingerprint, open_model
         from ..llm.sequences import encode_trajectory
-        from .model_loading import apply_lora, resolve_device
+        from .model_loading import apply_lora, load_lora_init, resolve_device
 
         self.config = c = config
         self.device = resolve_device(c.device)
@@ -145,6 +145,8 @@ class SFTRun:
         if c.lora:
             with self._seeded(c.seed):  # the adapter's initial weights come from the seed
                 model = apply_lora(model, c)
+            if c.lora_init:  # ... or from an adapter this run continues
+                logger.info("LoRA adapter starts from %s", load_lora_init(model, c.lora_init, c, self.fingerprint))
             if c.gradient_checkpointing:
                 model.enable_input_require_grads()
         elif c.trainable_modules:
