@@ -32,3 +32,14 @@ def test_the_pool_plays_the_given_hop_counts_in_order_on_the_training_side():
 def test_the_small_recipe_sizes_play_two_then_three_hops(size):
     assert recipe_config("kg-wcr", size).env_kwargs["pool_hops"] == [2, 3]
     assert "pool_hops" not in recipe_config("kg-wcr", "paper").env_kwargs  # the paper's own pool
+
+
+@pytest.mark.parametrize("env_id", ["KGSolver-v0", "KGProposer-v0"])
+def test_the_single_role_envs_take_the_same_hop_counts(env_id):
+    """``pool_hops`` on a single-role env draws its targets from the same training-side pool (how a rejection-
+    sampling round of the cold start samples the Proposer on 2- and 3-hop targets without touching held-out ones)."""
+    world = default_world()
+    env = gym.make(env_id, world=world, pool_hops=[2, 3])
+    targets = [t.subgraph for t in env.unwrapped.tasks]
+    assert [s.id for s in targets] == [s.id for s in hop_curriculum_pool(world, [2, 3])]
+    assert not any(is_heldout_answer(world, s.path[-1]) for s in targets)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import random
 from pathlib import Path
-from typing import Any, Mapping, Optional, TypeVar, Union
+from typing import Any, Mapping, Optional, Sequence, TypeVar, Union
 
 import gymnasium as gym
 
@@ -49,11 +49,19 @@ DEFAULT_PROPOSER_SEARCHES = 3  # n shown to the Proposer when the task has no su
 InfoT = TypeVar("InfoT", bound=Mapping[str, Any])
 
 
-def resolve_tasks(world: World, tasks: Any, pool: Any = None, order: str = "curriculum", seed: int = 0) -> TaskSource:
+def resolve_tasks(
+    world: World,
+    tasks: Any,
+    pool: Any = None,
+    order: str = "curriculum",
+    seed: int = 0,
+    hops: Optional[Sequence[int]] = None,
+) -> TaskSource:
     """A task source: given; a JSONL path → :class:`JsonlTaskSource`; a list of Tasks →
-    :class:`ListTaskSource`; ``None`` → :class:`SubgraphTaskSource` over ``pool`` (default pool)."""
+    :class:`ListTaskSource`; ``None`` → :class:`SubgraphTaskSource` over ``pool`` (default pool; ``hops``:
+    the training-side pool of those path lengths, as :func:`~searchgym.envs.resources.resolve_pool`)."""
     if tasks is None:
-        return SubgraphTaskSource(resources.resolve_pool(world, pool, order, seed), world)
+        return SubgraphTaskSource(resources.resolve_pool(world, pool, order, seed, hops=hops), world)
     if isinstance(tasks, (str, Path)):
         return JsonlTaskSource(tasks)
     if isinstance(tasks, (list, tuple)):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections import deque
-from typing import Any, Optional, Union
+from typing import Any, Optional, Sequence, Union
 
 from ..core.info import ProposerInfo
 from ..core.rewards import RewardEvent
@@ -185,7 +185,7 @@ class ProposerValidation:
 class KGProposerEnv(SingleRolloutEnv):
     """One Proposer episode per reset.
 
-    ``tasks``/``pool``: as for ``KGSolver-v0`` (answer targets; KG mode needs tasks with a
+    ``tasks``/``pool``/``pool_hops``: as for ``KGSolver-v0`` (answer targets; KG mode needs tasks with a
     subgraph). ``mode``: ``"kg"`` or ``"vanilla"``. ``verifier``, ``filter_config``, ``n_noise``,
     ``noise_window``: see :class:`ProposerValidation`. Observation/action: text, as for the Solver.
     """
@@ -196,6 +196,7 @@ class KGProposerEnv(SingleRolloutEnv):
         tasks: Any = None,
         *,
         pool: Any = None,
+        pool_hops: Optional[Sequence[int]] = None,
         mode: str = "kg",
         verifier: VerifierArg = VERIFIER_DEFAULT,
         filter_config: Any = None,
@@ -207,7 +208,7 @@ class KGProposerEnv(SingleRolloutEnv):
             raise InvalidArgumentError(f"mode must be one of {PROPOSER_MODES}, got {mode!r}")
         super().__init__(world, **kwargs)
         self.mode = mode
-        self.tasks = resolve_tasks(self.world, tasks, pool)
+        self.tasks = resolve_tasks(self.world, tasks, pool, hops=pool_hops)
         self.validation = ProposerValidation(
             self.world, verifier=verifier, filter_config=filter_config, n_noise=n_noise, noise_window=noise_window
         )

@@ -10,7 +10,7 @@ any gold alias by default; pass ``judge=LLMJudge(generator)`` for SSP's LLM judg
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Optional, Sequence
 
 from ..core.rewards import RewardEvent
 from ..core.types import Task
@@ -31,14 +31,23 @@ class KGSolverEnv(SingleRolloutEnv):
 
     ``tasks``: a :class:`~searchgym.tasks.sources.TaskSource`, a JSONL path of QA pairs, a list of
     :class:`Task`, or ``None`` (template questions over ``pool``; default: the world's cached
-    heuristic pool in curriculum order). Tasks are drawn uniformly with the episode's seeded RNG;
+    heuristic pool in curriculum order; ``pool_hops``: training-side subgraphs of those path lengths instead,
+    as for ``KGSelfPlay-v0``). Tasks are drawn uniformly with the episode's seeded RNG;
     ``reset(options={"task": task})`` plays a given task and ``options={"index": i}`` task ``i``.
     See :class:`~searchgym.envs.base.TextEnvBase` for the other arguments.
     """
 
-    def __init__(self, world=None, tasks: Any = None, *, pool: Any = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        world=None,
+        tasks: Any = None,
+        *,
+        pool: Any = None,
+        pool_hops: Optional[Sequence[int]] = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(world, **kwargs)
-        self.tasks = resolve_tasks(self.world, tasks, pool)
+        self.tasks = resolve_tasks(self.world, tasks, pool, hops=pool_hops)
         self.observation_space = text_space()
         self.action_space = text_space()
 
