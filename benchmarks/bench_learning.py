@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -84,7 +85,7 @@ _CPU_SCORING = dict(
 def _shipped_size() -> dict:
     """The shipped adapter's recipe (``searchgym.training.cold_start.RECIPE_DEMOS`` / ``RECIPE_SFT``), scored like
     the other sizes: ``--size shipped --check-shipped`` re-makes the adapter and compares it with the shipped one."""
-    from searchgym.training.cold_start import RECIPE_DEMOS, RECIPE_SFT
+    from searchgym.training.cold_start import RECIPE_DEMOS, RECIPE_REPLAY, RECIPE_RFT, RECIPE_SFT
 
     return dict(
         demo_solver=RECIPE_DEMOS["solver"],
@@ -94,6 +95,8 @@ def _shipped_size() -> dict:
         demo_proposer_openings=RECIPE_DEMOS["proposer_openings"],
         eval_proposer=64,
         sft=RECIPE_SFT,
+        replay=RECIPE_REPLAY,
+        rft=RECIPE_RFT,
         **_CPU_SCORING,
     )
 
@@ -211,6 +214,39 @@ def stage_sft(size: dict, work: Path, device: str, demos: dict) -> dict:
         seed=0,
         progress=True,
         **{"max_tokens": 1024, "save_every": 20, **size["sft"]},  # a size's own settings win
+    )
+    t0 = time.perf_counter()
+    result = run_sft(cfg)
+    out = {**asdict(result), "seconds": round(time.perf_counter() - t0, 1), "torch_threads": _threads()}
+    meta.write_text(json.dumps(out, indent=1, default=str))
+    return out
+
+
+def stage_rft(size: dict, work: Path, device: str, world, sft_final: str) -> dict:
+    """A size's rejection-sampling round on top of the SFT adapter (``size["rft"]``: ``SFTConfig`` fields with
+    ``source="self"``; ``size["replay"]``: demonstrations per role replayed next to the kept samples, made with
+    seed 1); the adapter carries on (``lora_init``). Cached in ``work/rft.json``, resumable."""
+    from searchgym.training.demonstrations import demonstrations_by_hops
+    from searchgym.training.sft import run_sft
+    from searchgym.training.sft_trainer import SFTConfig
+
+    meta = work / "rft.json"
+    if meta.is_file():
+        return json.loads(meta.read_text())
+    replay = work / "replay.jsonl"
+    if not replay.is_file():
+        tmp = replay.with_name(replay.name + ".tmp")
+        demonstrations_by_hops(world, tmp, **size["replay"], seed=1)
+        os.replace(tmp, replay)
+    cfg = SFTConfig(
+        model="smollm2",
+        device=device,
+        data=[str(replay)],
+        lora_init=sft_final,
+        output_dir=str(work / "rft"),
+        seed=0,
+        progress=True,
+        **size["rft"],
     )
     t0 = time.perf_counter()
     result = run_sft(cfg)
@@ -557,6 +593,9 @@ def main() -> None:
                 "final_dir",
             )
         }
+        if "rft" in size:  # a rejection-sampling round continues the adapter: the cold start is its result
+            results["rft"] = rft = stage_rft(size, work, args.device, world, sft["final_dir"])
+            sft = {**sft, "final_dir": rft["final_dir"]}
         if "extract_rank" in size:  # the shippable form is what gets scored
             results["extract"] = extract = stage_extract(size, work, sft["final_dir"])
             label = f"cold start (rank-{size['extract_rank']} LoRA)"

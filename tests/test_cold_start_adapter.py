@@ -49,21 +49,27 @@ def test_ship_adapter_stores_float16_weights_that_load_and_match(tmp_path):
 
 
 def test_the_recipe_commands_parse_to_the_recipe_settings():
-    """RECIPE is what a user copies; RECIPE_DEMOS / RECIPE_SFT are what the benchmark re-runs: the real
-    command-line parsers must read the one as the other."""
+    """RECIPE is what a user copies; RECIPE_DEMOS / RECIPE_SFT / RECIPE_REPLAY / RECIPE_RFT are what the benchmark
+    re-runs: the real command-line parsers must read the one as the other."""
     import shlex
 
     from searchgym.cli import build_parser
     from searchgym.commands.sft import resolve_sft_config
-    from searchgym.training.cold_start import RECIPE, RECIPE_DEMOS, RECIPE_SFT
+    from searchgym.training.cold_start import RECIPE, RECIPE_DEMOS, RECIPE_REPLAY, RECIPE_RFT, RECIPE_SFT
 
-    demos_cmd, sft_cmd, ship_cmd = RECIPE
+    demos_cmd, sft_cmd, replay_cmd, rft_cmd, ship_cmd = RECIPE
     parser = build_parser()
-    demos = parser.parse_args(shlex.split(demos_cmd)[1:])
-    for role, counts in RECIPE_DEMOS.items():
-        assert getattr(demos, role) == ",".join(f"{h}:{n}" for h, n in counts.items())
+    for cmd, counts_by_role, seed in ((demos_cmd, RECIPE_DEMOS, 0), (replay_cmd, RECIPE_REPLAY, 1)):
+        demos = parser.parse_args(shlex.split(cmd)[1:])
+        for role, counts in counts_by_role.items():
+            assert getattr(demos, role) == ",".join(f"{h}:{n}" for h, n in counts.items())
+        assert demos.seed == seed
     cfg = resolve_sft_config(parser.parse_args(shlex.split(sft_cmd)[1:]))
     for key, value in RECIPE_SFT.items():
         assert getattr(cfg, key) == value, key
     assert cfg.model == "smollm2" and cfg.data == ["runs/cold_start/demos.jsonl"]
-    assert "ship_adapter('runs/cold_start/sft/final')" in ship_cmd
+    rft = resolve_sft_config(parser.parse_args(shlex.split(rft_cmd)[1:]))
+    for key, value in RECIPE_RFT.items():
+        assert getattr(rft, key) == value, key
+    assert rft.lora_init == "runs/cold_start/sft/final" and rft.data == ["runs/cold_start/replay.jsonl"]
+    assert "ship_adapter('runs/cold_start/rft/final')" in ship_cmd
