@@ -314,7 +314,10 @@ SIZES: dict[str, dict[str, Any]] = {
         max_prompt_tokens=2048,
         max_response_tokens=1024,
         max_batch_generate=16,
-        micro_batch_size=4,
+        # 2 sequences a forward/backward: the update's activations are ~1.4 MB per token (30 layers, fp32), and at 4
+        # a micro-batch of 3-hop games (~2,000 tokens each) peaked at 13.5 GB and was OOM-killed with two runs on a
+        # 23.5 GB machine (2026-11-27); the same maths (gradient accumulation)
+        micro_batch_size=2,
         lr=1e-4,
         warmup_steps=0,
         lora=True,
