@@ -1,21 +1,24 @@
 """Rejection-sampling fine-tuning (``searchgym sft --source self``): sample, keep the good rollouts, fine-tune.
 
-Each round samples the current model with :class:`~searchgym.agents.llm_agent.LLMAgent` through the
-ordinary play loop (:func:`~searchgym.evaluation.games.play_games`) on ``num_tasks`` tasks of ``env_id``,
-``samples_per_task`` rollouts each (a single-role env is wrapped in :class:`RepeatTask`; a group env
-gets ``group_size = samples_per_task``), writes them to ``round_<r>/samples.jsonl`` and fine-tunes on
-those with reward >= ``reward_threshold`` (:class:`searchgym.training.sft_trainer.SFTRun` on that file, plus the
-config's ``data`` files when it names any: demonstrations replayed in every round, so the skills the sampled env
-does not exercise are kept). The next round starts from this round's ``final/``; ``<output_dir>/final`` is the last
-round's model. With ``lora_init`` (``lora=true``) round 0 samples that adapter and trains it on; every round saves
-its adapter and the next continues it, so the result stays one adapter of the same rank.
+Each round samples the current model with :class:`~searchgym.agents.llm_agent.LLMAgent` through the batch
+runner on ``num_tasks`` tasks of ``env_id``, ``samples_per_task`` rollouts each (a single-role env plays them as
+separate episodes, up to ``max_batch_generate`` in flight so each turn is one batched call; a group env gets
+``group_size = samples_per_task`` and the ordinary play loop, :func:`~searchgym.evaluation.games.play_games`),
+writes them to ``round_<r>/samples.jsonl`` and fine-tunes on those with reward >= ``reward_threshold``
+(:class:`searchgym.training.sft_trainer.SFTRun` on that file, plus the config's ``data`` files when it names any:
+demonstrations replayed in every round, so the skills the sampled env does not exercise are kept). The next round
+starts from this round's ``final/``; ``<output_dir>/final`` is the last round's model. With ``lora_init``
+(``lora=true``) round 0 samples that adapter and trains it on; every round saves its adapter and the next
+continues it, so the result stays one adapter of the same rank.
 A finished sample file or round is reused on resume, and each round's SFT resumes from its checkpoints.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import random
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -28,33 +31,6 @@ from .sft_config import SFTConfig, SFTResult
 from .sft_trainer import SFTRun, ensure_chat_template, load_training_data
 
 logger = logging.getLogger(__name__)
-
-
-class RepeatTask(gym.Wrapper, gym.utils.RecordConstructorArgs):
-    """Play each task of a single-role env ``times`` times in a row (G samples per task).
-
-    Every ``times``-th reset draws the next task from the wrapped env as usual; the resets in between
-    pass ``options={"task": task}`` to replay the same one.
-    """
-
-    def __init__(self, env, times: int) -> None:
-        gym.utils.RecordConstructorArgs.__init__(self, times=times)  # gym.make(env.spec) rebuilds it
-        super().__init__(env)
-        if times < 1:
-            raise InvalidArgumentError(f"times={times} must be >= 1")
-        self.times = int(times)
-        self._count = 0
-        self._task = None
-
-    def reset(self, *, seed=None, options=None):
-        """Next task every ``times`` resets, else the current task again."""
-        if self._count % self.times == 0 or self._task is None:
-            obs, info = super().reset(seed=seed, options=options)
-            self._task = info["task"]
-        else:
-            obs, info = super().reset(seed=seed, options={**(options or {}), "task": self._task})
-        self._count += 1
-        return obs, info
 
 
 def sample_rollouts(config: SFTConfig, model_name: str, out_path: Path, round_index: int) -> Path:
@@ -84,22 +60,59 @@ def sample_rollouts(config: SFTConfig, model_name: str, out_path: Path, round_in
         generator, config=AgentConfig(max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=seed)
     )
     kwargs = {"max_turns": config.max_turns, **config.env_kwargs}
-    if env_spec(config.env_id).group:
-        kwargs.setdefault("group_size", config.samples_per_task)
-        env, games = gym.make(config.env_id, **kwargs), config.num_tasks
-    else:
-        env, games = (
-            RepeatTask(gym.make(config.env_id, **kwargs), config.samples_per_task),
-            config.num_tasks * config.samples_per_task,
-        )
     tmp = out_path.with_name(out_path.name + ".tmp")
-    logger.info("round %d: sampling %d games of %s with %s", round_index, games, config.env_id, model_name)
+    logger.info("round %d: sampling %s with %s", round_index, config.env_id, model_name)
+    if not env_spec(config.env_id).group:
+        _sample_batched(config, agent, kwargs, tmp, seed, f"round {round_index}: sampling {config.env_id}")
+        os.replace(tmp, out_path)
+        return out_path
+    kwargs.setdefault("group_size", config.samples_per_task)  # a group env samples its G rollouts itself
+    env = gym.make(config.env_id, **kwargs)
     try:
-        play_games(env, agent, games, export_path=tmp, seed=seed)
+        play_games(env, agent, config.num_tasks, export_path=tmp, seed=seed)
     finally:
         env.close()
     os.replace(tmp, out_path)
     return out_path
+
+
+def _sample_batched(config: SFTConfig, agent, kwargs: dict, path: Path, seed: int, desc: str) -> None:
+    """A single-role env's samples: ``num_tasks`` tasks drawn with ``seed`` from its task source, each played
+    ``samples_per_task`` times, with up to ``max_batch_generate`` episodes in flight (an env each) so that every
+    pending turn goes to the model in one batch; each episode is reset with a seed made from ``seed``, its task
+    and its sample number. The samples are a function of the config (``max_batch_generate`` included: it sets
+    which rows share a sampling call). One trajectory per line, as ``play_games`` exports them."""
+    from ..core.progress import Progress
+    from ..core.rng_state import stable_seed
+    from ..evaluation.batch_runner import BatchRunner, EpisodeStart
+    from ..tasks.tasksets import task_key
+
+    runs = config.num_tasks * config.samples_per_task
+    envs = [gym.make(config.env_id, **kwargs) for _ in range(min(config.max_batch_generate, runs))]
+    rng = random.Random(seed)
+    tasks = [envs[0].unwrapped.tasks.sample(rng) for _ in range(config.num_tasks)]
+    starts = (
+        EpisodeStart(key=(task_key(t), k), seed=stable_seed(seed, task_key(t), k), options={"task": t})
+        for t in tasks
+        for k in range(config.samples_per_task)
+    )
+    bar = Progress(runs, desc, unit="rollout", enabled=config.progress)
+    try:
+        with open(path, "w") as fh:
+
+            def finished(episodes) -> None:
+                for ep in episodes:
+                    traj = ep.info["trajectory"]
+                    rec = traj.to_dict()
+                    rec.update(game=bar.count, event_reward=traj.reward, slot=None)
+                    fh.write(json.dumps(rec, default=str) + "\n")
+                    bar.update(1)
+
+            BatchRunner(envs).play(agent, starts, on_finished=finished, keep=False)
+    finally:
+        bar.close()
+        for env in envs:
+            env.close()
 
 
 def round_config(config: SFTConfig, *, model: str, data: str, output_dir: str, last: bool) -> SFTConfig:
