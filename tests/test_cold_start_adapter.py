@@ -49,27 +49,40 @@ def test_ship_adapter_stores_float16_weights_that_load_and_match(tmp_path):
 
 
 def test_the_recipe_commands_parse_to_the_recipe_settings():
-    """RECIPE is what a user copies; RECIPE_DEMOS / RECIPE_SFT / RECIPE_REPLAY / RECIPE_RFT are what the benchmark
-    re-runs: the real command-line parsers must read the one as the other."""
+    """RECIPE is what a user copies; RECIPE_DEMOS / RECIPE_SFT are what the benchmark re-runs: the real
+    command-line parsers must read the one as the other."""
     import shlex
 
     from searchgym.cli import build_parser
     from searchgym.commands.sft import resolve_sft_config
-    from searchgym.training.cold_start import RECIPE, RECIPE_DEMOS, RECIPE_REPLAY, RECIPE_RFT, RECIPE_SFT
+    from searchgym.training.cold_start import RECIPE, RECIPE_DEMOS, RECIPE_SFT
 
-    demos_cmd, sft_cmd, replay_cmd, rft_cmd, ship_cmd = RECIPE
+    demos_cmd, sft_cmd, ship_cmd = RECIPE
     parser = build_parser()
-    for cmd, counts_by_role, seed in ((demos_cmd, RECIPE_DEMOS, 0), (replay_cmd, RECIPE_REPLAY, 1)):
-        demos = parser.parse_args(shlex.split(cmd)[1:])
-        for role, counts in counts_by_role.items():
-            assert getattr(demos, role) == ",".join(f"{h}:{n}" for h, n in counts.items())
-        assert demos.seed == seed
+    demos = parser.parse_args(shlex.split(demos_cmd)[1:])
+    for role, counts in RECIPE_DEMOS.items():
+        assert getattr(demos, role) == ",".join(f"{h}:{n}" for h, n in counts.items())
     cfg = resolve_sft_config(parser.parse_args(shlex.split(sft_cmd)[1:]))
     for key, value in RECIPE_SFT.items():
         assert getattr(cfg, key) == value, key
     assert cfg.model == "smollm2" and cfg.data == ["runs/cold_start/demos.jsonl"]
-    rft = resolve_sft_config(parser.parse_args(shlex.split(rft_cmd)[1:]))
-    for key, value in RECIPE_RFT.items():
-        assert getattr(rft, key) == value, key
-    assert rft.lora_init == "runs/cold_start/sft/final" and rft.data == ["runs/cold_start/replay.jsonl"]
-    assert "ship_adapter('runs/cold_start/rft/final')" in ship_cmd
+    assert "ship_adapter('runs/cold_start/sft/final')" in ship_cmd
+
+
+def test_the_rejection_sampling_size_continues_the_shipped_adapters_shape(tmp_path):
+    """``bench_learning.py --size shipped-rft`` runs its round on the SFT adapter of the shipped recipe: the round's
+    settings are a valid ``--source self`` config whose LoRA shape is the recipe's, so ``lora_init`` accepts it."""
+    import importlib
+
+    from searchgym.training.cold_start import RECIPE_SFT
+    from searchgym.training.sft_config import SFTConfig
+    from tests.support.selfplay_bench import bench_selfplay
+
+    bench_selfplay()  # puts benchmarks/ on sys.path
+    bl = importlib.import_module("bench_learning")
+    size = bl._shipped_rft_size()
+    cfg = SFTConfig(model="smollm2", lora_init=str(tmp_path / "sft" / "final"), data=["replay.jsonl"], **size["rft"])
+    assert cfg.source == "self" and cfg.env_id == "KGProposer-v0" and cfg.env_kwargs["pool_hops"] == [2, 3]
+    for key in ("lora_r", "lora_alpha", "lora_target_modules", "lora_dropout"):
+        assert getattr(cfg, key) == RECIPE_SFT[key]
+    assert set(size["replay"]) <= {"solver", "proposer"} and size["sft"] == RECIPE_SFT

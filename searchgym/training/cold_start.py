@@ -18,8 +18,6 @@ __all__ = [
     "SHIPPED_ADAPTER",
     "RECIPE",
     "RECIPE_DEMOS",
-    "RECIPE_REPLAY",
-    "RECIPE_RFT",
     "RECIPE_SFT",
     "shipped_adapter",
     "load_cold_start",
@@ -64,37 +62,6 @@ RECIPE_SFT = {
 }
 
 
-#: the rejection-sampling round on top (``searchgym sft --source self``): the SFT adapter plays ``KGProposer-v0`` on
-#: training-side 2- and 3-hop targets (``pool_hops``), its verified questions (reward 1) are kept and the same adapter
-#: (``lora_init``) is trained on them next to a few replayed demonstrations of both roles (:data:`RECIPE_REPLAY`,
-#: ``--seed 1``: other tasks than the first stage's), so the Proposer learns from what it writes itself while the
-#: Solver keeps what it had
-RECIPE_REPLAY = {"solver": {1: 80, 2: 80, 3: 40}, "proposer": {2: 30, 3: 30}}
-RECIPE_RFT = {
-    "source": "self",
-    "env_id": "KGProposer-v0",
-    "env_kwargs": {"pool_hops": [2, 3], "mode": "kg", "retriever": "bm25:passages=2", "top_k": 3},
-    "max_turns": 5,
-    "num_tasks": 80,
-    "samples_per_task": 3,
-    "max_new_tokens": 128,
-    "temperature": 1.0,
-    "reward_threshold": 1.0,
-    **{k: v for k, v in RECIPE_SFT.items() if k.startswith("lora") or k == "save_adapter"},  # the adapter's shape
-    "lr": 2e-4,
-    "lr_schedule": "cosine",
-    "warmup_steps": 2,
-    "epochs": 1.0,
-    "batch_size": 8,
-    "micro_batch_size": 4,
-    "mixed_precision": "bfloat16",
-    "eval_every": 20,
-    "save_every": 10,
-    "max_tokens": 1024,
-    "val_fraction": 0.05,
-}
-
-
 def _hops(counts: dict) -> str:
     return ",".join(f"{h}:{n}" for h, n in counts.items()) or "''"
 
@@ -111,11 +78,7 @@ RECIPE = (
     + " ".join(f"--{role.replace('_', '-')} {_hops(counts)}" for role, counts in RECIPE_DEMOS.items()),
     "searchgym sft --model smollm2 --data runs/cold_start/demos.jsonl --output-dir runs/cold_start/sft "
     + _sft_args(RECIPE_SFT),
-    "searchgym demos --out runs/cold_start/replay.jsonl --seed 1 "
-    + " ".join(f"--{role} {_hops(counts)}" for role, counts in RECIPE_REPLAY.items()),
-    "searchgym sft --model smollm2 --lora-init runs/cold_start/sft/final --data runs/cold_start/replay.jsonl "
-    "--output-dir runs/cold_start/rft " + _sft_args(RECIPE_RFT),
-    "python -c \"from searchgym.training.cold_start import ship_adapter; ship_adapter('runs/cold_start/rft/final')\"",
+    "python -c \"from searchgym.training.cold_start import ship_adapter; ship_adapter('runs/cold_start/sft/final')\"",
 )
 
 

@@ -90,7 +90,8 @@ def _sample_batched(config: SFTConfig, agent, kwargs: dict, path: Path, seed: in
     runs = config.num_tasks * config.samples_per_task
     envs = [gym.make(config.env_id, **kwargs) for _ in range(min(config.max_batch_generate, runs))]
     rng = random.Random(seed)
-    tasks = [envs[0].unwrapped.tasks.sample(rng) for _ in range(config.num_tasks)]
+    source = envs[0].get_wrapper_attr("tasks")
+    tasks = [source.sample(rng) for _ in range(config.num_tasks)]
     starts = (
         EpisodeStart(key=(task_key(t), k), seed=stable_seed(seed, task_key(t), k), options={"task": t})
         for t in tasks
@@ -119,10 +120,12 @@ def round_config(config: SFTConfig, *, model: str, data: str, output_dir: str, l
     """The data-source config of one rejection-sampling round: ``model`` is what the round starts from (the
     previous round's ``final/``; with ``lora_init``, the adapter it continues), ``data`` its sample file, trained
     on together with the config's own ``data`` files (replayed demonstrations)."""
-    common = dict(source="data", data=[data, *config.data], output_dir=output_dir, min_reward=config.reward_threshold)
+    sft = replace(
+        config, source="data", data=[data, *config.data], output_dir=output_dir, min_reward=config.reward_threshold
+    )
     if config.lora_init:  # the base stays; the adapter carries on, saved every round for the next to continue
-        return replace(config, lora_init=model, save_adapter=config.save_adapter or not last, **common)
-    return replace(config, model=model, save_adapter=config.save_adapter and last, **common)
+        return replace(sft, lora_init=model, save_adapter=config.save_adapter or not last)
+    return replace(sft, model=model, save_adapter=config.save_adapter and last)
 
 
 def run_rejection_sampling(config: SFTConfig, *, resume: bool = True) -> SFTResult:
