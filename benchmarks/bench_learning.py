@@ -237,23 +237,31 @@ def stage_demos(world, size: dict, work: Path) -> dict:
 
 def stage_sft(size: dict, work: Path, device: str, demos: dict) -> dict:
     """Cold start: SFT on the demonstrations (resumes from its own checkpoints)."""
-    from searchgym.training.sft import run_sft
     from searchgym.training.sft_trainer import SFTConfig
 
-    meta = work / "sft.json"
+    return _sft_stage(
+        work / "sft.json",
+        lambda: SFTConfig(
+            model="smollm2",
+            device=device,
+            data=[demos["path"]],
+            output_dir=str(work / "sft"),
+            seed=0,
+            progress=True,
+            **{"max_tokens": 1024, "save_every": 20, **size["sft"]},  # a size's own settings win
+        ),
+    )
+
+
+def _sft_stage(meta: Path, config) -> dict:
+    """Run the SFT (or rejection-sampling) config ``config()`` makes, recording its result, time and threads in
+    ``meta``; a stage whose ``meta`` exists is done and returns it."""
+    from searchgym.training.sft import run_sft
+
     if meta.is_file():
         return json.loads(meta.read_text())
-    cfg = SFTConfig(
-        model="smollm2",
-        device=device,
-        data=[demos["path"]],
-        output_dir=str(work / "sft"),
-        seed=0,
-        progress=True,
-        **{"max_tokens": 1024, "save_every": 20, **size["sft"]},  # a size's own settings win
-    )
     t0 = time.perf_counter()
-    result = run_sft(cfg)
+    result = run_sft(config())
     out = {**asdict(result), "seconds": round(time.perf_counter() - t0, 1), "torch_threads": _threads()}
     meta.write_text(json.dumps(out, indent=1, default=str))
     return out
@@ -264,32 +272,26 @@ def stage_rft(size: dict, work: Path, device: str, world, sft_final: str) -> dic
     ``source="self"``; ``size["replay"]``: demonstrations per role replayed next to the kept samples, made with
     seed 1); the adapter carries on (``lora_init``). Cached in ``work/rft.json``, resumable."""
     from searchgym.training.demonstrations import demonstrations_by_hops
-    from searchgym.training.sft import run_sft
     from searchgym.training.sft_trainer import SFTConfig
 
-    meta = work / "rft.json"
-    if meta.is_file():
-        return json.loads(meta.read_text())
     replay = work / "replay.jsonl"
-    if not replay.is_file():
+    if not replay.is_file() and not (work / "rft.json").is_file():
         tmp = replay.with_name(replay.name + ".tmp")
         demonstrations_by_hops(world, tmp, **size["replay"], seed=1)
         os.replace(tmp, replay)
-    cfg = SFTConfig(
-        model="smollm2",
-        device=device,
-        data=[str(replay)],
-        lora_init=sft_final,
-        output_dir=str(work / "rft"),
-        seed=0,
-        progress=True,
-        **size["rft"],
+    return _sft_stage(
+        work / "rft.json",
+        lambda: SFTConfig(
+            model="smollm2",
+            device=device,
+            data=[str(replay)],
+            lora_init=sft_final,
+            output_dir=str(work / "rft"),
+            seed=0,
+            progress=True,
+            **size["rft"],
+        ),
     )
-    t0 = time.perf_counter()
-    result = run_sft(cfg)
-    out = {**asdict(result), "seconds": round(time.perf_counter() - t0, 1), "torch_threads": _threads()}
-    meta.write_text(json.dumps(out, indent=1, default=str))
-    return out
 
 
 def stage_extract(size: dict, work: Path, sft_final: str) -> dict:

@@ -404,13 +404,13 @@ def test_train_init_from_a_saved_adapter_trains_every_weight(tmp_path, tiny_dir)
 
 
 # ---------------------------------------------------------------- rejection sampling
-def test_rejection_sampling_plays_the_env_and_trains_on_kept_rollouts(tmp_path, tiny_dir, tiny_world):
+def _sampling(tmp_path, world) -> dict:
+    """Rejection-sampling settings of a few seconds on ``world`` (saved under ``tmp_path``)."""
     from searchgym.world import save_world
 
-    save_world(tiny_world, tmp_path / "world")
-    kw = dict(
+    save_world(world, tmp_path / "world")
+    return dict(
         source="self",
-        model=str(tiny_dir),
         env_kwargs={"world": str(tmp_path / "world")},
         max_turns=2,
         num_tasks=2,
@@ -419,6 +419,10 @@ def test_rejection_sampling_plays_the_env_and_trains_on_kept_rollouts(tmp_path, 
         epochs=1,
         val_fraction=0.0,
     )
+
+
+def test_rejection_sampling_plays_the_env_and_trains_on_kept_rollouts(tmp_path, tiny_dir, tiny_world):
+    kw = dict(model=str(tiny_dir), **_sampling(tmp_path, tiny_world))
     with pytest.raises(ValueError, match="round 0: no rollout reached reward >= 1"):
         run_sft(_cfg(tmp_path / "strict", None, **kw))
     res = run_sft(_cfg(tmp_path / "all", None, reward_threshold=0.0, rounds=2, **kw))
@@ -433,25 +437,11 @@ def test_rejection_sampling_continues_an_adapter_and_replays_demonstrations(tmp_
     """With lora_init round 0 samples that adapter and trains it on, every round hands its adapter to the next,
     and the config's data files are replayed in each round next to the kept samples."""
     pytest.importorskip("peft")
-    from searchgym.world import save_world
-
-    save_world(tiny_world, tmp_path / "world")
     demos = write_demos(tmp_path / "d.jsonl", n=6)
     lora = dict(model=str(tiny_dir), lora=True, lora_r=4, lora_alpha=8, lora_dropout=0.0)
     start = run_sft(_cfg(tmp_path / "start", demos, epochs=1, save_adapter=True, **lora))
     kw = dict(
-        source="self",
-        env_kwargs={"world": str(tmp_path / "world")},
-        max_turns=2,
-        num_tasks=2,
-        samples_per_task=2,
-        max_new_tokens=12,
-        epochs=1,
-        val_fraction=0.0,
-        reward_threshold=0.0,
-        rounds=2,
-        lora_init=start.final_dir,
-        save_adapter=True,
+        **_sampling(tmp_path, tiny_world), reward_threshold=0.0, rounds=2, lora_init=start.final_dir, save_adapter=True
     )
     res = run_sft(_cfg(tmp_path / "rs", demos, **lora, **kw))
     run = tmp_path / "rs" / "run"
