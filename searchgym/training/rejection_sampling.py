@@ -88,7 +88,12 @@ def _sample_batched(config: SFTConfig, agent, kwargs: dict, path: Path, seed: in
     from ..tasks.tasksets import task_key
 
     runs = config.num_tasks * config.samples_per_task
-    envs = [gym.make(config.env_id, **kwargs) for _ in range(min(config.max_batch_generate, runs))]
+    first = gym.make(config.env_id, **kwargs)
+    if hasattr(first.unwrapped, "clone"):  # the others share its world, index and verifier (built once)
+        more = first.get_wrapper_attr("clone")
+    else:
+        more = lambda: gym.make(config.env_id, **kwargs)  # noqa: E731
+    envs = [first] + [more() for _ in range(min(config.max_batch_generate, runs) - 1)]
     rng = random.Random(seed)
     source = envs[0].get_wrapper_attr("tasks")
     tasks = [source.sample(rng) for _ in range(config.num_tasks)]
