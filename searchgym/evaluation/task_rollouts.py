@@ -8,7 +8,7 @@ order, resumed or not.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ..core.rng_state import stable_seed
 from ..core.types import Task, Trajectory
@@ -25,19 +25,28 @@ def play_tasks(
     on_done: Callable[[list[Trajectory]], None],
     *,
     seed: int = 0,
+    repeats: int = 1,
 ) -> None:
     """Play every task to the end on ``envs`` (one rollout in flight per env), calling ``on_done``
     with the rollouts that finished after each batched agent turn. ``agent.act_batch`` gets all
     pending turns at once; a backend error propagates with nothing half-reported. Each episode is reset
     with a seed made from ``seed`` and the task's key, so the env's random generator starts from the same
     state for a task whichever env plays it, in any order, resumed or not. (What an env draws from may still
-    carry its own history: a KGProposer env verifies with noise documents from its recent rollouts.)"""
-    starts = (
-        EpisodeStart(key=task_key(task), seed=stable_seed(seed, task_key(task)), options={"task": task})
-        for task in tasks
-    )
+    carry its own history: a KGProposer env verifies with noise documents from its recent rollouts.)
+    ``repeats`` > 1 plays each task that many times (rejection sampling's samples per task), episode ``k`` of a
+    task keyed and seeded by ``(task key, k)``."""
+
+    def starts() -> Iterator[EpisodeStart]:
+        for task in tasks:
+            key = task_key(task)
+            if repeats == 1:
+                yield EpisodeStart(key=key, seed=stable_seed(seed, key), options={"task": task})
+                continue
+            for k in range(repeats):
+                yield EpisodeStart(key=(key, k), seed=stable_seed(seed, key, k), options={"task": task})
+
     BatchRunner(envs).play(
-        agent, starts, on_finished=lambda eps: on_done([e.info["trajectory"] for e in eps]), keep=False
+        agent, starts(), on_finished=lambda eps: on_done([e.info["trajectory"] for e in eps]), keep=False
     )
 
 

@@ -83,9 +83,7 @@ def _sample_batched(config: SFTConfig, agent, kwargs: dict, path: Path, seed: in
     and its sample number. The samples are a function of the config (``max_batch_generate`` included: it sets
     which rows share a sampling call). One trajectory per line, as ``play_games`` exports them."""
     from ..core.progress import Progress
-    from ..core.rng_state import stable_seed
-    from ..evaluation.batch_runner import BatchRunner, EpisodeStart
-    from ..tasks.tasksets import task_key
+    from ..evaluation.task_rollouts import play_tasks
 
     runs = config.num_tasks * config.samples_per_task
     first = gym.make(config.env_id, **kwargs)
@@ -95,26 +93,20 @@ def _sample_batched(config: SFTConfig, agent, kwargs: dict, path: Path, seed: in
         more = lambda: gym.make(config.env_id, **kwargs)  # noqa: E731
     envs = [first] + [more() for _ in range(min(config.max_batch_generate, runs) - 1)]
     rng = random.Random(seed)
-    source = envs[0].get_wrapper_attr("tasks")
+    source = first.get_wrapper_attr("tasks")
     tasks = [source.sample(rng) for _ in range(config.num_tasks)]
-    starts = (
-        EpisodeStart(key=(task_key(t), k), seed=stable_seed(seed, task_key(t), k), options={"task": t})
-        for t in tasks
-        for k in range(config.samples_per_task)
-    )
     bar = Progress(runs, desc, unit="rollout", enabled=config.progress)
     try:
         with open(path, "w") as fh:
 
-            def finished(episodes) -> None:
-                for ep in episodes:
-                    traj = ep.info["trajectory"]
+            def finished(trajectories) -> None:
+                for traj in trajectories:
                     rec = traj.to_dict()
                     rec.update(game=bar.count, event_reward=traj.reward, slot=None)
                     fh.write(json.dumps(rec, default=str) + "\n")
                     bar.update(1)
 
-            BatchRunner(envs).play(agent, starts, on_finished=finished, keep=False)
+            play_tasks(agent, envs, tasks, finished, seed=seed, repeats=config.samples_per_task)
     finally:
         bar.close()
         for env in envs:
