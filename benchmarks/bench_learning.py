@@ -466,15 +466,18 @@ def rl_curve(work: Path, stage: str, seed: int) -> dict:
     }
 
 
-def paired_flips(work: Path, before: str, after: str) -> dict:
+def paired_flips(work: Path, before: str, after: str, *, reworded: bool = False) -> dict:
     """Held-out questions both stages answered, paired (:func:`paired_counts` of their exact match), overall and
     by hop count. With n in the tens, a gain of a few points is a question or two: the pairs show whether it is
-    a shift or noise."""
+    a shift or noise. ``reworded``: the reworded split instead of the benchmark's own wording (each pairs only
+    with itself)."""
     from searchgym.evaluation.runner import RECORDS_NAME
 
-    def records(name: str) -> dict:  # the benchmark's wording (reworded records pair with each other, not these)
+    def records(name: str) -> dict:
         lines = (eval_dir(work, name) / RECORDS_NAME).read_text().splitlines()
-        return {r["key"]: r for r in map(json.loads, lines) if not str(r.get("dataset", "")).endswith("-reworded")}
+        return {
+            r["key"]: r for r in map(json.loads, lines) if str(r.get("dataset", "")).endswith("-reworded") == reworded
+        }
 
     a, b = records(before), records(after)
 

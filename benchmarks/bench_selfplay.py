@@ -540,6 +540,7 @@ def collect(work: Path, size_name: str, header: dict) -> dict:
                     "adapter": str(work / name / "final"),
                     "vs_cold_start": {
                         "solver": paired_flips(work, COLD, name),
+                        "solver_reworded": paired_flips(work, COLD, name, reworded=True),
                         **{
                             f"proposer_{m}": paired_counts(proposer_valid(work, COLD, m), proposer_valid(work, name, m))
                             for m in modes

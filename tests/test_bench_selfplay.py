@@ -118,6 +118,7 @@ def test_toy_benchmark_trains_three_arms_collects_and_resumes(tmp_path, capsys):
     assert curve["questions_first_step"][0]["answer"] and "reason" in curve["questions_first_step"][0]
     flips = run["vs_cold_start"]
     assert flips["solver"]["n"] == 5 and set(flips["solver"]["by_hops"]) == {"1", "2", "3"}
+    assert flips["solver_reworded"]["n"] == 5 and set(flips["solver_reworded"]["by_hops"]) == {"1", "2", "3"}
     assert flips["proposer_kg"]["n"] == flips["proposer_vanilla"]["n"] == 2
     assert "proposer_vanilla" not in r["arms"]["b"]["runs"][0]["vs_cold_start"]  # b trains the KG prompt only
     assert set(r["cold_start"]["proposer_cells"]) == {"kg", "vanilla"}

@@ -110,11 +110,11 @@ def test_every_recipe_builds_a_valid_config_at_every_size():
     assert (cpu.batch_size, cpu.lora, cpu.threads, cpu.init) == (2, True, 1, SHIPPED_INIT)
     assert cpu.env_kwargs["retriever"] == "bm25:passages=2"  # the cold start's passages
     # what a KG recipe changes at the cpu size (over the size, under --config / flags / --set)
-    assert (cpu.proposer_baseline, recipe_config("kg-ssp", "cpu").proposer_baseline) == ("all", "all")
+    assert (cpu.proposer_baseline, recipe_config("kg-ssp", "cpu").proposer_baseline) == ("none", "none")
     assert recipe_config("kg-wcr", "gpu").proposer_baseline == "verified"
     assert recipe_config("ssp", "cpu").proposer_baseline == "none"
     assert recipe_config("kg-wcr", "cpu", proposer_baseline="verified").proposer_baseline == "verified"
-    assert "size cpu: proposer_baseline all" in recipes_table()
+    assert "size cpu: proposer_baseline none" in recipes_table()
     assert DEFAULT_RECIPE == "kg-wcr" and "kg-wcr (default)" in recipes_table()
     with pytest.raises(InvalidArgumentError, match="unknown recipe"):
         recipe_values("ppo")

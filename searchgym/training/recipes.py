@@ -104,13 +104,19 @@ _KG_PROPOSER_SOURCES = {
     "env_kwargs.proposer_mode": "kg-paths-wcr Eq. 4: the Proposer sees the subgraph (target path + distractors)",
     "env_kwargs.order": "kg-paths-wcr §4: subgraphs ordered by descending node count",
 }
-#: at the ``cpu`` size a step has 4 Proposer questions and 0-1 of them verified, so the verified questions' mean
-#: leaves every verified question advantage 0 and the Proposer never updates (measured: 0 of 16 steps in either
-#: KG arm of benchmarks/bench_selfplay.py); Eq. 9's b as the mean over *every* sampled question keeps an update
-_KG_CPU = {"cpu": {"proposer_baseline": "all"}}
+#: at the ``cpu`` size a step has a few Proposer questions (2 games; 8 in bench_selfplay.py's runs), 0-3 of them
+#: verified, so the verified questions' mean leaves a verified question advantage 0 in most steps (measured at 4 a
+#: step: 0 of 16 steps updated the Proposer in either KG arm of benchmarks/bench_selfplay.py). b = 0 there, SSP's
+#: Eq. 5 (whose optimisation kg-paths-wcr says it matches): a verified question pushes by R_p = 1 - acc, an invalid
+#: one not at all. The mean over every question (``all``), tried next, gives each invalid question -mean(R_p), an
+#: implicit penalty like the -0.1 that SSP §4.4 reports collapsing training. Measured (same start and pool): held-out
+#: KG Proposer valid rate 0.48 -> 0.39 / 0.45 (arms b / c, one seed) with ``all``, 0.45 / 0.45 (two seeds each)
+#: with b = 0 -- no difference at this scale, so the paper's estimator (selfplay_benchmark.md)
+_KG_CPU = {"cpu": {"proposer_baseline": "none"}}
 _KG_CPU_NOTE = (
-    "size cpu: proposer_baseline all (Eq. 9 with b = the mean over every sampled question, invalid ones scoring 0): "
-    "with 4 questions a step the verified-only baseline gave the Proposer no update in 16 of 16 steps"
+    "size cpu: proposer_baseline none (Eq. 9 with b = 0, SSP's Eq. 5): with a few questions a step and 0-3 verified "
+    "the verified-only mean left most steps without a Proposer update, and the mean over every question "
+    "penalised invalid ones"
 )
 #: the KG-grounded game of kg-paths-wcr: the Proposer sees the subgraph; the pool in curriculum order
 _KG_ENV = {"proposer_mode": "kg", "order": "curriculum"}
