@@ -489,6 +489,16 @@ def finished_runs(work: Path) -> dict:
     return {a: sorted(s) for a, s in out.items()}
 
 
+def seeds_note(runs_done: dict) -> str:
+    """The seeds each arm finished (arms may differ: a CPU run may add a seed to some arms only), with the caveat
+    that one run's difference inside its bootstrap interval is not evidence when an arm has a single seed."""
+    per_arm = "; ".join(f"({k}) {', '.join(map(str, s))}" for k, s in sorted(runs_done.items()))
+    note = f"seeds per arm: {per_arm}"
+    if any(len(s) < 2 for s in runs_done.values()):
+        note += "; one seed is allowed on CPU: a difference inside one run's bootstrap interval is not evidence"
+    return note
+
+
 def collect(work: Path, size_name: str, header: dict) -> dict:
     """Every finished run of ``work`` against the cold start: curves, held-out results, paired flips, gains and
     the issue's targets (met or not, reported either way)."""
@@ -789,7 +799,8 @@ def run(args: argparse.Namespace) -> None:
 
         with wait_lock(work / f"{COLD}.stage"):  # the cold start once per workdir, whichever process gets here first
             stage_eval(COLD, lambda: open_model(start), ("kg", "vanilla"), world, size, work, args.device, start)
-    seeds_found = sorted({s for seeds in finished_runs(work).values() for s in seeds})
+    runs_done = finished_runs(work)
+    seeds_found = sorted({s for seeds in runs_done.values() for s in seeds})
     header = {
         "benchmark": "selfplay",
         "size": args.size,
@@ -798,12 +809,7 @@ def run(args: argparse.Namespace) -> None:
         "torch_threads": torch.get_num_threads(),
         "start": {"model": args.model, "init": args.init, **start_record},
         "seeds": seeds_found,
-        "seeds_note": (
-            "one seed per arm on CPU (the issue allows it): a difference inside one run's bootstrap interval is "
-            "not evidence"
-            if args.size == "cpu" and len(seeds_found) < 2
-            else f"{len(seeds_found)} seed{'s' if len(seeds_found) != 1 else ''} per arm where finished"
-        ),
+        "seeds_note": seeds_note(runs_done),
         "pool": {"hops": {str(h): n for h, n in size["pool"].items()}, "order": "ascending hop count", "seed": 0},
         "eval": {
             "solver_per_hop": {str(h): n for h, n in size["eval_hops"].items()},

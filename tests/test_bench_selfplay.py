@@ -135,6 +135,7 @@ def test_toy_benchmark_trains_three_arms_collects_and_resumes(tmp_path, capsys):
     r = json.loads(out.read_text())
     assert set(r["arms"]) == {"a", "b", "c"} and r["seeds"] == [0, 1]
     assert [x["seed"] for x in r["arms"]["c"]["runs"]] == [0, 1]
+    assert r["seeds_note"].startswith("seeds per arm: (a) 0; (b) 0; (c) 0, 1; one seed is allowed")  # arms differ
     assert r["solver_gain"]["(c) KG Proposer + WCR"]["2"]["seeds"] == 2
     assert set(r["targets"]) == {"c_2hop_plus_5", "c_3hop_plus_5", "ordering_c_ge_b_ge_a"}
     assert (work / "toy" / "eval_cold_start.json").stat().st_mtime_ns == cold_made  # evaluated once
