@@ -501,7 +501,8 @@ def seeds_note(runs_done: dict) -> str:
 
 def collect(work: Path, size_name: str, header: dict) -> dict:
     """Every finished run of ``work`` against the cold start: curves, held-out results, paired flips, gains and
-    the issue's targets (met or not, reported either way)."""
+    the issue's targets (met or not, reported either way), with the seeds each arm finished; ``header``: what the
+    invocation records about itself (size, machine, start, pool, held-out sets)."""
     cold_path = work / f"eval_{COLD}.json"
     runs_done = finished_runs(work)
     if not cold_path.is_file() or not runs_done:
@@ -525,6 +526,8 @@ def collect(work: Path, size_name: str, header: dict) -> dict:
     budget = next(iter(budgets.values()))
     results: dict[str, Any] = {
         **header,
+        "seeds": sorted({s for seeds in runs_done.values() for s in seeds}),
+        "seeds_note": seeds_note(runs_done),
         "budget": {**budget, "games_per_run": budget["batch_size"] * budget["total_steps"]},
         "budget_equal": True,
         "cold_start": cold,
@@ -799,8 +802,6 @@ def run(args: argparse.Namespace) -> None:
 
         with wait_lock(work / f"{COLD}.stage"):  # the cold start once per workdir, whichever process gets here first
             stage_eval(COLD, lambda: open_model(start), ("kg", "vanilla"), world, size, work, args.device, start)
-    runs_done = finished_runs(work)
-    seeds_found = sorted({s for seeds in runs_done.values() for s in seeds})
     header = {
         "benchmark": "selfplay",
         "size": args.size,
@@ -808,8 +809,6 @@ def run(args: argparse.Namespace) -> None:
         "machine": machine_info(),
         "torch_threads": torch.get_num_threads(),
         "start": {"model": args.model, "init": args.init, **start_record},
-        "seeds": seeds_found,
-        "seeds_note": seeds_note(runs_done),
         "pool": {"hops": {str(h): n for h, n in size["pool"].items()}, "order": "ascending hop count", "seed": 0},
         "eval": {
             "solver_per_hop": {str(h): n for h, n in size["eval_hops"].items()},

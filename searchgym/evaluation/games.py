@@ -25,7 +25,7 @@ from .batch_runner import BatchRunner, Episode, EpisodeStart
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PlayedGame", "play_games", "summarise_game"]
+__all__ = ["PlayedGame", "export_line", "play_games", "summarise_game"]
 
 
 @dataclass
@@ -100,9 +100,15 @@ def play_games(
 def _export_game(fh: IO[str], game: PlayedGame) -> None:
     """One JSON line per reward event of ``game``: its trajectory, the game number, the event's reward and slot."""
     for ev in game.events:
-        rec = ev["trajectory"].to_dict()
-        rec.update(game=game.game, event_reward=ev["reward"], slot=ev.get("slot"))
-        fh.write(json.dumps(rec, default=str) + "\n")
+        fh.write(export_line(ev["trajectory"], game=game.game, reward=ev["reward"], slot=ev.get("slot")))
+
+
+def export_line(trajectory: Any, *, game: int, reward: float, slot: Optional[int]) -> str:
+    """The exported form of one rollout (``play_games(export_path=...)``, rejection sampling's samples, read back
+    by the SFT data loader): its trajectory's fields plus ``game``, ``event_reward`` and ``slot``, one JSON line."""
+    rec = trajectory.to_dict()
+    rec.update(game=game, event_reward=reward, slot=slot)
+    return json.dumps(rec, default=str) + "\n"
 
 
 def summarise_game(game: int, events: list[dict], info: dict) -> dict:

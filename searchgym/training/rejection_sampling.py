@@ -15,7 +15,6 @@ A finished sample file or round is reused on resume, and each round's SFT resume
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random
@@ -83,17 +82,14 @@ def _sample_batched(config: SFTConfig, agent, kwargs: dict, path: Path, seed: in
     and its sample number. The samples are a function of the config (``max_batch_generate`` included: it sets
     which rows share a sampling call). One trajectory per line, as ``play_games`` exports them."""
     from ..core.progress import Progress
+    from ..evaluation.games import export_line
     from ..evaluation.task_rollouts import play_tasks
+    from .selfplay_envs import make_env_copies
 
     runs = config.num_tasks * config.samples_per_task
-    first = gym.make(config.env_id, **kwargs)
-    if hasattr(first.unwrapped, "clone"):  # the others share its world, index and verifier (built once)
-        more = first.get_wrapper_attr("clone")
-    else:
-        more = lambda: gym.make(config.env_id, **kwargs)  # noqa: E731
-    envs = [first] + [more() for _ in range(min(config.max_batch_generate, runs) - 1)]
+    envs = make_env_copies(config.env_id, kwargs, min(config.max_batch_generate, runs))
     rng = random.Random(seed)
-    source = first.get_wrapper_attr("tasks")
+    source = envs[0].get_wrapper_attr("tasks")
     tasks = [source.sample(rng) for _ in range(config.num_tasks)]
     bar = Progress(runs, desc, unit="rollout", enabled=config.progress)
     try:
@@ -101,9 +97,7 @@ def _sample_batched(config: SFTConfig, agent, kwargs: dict, path: Path, seed: in
 
             def finished(trajectories) -> None:
                 for traj in trajectories:
-                    rec = traj.to_dict()
-                    rec.update(game=bar.count, event_reward=traj.reward, slot=None)
-                    fh.write(json.dumps(rec, default=str) + "\n")
+                    fh.write(export_line(traj, game=bar.count, reward=traj.reward, slot=None))
                     bar.update(1)
 
             play_tasks(agent, envs, tasks, finished, seed=seed, repeats=config.samples_per_task)

@@ -23,20 +23,23 @@ def make_envs(config: TrainConfig, n: int, **context: Any) -> list:
     """``n`` envs of ``config.env_id`` sharing one world/retriever (via ``clone()`` where the env has it),
     each wrapped in ``config.reward``; ``context`` supplies what a reward needs besides the env (the
     trainer passes ``answerer=`` its generator for ``eve``)."""
-    import gymnasium as gym
-
     from ..envs.registration import env_spec  # registers the envs too
 
     kwargs = {**config.env_kwargs, "max_turns": config.max_turns}  # the config validated that they agree
     if env_spec(config.env_id).group:  # it plays a group of Solver rollouts per question
         kwargs["group_size"] = config.group_size
-    first = gym.make(config.env_id, **kwargs)
-    raw = [first]
-    for _ in range(n - 1):
-        clone = getattr(first.unwrapped, "clone", None)
-        raw.append(clone() if callable(clone) else gym.make(config.env_id, **kwargs))
     plan = reward_plan(config.reward)
-    return [plan.wrap(e, **context) for e in raw]
+    return [plan.wrap(e, **context) for e in make_env_copies(config.env_id, kwargs, n)]
+
+
+def make_env_copies(env_id: str, kwargs: dict, n: int) -> list:
+    """``n`` envs of ``env_id``: one made with ``kwargs``, the rest its ``clone()`` (sharing its world, index and
+    verifier, built once) where the env has one, else made anew the same way."""
+    import gymnasium as gym
+
+    first = gym.make(env_id, **kwargs)
+    clone = getattr(first.unwrapped, "clone", None)
+    return [first] + [clone() if callable(clone) else gym.make(env_id, **kwargs) for _ in range(n - 1)]
 
 
 def check_rewards_applied(envs: Sequence, reward: str) -> None:
