@@ -56,6 +56,7 @@ __all__ = [
     "discovered_backwards",
     "hop_phrase",
     "plan_text",
+    "nesting_text",
     "demo_tasks",
     "rl_tasks",
     "demonstrations_by_hops",
@@ -124,6 +125,21 @@ def plan_text(sg) -> str:
     model how many searches the question needs and what each one is for; later thoughts copy from it."""
     steps = [hop_phrase(sg, 0, sg.nodes[sg.path[0]].title)] + [hop_phrase(sg, h, "it") for h in range(1, sg.hops)]
     return "Plan: " + "; ".join(f"{i}) {p}" for i, p in enumerate(steps, 1)) + "."
+
+
+def nesting_text(sg) -> str:
+    """The question built inside out: for each step ``k`` from 2 on, the plan's step ``k`` with the nested
+    step ``k - 1`` in place of "it", so the last line is the question's phrase (one step for a 1-hop path).
+    Written in a Proposer's last thought, it turns composing a nested question into a copy from the plan
+    and the line before; a small model asked to nest the whole plan at once wrote wrong relations and
+    dropped hops (docs/sft.md). Step 1 is the plan's own, so it is left out: a 3-hop thought and its
+    question stay near 100 tokens, inside a 128-token turn."""
+    phrase, steps = sg.nodes[sg.path[0]].title, []
+    for hop in range(sg.hops):
+        phrase = hop_phrase(sg, hop, phrase)
+        steps.append(phrase)
+    shown = list(enumerate(steps, 1))[1 if sg.hops > 1 else 0 :]
+    return "Nesting: " + "; ".join(f"{i}) {p}" for i, p in shown) + "."
 
 
 @dataclass
@@ -260,7 +276,7 @@ class ProposerExpert(SolverExpert):
 
     def _final(self, sg) -> str:
         return (
-            f"<think>I nest the steps and name only {sg.nodes[sg.path[0]].title}.</think>\n"
+            f"<think>{nesting_text(sg)}</think>\n"
             f"<question>{path_question(sg)}</question>"
         )
 
