@@ -16,6 +16,7 @@ from searchgym.training.demonstrations import (
     discovered_backwards,
     generate_demonstrations,
     hop_phrase,
+    nesting_text,
     opening_record,
     plan_text,
     rl_tasks,
@@ -120,6 +121,26 @@ def test_proposer_demonstrations_passed_filters_and_verification(demos):
     for d in kg:
         q = d["turns"][-1]["question"]
         assert q and not any(a.lower() in q.lower() for a in d["task"]["answers"])
+
+
+def test_proposer_nests_each_plan_step_into_the_next_before_its_question(demos, world):
+    from searchgym.construction.question_templates import path_question
+
+    for hops in (1, 2, 3):
+        sg = hop_tasks(world, hops, 1, seed=5)[0].subgraph
+        text = nesting_text(sg)
+        lines = text.removeprefix("Nesting: ").removesuffix(".").split("; ")
+        assert [x.split(") ")[0] for x in lines] == [str(k) for k in range(min(2, hops), hops + 1)]
+        last = lines[-1].split(") ", 1)[1]
+        assert path_question(sg).endswith(f" {last}?")  # the last step is the question's phrase
+        if hops > 1:  # each step is the plan's, with the step before in place of "it"
+            prev = hop_phrase(sg, 0, sg.nodes[sg.path[0]].title) if hops == 2 else lines[-2].split(") ", 1)[1]
+            assert last == hop_phrase(sg, hops - 1, prev)
+    _, _, records = demos
+    kg = [d for d in records if d["demo"]["kind"] == "proposer-kg"]
+    for d in kg:
+        last_turn = d["segments"][-1]["text"]
+        assert last_turn.startswith("<think>Nesting: ") and "</think>\n<question>" in last_turn
 
 
 def test_kg_proposer_searches_both_ends_of_a_hop_and_mostly_passes_verification(world, tmp_path):

@@ -275,10 +275,7 @@ class ProposerExpert(SolverExpert):
         self.mode = mode
 
     def _final(self, sg) -> str:
-        return (
-            f"<think>{nesting_text(sg)}</think>\n"
-            f"<question>{path_question(sg)}</question>"
-        )
+        return f"<think>{nesting_text(sg)}</think>\n<question>{path_question(sg)}</question>"
 
     def _hop_queries(self, sg, hop: int, title: str) -> list[str]:
         """The KG Proposer knows both ends of each hop (its prompt shows the subgraph), so it searches
