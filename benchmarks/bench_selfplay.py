@@ -344,32 +344,15 @@ def stage_train(arm: Arm, seed: int, cfg, start: str, work: Path) -> Path:
     return final
 
 
-def start_fingerprint(start: str) -> str:
-    """What the runs start from, by content: a SHA-256 over the weight files of the folder ``start`` (or of its
-    ``policy/``), else ``start`` itself (a model name)."""
-    import hashlib
-
-    folder = Path(start)
-    if (folder / "policy").is_dir():
-        folder = folder / "policy"
-    files = sorted(folder.glob("*.safetensors")) if folder.is_dir() else []
-    if not files:
-        return start
-    digest = hashlib.sha256()
-    for f in files:
-        with f.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()[:16]
-
-
 def stage_start(start: str, work: Path, *, record: bool = True) -> dict:
     """Record what the workdir's runs start from (``work/start.json``; not when ``record`` is false) and refuse
     another start: the cold start's evaluation and every arm must share it (a re-made cold-start adapter needs a
     fresh --workdir)."""
+    from searchgym.training.cold_start import weights_fingerprint
+
     path = work / "start.json"
     with wait_lock(work / "start.stage"):
-        mine = {"start": start, "fingerprint": start_fingerprint(start)}
+        mine = {"start": start, "fingerprint": weights_fingerprint(start)}
         if path.is_file():
             first = json.loads(path.read_text())
             if first["fingerprint"] != mine["fingerprint"]:

@@ -81,3 +81,21 @@ def test_live_rl_updates_the_shipped_cold_start_only_when_a_group_has_signal(tmp
     assert set(after) == set(before)
     moved = any(not torch.equal(before[k], after[k]) for k in before)
     assert moved == (int(line.group(2)) < 2), printed.getvalue()
+
+
+def test_the_demo_says_when_the_benchmark_started_from_another_shipped_adapter(tmp_path):
+    """The committed self-play table names the start's weights; once a new adapter ships, the demo says the table
+    measured an earlier one (and says nothing for the adapter shipped now, or for a start that is not the shipped
+    cold start)."""
+    import shutil
+
+    from searchgym.commands.demo import start_note
+    from searchgym.training.cold_start import shipped_adapter, weights_fingerprint
+
+    now = weights_fingerprint(shipped_adapter())
+    assert start_note(f"shipped-cold-start (weights {now})") == ""
+    assert start_note("runs/sft/final (weights 0123456789abcdef)") == ""
+    note = start_note("shipped-cold-start (weights 0123456789abcdef)")
+    assert "earlier shipped adapter" in note and now in note
+    copy = shutil.copytree(shipped_adapter(), tmp_path / "copy")
+    assert weights_fingerprint(copy) == now and weights_fingerprint("smollm2") == "smollm2"

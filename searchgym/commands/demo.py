@@ -235,11 +235,33 @@ def show_selfplay_benchmark(path: str | Path | None, picture_dir: Path | None, o
         print(f"  {exc}", file=out)
         return None
     print("\n".join("  " + line for line in format_selfplay_table(results).splitlines()), file=out)
+    note = start_note(results.start)
+    if note:
+        print(f"  {note}", file=out)
     if picture_dir is None:
         return None
     picture = plot_selfplay_curves(results, picture_dir / "selfplay.png")
     print(f"  curves and held-out bars drawn to {picture}", file=out)
     return picture
+
+
+def start_note(start: str) -> str:
+    """A line saying so when the benchmark's runs started from the shipped cold start but not from the adapter
+    shipped now (its weights' fingerprint is not in ``start``): the table then measures an earlier adapter, which
+    the demo's own games and held-out check do not play. Empty otherwise."""
+    from ..training.cold_start import shipped_adapter, weights_fingerprint
+    from ..training.recipes import SHIPPED_INIT
+
+    folder = shipped_adapter()
+    if not start.startswith(SHIPPED_INIT) or folder is None:
+        return ""
+    now = weights_fingerprint(folder)
+    if now in start:
+        return ""
+    return (
+        f"(these runs started from an earlier shipped adapter; the one shipped now, weights {now}, is what this demo "
+        "plays: re-run the benchmark to measure it)"
+    )
 
 
 def live_rl(args, world, model, tok, outdir: Path, out):

@@ -22,6 +22,7 @@ __all__ = [
     "shipped_adapter",
     "load_cold_start",
     "ship_adapter",
+    "weights_fingerprint",
 ]
 
 SHIPPED_ADAPTER = Path(__file__).resolve().parent.parent / "assets" / "smollm2_cold_start"
@@ -29,8 +30,8 @@ SHIPPED_ADAPTER = Path(__file__).resolve().parent.parent / "assets" / "smollm2_c
 #: the shipped adapter's demonstrations (``searchgym demos`` hop counts per role: Solver, KG Proposer, answer-only
 #: Proposer, Solver and KG Proposer openings) and SFT settings (``SFTConfig`` fields): a rank-16 LoRA on every
 #: linear layer (attention and MLP) without dropout, 120 steps of 8 under bfloat16 autocast (75 min on one CPU
-#: thread), 9.8 MB once stored as float16. It plays both roles: held-out Solver EM 1-hop 0.41, 2-hop 0.16 and KG
-#: Proposer valid 31/64 (docs/sft.md). :data:`RECIPE` spells them as commands; ``benchmarks/bench_learning.py
+#: thread), 9.8 MB once stored as float16. It plays both roles: held-out Solver EM 1-hop 0.34, 2-hop 0.22 and KG
+#: Proposer valid 34/64 (docs/sft.md; the KG Proposer demonstrations end with ``nesting_text``). :data:`RECIPE` spells them as commands; ``benchmarks/bench_learning.py
 #: --size shipped --check-shipped`` trains from the same two dicts and scores the re-made and the shipped adapter
 #: side by side on held-out questions.
 RECIPE_DEMOS = {
@@ -85,6 +86,26 @@ RECIPE = (
 def shipped_adapter() -> Optional[Path]:
     """The shipped adapter folder, or None when this install has none."""
     return SHIPPED_ADAPTER if (SHIPPED_ADAPTER / "adapter_config.json").is_file() else None
+
+
+def weights_fingerprint(start: str | Path) -> str:
+    """What a checkpoint is, by content: a SHA-256 (16 hex digits) over the weight files of the folder ``start``
+    (or of its ``policy/``), else ``start`` itself (a model name). The self-play benchmark records it for the
+    checkpoint its runs start from, and the demo compares it with the adapter shipped now."""
+    import hashlib
+
+    folder = Path(start)
+    if (folder / "policy").is_dir():
+        folder = folder / "policy"
+    files = sorted(folder.glob("*.safetensors")) if folder.is_dir() else []
+    if not files:
+        return str(start)
+    digest = hashlib.sha256()
+    for f in files:
+        with f.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()[:16]
 
 
 def load_cold_start(adapter: str | Path | None = None, *, dtype: str = "float32"):
