@@ -24,6 +24,7 @@ __all__ = [
     "INVERSE_TEMPLATES",
     "relation_key",
     "relation_phrase",
+    "path_phrases",
     "path_question",
     "noun_for",
     "Hop",
@@ -139,6 +140,16 @@ def noun_for(node: SubgraphNode) -> str:
     return _NOUNS.get(node.type, "What")
 
 
+def path_phrases(subgraph: Subgraph) -> list[str]:
+    """The path's noun phrases from the inside out: hop ``k``'s phrase with hop ``k - 1``'s in place of its
+    subject, starting from the seed's title; the last one is what :func:`path_question` asks about."""
+    phrase, phrases = subgraph.nodes[subgraph.path[0]].title, []
+    for label, fwd in zip(subgraph.relations, subgraph.forward):
+        phrase = relation_phrase(label, phrase, forward=fwd)
+        phrases.append(phrase)
+    return phrases
+
+
 def path_question(subgraph: Subgraph) -> str:
     """The nested template question whose answer is the subgraph's answer node.
 
@@ -146,9 +157,7 @@ def path_question(subgraph: Subgraph) -> str:
     question never contains an intermediate title nor the answer (unless the seed's own name
     contains it, which :func:`searchgym.scoring.question_filters.check_question` catches).
     """
-    phrase = subgraph.nodes[subgraph.path[0]].title
-    for label, fwd in zip(subgraph.relations, subgraph.forward):
-        phrase = relation_phrase(label, phrase, forward=fwd)
+    phrase = path_phrases(subgraph)[-1]
     answer = subgraph.answer_node
     word = noun_for(answer)
     if word in ("What", "When"):  # "When is the date on which …" reads badly

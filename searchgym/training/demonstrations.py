@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 from ..agents.scripted import RELATION_CUES, ScriptedAgent
-from ..construction.question_templates import path_question, relation_phrase
+from ..construction.question_templates import path_phrases, path_question, relation_phrase
 from ..core.artefacts import check_output
 from ..core.output_lock import OutputLock
 from ..core.types import Trajectory
@@ -134,11 +134,7 @@ def nesting_text(sg) -> str:
     and the line before; a small model asked to nest the whole plan at once wrote wrong relations and
     dropped hops (docs/sft.md). Step 1 is the plan's own, so it is left out: a 3-hop thought and its
     question stay near 100 tokens, inside a 128-token turn."""
-    phrase, steps = sg.nodes[sg.path[0]].title, []
-    for hop in range(sg.hops):
-        phrase = hop_phrase(sg, hop, phrase)
-        steps.append(phrase)
-    shown = list(enumerate(steps, 1))[1 if sg.hops > 1 else 0 :]
+    shown = list(enumerate(path_phrases(sg), 1))[1 if sg.hops > 1 else 0 :]
     return "Nesting: " + "; ".join(f"{i}) {p}" for i, p in shown) + "."
 
 
