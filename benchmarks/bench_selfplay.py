@@ -93,8 +93,9 @@ ARMS = {
 
 #: what all three arms share at each size, on top of their recipe at ``recipe_size`` (equal budgets: the recipes
 #: agree on batch, group, turns and tokens at a size, and ``train`` sets the rest for every arm alike).
-#: ``pool``: self-play pool subgraphs by hop count, played in that order; ``eval_hops`` / ``eval_proposer``: the
-#: held-out Solver questions per hop and Proposer targets; ``max_new_tokens``: per turn when evaluating.
+#: ``pool``: self-play pool subgraphs by hop count, played interleaved (:func:`interleave_by_hops`);
+#: ``eval_hops`` / ``eval_proposer``: the held-out Solver questions per hop and Proposer targets;
+#: ``max_new_tokens``: per turn when evaluating.
 _GPU_TRAIN = dict(
     # sized, not measured (no GPU in the session that wrote this): generation is launch-bound at 135M, so a wide
     # batch costs little more than a narrow one; 6 steps x 32 games so that a run and its evaluation take ~2.5 min
@@ -210,10 +211,22 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def interleave_by_hops(groups: dict[int, list]) -> list:
+    """Merge hop-count groups into one play order in which every stretch of games has the groups' proportions:
+    item ``i`` of a group of ``n`` sits at fraction ``(i + 0.5) / n``; ties go to the smaller hop count.
+
+    Why: played in ascending blocks (all 2-hop games, then all 3-hop), ten steps of 2-hop games taught the
+    Proposer to nest two steps and stop, and the held-out 3-hop targets it had written at the cold start (15 of
+    32) fell to 2-3 of 32 in both KG arms (2026-11-28, /work/runs/sp5); mixed in every step, each update sees
+    both lengths."""
+    keyed = [((i + 0.5) / len(items), h, i, item) for h, items in groups.items() for i, item in enumerate(items)]
+    return [item for *_, item in sorted(keyed, key=lambda k: k[:3])]
+
+
 def stage_pool(world, hops: dict, work: Path) -> Path:
-    """The self-play pool: training-side subgraphs of each hop count in ``hops`` (ascending), written to
-    ``work/pool.jsonl`` in play order (ids prefixed with the hop count, ``seed_index`` = position, so the pool
-    loads in this order); made once per workdir."""
+    """The self-play pool: training-side subgraphs of each hop count in ``hops``, written to ``work/pool.jsonl``
+    in play order (:func:`interleave_by_hops`; ids prefixed with the hop count, ``seed_index`` = position, so
+    the pool loads in this order); made once per workdir."""
     from searchgym.construction import Subgraph
     from searchgym.tasks.heldout import training_subgraphs
 
@@ -221,17 +234,19 @@ def stage_pool(world, hops: dict, work: Path) -> Path:
     with wait_lock(work / "pool.stage"):
         if path.is_file():
             return path
-        lines: list[str] = []
+        groups: dict[int, list] = {}
         for h, n in sorted(hops.items()):
             subgraphs = training_subgraphs(world, n, seed=0, hops=h)
             if len(subgraphs) < n:
                 raise BenchError(f"the world yields only {len(subgraphs)} training-side {h}-hop subgraphs of {n}")
-            for sg in subgraphs:
-                d = sg.to_dict()
-                d["metadata"] = {**d["metadata"], "source_seed_index": d["metadata"].get("seed_index")}
-                d["metadata"]["seed_index"] = len(lines)
-                d["id"] = f"h{h}-{d['id']}"
-                lines.append(json.dumps(Subgraph.from_dict(d).to_dict(), ensure_ascii=False))
+            groups[h] = [(h, sg) for sg in subgraphs]
+        lines: list[str] = []
+        for h, sg in interleave_by_hops(groups):
+            d = sg.to_dict()
+            d["metadata"] = {**d["metadata"], "source_seed_index": d["metadata"].get("seed_index")}
+            d["metadata"]["seed_index"] = len(lines)
+            d["id"] = f"h{h}-{d['id']}"
+            lines.append(json.dumps(Subgraph.from_dict(d).to_dict(), ensure_ascii=False))
         write_atomic(path, "".join(line + "\n" for line in lines))
     return path
 
@@ -792,7 +807,11 @@ def run(args: argparse.Namespace) -> None:
         "machine": machine_info(),
         "torch_threads": torch.get_num_threads(),
         "start": {"model": args.model, "init": args.init, **start_record},
-        "pool": {"hops": {str(h): n for h, n in size["pool"].items()}, "order": "ascending hop count", "seed": 0},
+        "pool": {
+            "hops": {str(h): n for h, n in size["pool"].items()},
+            "order": "hop counts interleaved in proportion",
+            "seed": 0,
+        },
         "eval": {
             "solver_per_hop": {str(h): n for h, n in size["eval_hops"].items()},
             "proposer_targets": size["eval_proposer"],
