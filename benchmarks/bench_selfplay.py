@@ -93,7 +93,7 @@ ARMS = {
 
 #: what all three arms share at each size, on top of their recipe at ``recipe_size`` (equal budgets: the recipes
 #: agree on batch, group, turns and tokens at a size, and ``train`` sets the rest for every arm alike).
-#: ``pool``: self-play pool subgraphs by hop count, played interleaved (:func:`interleave_by_hops`);
+#: ``pool``: self-play pool subgraphs by hop count, played interleaved (every step mixes them);
 #: ``eval_hops`` / ``eval_proposer``: the held-out Solver questions per hop and Proposer targets;
 #: ``max_new_tokens``: per turn when evaluating.
 _GPU_TRAIN = dict(
@@ -211,23 +211,11 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def interleave_by_hops(groups: dict[int, list]) -> list:
-    """Merge hop-count groups into one play order in which every stretch of games has the groups' proportions:
-    item ``i`` of a group of ``n`` sits at fraction ``(i + 0.5) / n``; ties go to the smaller hop count.
-
-    Why: played in ascending blocks (all 2-hop games, then all 3-hop), ten steps of 2-hop games taught the
-    Proposer to nest two steps and stop, and the held-out 3-hop targets it had written at the cold start (15 of
-    32) fell to 2-3 of 32 in both KG arms (2026-11-28, /work/runs/sp5); mixed in every step, each update sees
-    both lengths."""
-    keyed = [((i + 0.5) / len(items), h, i, item) for h, items in groups.items() for i, item in enumerate(items)]
-    return [item for *_, item in sorted(keyed, key=lambda k: k[:3])]
-
-
 def stage_pool(world, hops: dict, work: Path) -> Path:
     """The self-play pool: training-side subgraphs of each hop count in ``hops``, written to ``work/pool.jsonl``
-    in play order (:func:`interleave_by_hops`; ids prefixed with the hop count, ``seed_index`` = position, so
-    the pool loads in this order); made once per workdir."""
-    from searchgym.construction import Subgraph
+    in play order (``searchgym.construction.interleave_by_hops``: every step mixes the hop counts; ids prefixed
+    with the hop count, ``seed_index`` = position, so the pool loads in this order); made once per workdir."""
+    from searchgym.construction import Subgraph, interleave_by_hops
     from searchgym.tasks.heldout import training_subgraphs
 
     path = work / "pool.jsonl"

@@ -17,7 +17,7 @@ pytest.importorskip("transformers")
 pytest.importorskip("peft")
 pytest.importorskip("matplotlib")
 
-from searchgym.construction import load_pool  # noqa: E402
+from searchgym.construction import interleave_by_hops, load_pool  # noqa: E402
 from tests.support.selfplay_bench import BENCH, bench_selfplay, toy_args  # noqa: E402
 from tests.support.tiny_lm import save_tiny  # noqa: E402
 
@@ -39,9 +39,7 @@ def test_heldout_sets_are_disjoint_from_the_selfplay_pool(tmp_path, world, size)
     pool = load_pool(bs.stage_pool(world, settings["pool"], tmp_path))
     hops = [sg.hops for sg in pool]
     assert sorted(hops) == sorted(h for h, n in settings["pool"].items() for _ in range(n))
-    assert hops == [
-        sg.hops for sg in bs.interleave_by_hops({h: [sg for sg in pool if sg.hops == h] for h in set(hops)})
-    ]
+    assert hops == [sg.hops for sg in interleave_by_hops({h: [sg for sg in pool if sg.hops == h] for h in set(hops)})]
     heldout = bs.heldout_sets(world, settings)
     report = bs.check_disjoint(pool, heldout)
     assert report["disjoint"] and report["pool_subgraphs"] == len(pool)
@@ -53,16 +51,6 @@ def test_heldout_sets_are_disjoint_from_the_selfplay_pool(tmp_path, world, size)
     leaked = heldout["proposer"][0]
     with pytest.raises(bs.BenchError, match=f"proposer shares answer names.*{leaked.id}"):
         bs.check_disjoint([*pool, leaked.subgraph], heldout)
-
-
-def test_pool_mixes_hop_counts_in_every_step():
-    """Every step's games have the pool's hop proportions (the cpu size: 80 2-hop + 48 3-hop, 8 games a step ->
-    3 three-hop games in each of the 16 steps), each group keeps its own order, and nothing is lost or repeated."""
-    order = bs.interleave_by_hops({2: [(2, i) for i in range(80)], 3: [(3, i) for i in range(48)]})
-    assert sorted(order) == sorted([(2, i) for i in range(80)] + [(3, i) for i in range(48)])
-    assert [sum(h == 3 for h, _ in order[k : k + 8]) for k in range(0, 128, 8)] == [3] * 16
-    assert [i for h, i in order if h == 2] == list(range(80))
-    assert bs.interleave_by_hops({2: ["a"], 3: ["b"]}) == ["a", "b"]
 
 
 def test_wait_lock_lets_the_second_process_in_after_the_first(tmp_path):

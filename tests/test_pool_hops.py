@@ -1,12 +1,13 @@
 """A hop-count curriculum for the self-play pool: ``KGSelfPlay-v0(pool_hops=[2, 3])`` plays training-side
-subgraphs of 2 hops, then 3, and the recipes' small sizes use it (their cold-started model reaches 2-3 hops, the
-default pool's paths run 3-7)."""
+subgraphs of 2 and 3 hops mixed in every step, and the recipes' small sizes use it (their cold-started model
+reaches 2-3 hops, the default pool's paths run 3-7)."""
 
 from __future__ import annotations
 
 import gymnasium as gym
 import pytest
 
+from searchgym.construction import interleave_by_hops
 from searchgym.envs.resources import hop_curriculum_pool, resolve_pool
 from searchgym.errors import InvalidArgumentError
 from searchgym.tasks.heldout import is_heldout_answer
@@ -14,11 +15,22 @@ from searchgym.training.recipes import recipe_config
 from searchgym.world.synthetic import default_world
 
 
-def test_the_pool_plays_the_given_hop_counts_in_order_on_the_training_side():
+def test_interleaving_gives_every_step_the_pools_hop_proportions():
+    """80 two-hop + 48 three-hop subgraphs at 8 games a step: 3 three-hop games in each of the 16 steps; each group
+    keeps its own order, nothing is lost or repeated (blocks taught the Proposer to stop after two hops)."""
+    order = interleave_by_hops({2: [(2, i) for i in range(80)], 3: [(3, i) for i in range(48)]})
+    assert sorted(order) == sorted([(2, i) for i in range(80)] + [(3, i) for i in range(48)])
+    assert [sum(h == 3 for h, _ in order[k : k + 8]) for k in range(0, 128, 8)] == [3] * 16
+    assert [i for h, i in order if h == 2] == list(range(80))
+    assert interleave_by_hops({3: ["b"], 2: ["a"]}) == ["a", "b"]  # ties: the smaller hop count first
+
+
+def test_the_pool_plays_the_given_hop_counts_mixed_on_the_training_side():
     world = default_world()
     pool = hop_curriculum_pool(world, [2, 3])
     hops = [len(s.path) - 1 for s in pool]
-    assert set(hops) == {2, 3} and hops == sorted(hops)  # every 2-hop subgraph before any 3-hop one
+    assert set(hops) == {2, 3} and hops.count(2) == hops.count(3)
+    assert all(set(hops[k : k + 4]) == {2, 3} for k in range(0, len(hops), 4))  # every 4 games play both
     assert not any(is_heldout_answer(world, s.path[-1]) for s in pool)
     env = gym.make("KGSelfPlay-v0", pool_hops=[2, 3])
     assert [len(s.path) - 1 for s in env.unwrapped.pool] == hops

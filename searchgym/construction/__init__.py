@@ -4,7 +4,7 @@ Light to import: matplotlib/networkx are imported only by the plotting functions
 """
 
 from ..core.subgraph import Branch, Subgraph, SubgraphEdge, SubgraphNode
-from .curriculum import ORDERS, SubgraphPool, order_pool
+from .curriculum import ORDERS, SubgraphPool, interleave_by_hops, order_pool
 from .extract import (
     DEFAULT_RELATION_BLOCKLIST,
     REJECTION_REASONS,
@@ -55,6 +55,7 @@ __all__ = [
     "rejections_path",
     "ORDERS",
     "order_pool",
+    "interleave_by_hops",
     "SubgraphPool",
     "pool_stats",
     "format_stats",

@@ -2,7 +2,8 @@
 
 The paper trains on the pool sorted by descending node count so the Proposer meets context-rich
 subgraphs first (kg-paths-wcr §4, App. D.5); :func:`order_pool` implements that (``curriculum``),
-a seeded shuffle and the file order. :class:`SubgraphPool` is what the environments draw tasks
+a seeded shuffle and the file order; :func:`interleave_by_hops` mixes pools of several hop counts so that every
+stretch of games has their proportions. :class:`SubgraphPool` is what the environments draw tasks
 from: an ordered pool with a position that survives checkpoints (``state_dict``), epochs that
 wrap around, and a deterministic hold-out split for validation.
 """
@@ -12,14 +13,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import random
-from typing import Iterator, Sequence
+from typing import Iterator, Mapping, Sequence, TypeVar
 
 from ..core.subgraph import Subgraph
 from ..errors import InvalidArgumentError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ORDERS", "order_pool", "SubgraphPool"]
+__all__ = ["ORDERS", "order_pool", "interleave_by_hops", "SubgraphPool"]
 
 ORDERS = ("curriculum", "shuffle", "none")
 
@@ -39,6 +40,22 @@ def order_pool(subgraphs: Sequence[Subgraph], order: str = "curriculum", seed: i
     if order == "none":
         return list(subgraphs)
     raise InvalidArgumentError(f"unknown pool order {order!r}; choose one of {', '.join(ORDERS)}")
+
+
+T = TypeVar("T")
+
+
+def interleave_by_hops(groups: Mapping[int, Sequence[T]]) -> list[T]:
+    """Merge hop-count groups into one play order in which every stretch of games has the groups' proportions
+    (80 two-hop + 48 three-hop subgraphs, 8 games a step: 3 three-hop games in every step). Item ``i`` of a group
+    of ``n`` sits at fraction ``(i + 0.5) / n``; ties go to the smaller hop count; each group keeps its order.
+
+    Why not one hop count after the other: played in blocks (all 2-hop games, then all 3-hop), ten self-play steps
+    of 2-hop games taught the KG Proposer to nest two steps and stop, and the held-out 3-hop targets it wrote at
+    the cold start (15 of 32) fell to 2-3 of 32 in both KG arms of ``benchmarks/bench_selfplay.py``; interleaved,
+    17 of 32 (docs/selfplay_benchmark.md)."""
+    keyed = [((i + 0.5) / len(items), h, i, item) for h, items in groups.items() for i, item in enumerate(items)]
+    return [item for *_, item in sorted(keyed, key=lambda k: k[:3])]
 
 
 def _ids_digest(subgraphs: Sequence[Subgraph]) -> str:

@@ -105,10 +105,11 @@ _hop_pools: "weakref.WeakKeyDictionary[World, dict]" = weakref.WeakKeyDictionary
 
 def hop_curriculum_pool(world: World, hops: Sequence[int]) -> list[Subgraph]:
     """Training-side subgraphs whose target paths have the given hop counts, ``DEFAULT_POOL_SIZE // len(hops)``
-    of each, the hop counts in the order given (each block in curriculum order): the hop-count curriculum of a
-    recipe's small sizes, which play paths a cold-started small model can already reach (kg-paths-wcr orders its
-    subgraphs easy to hard) instead of the default pool's 3-7 hops. Built once per process, world and hops."""
-    from ..construction import order_pool
+    of each (each in curriculum order), interleaved so that every step plays all of them
+    (:func:`~searchgym.construction.curriculum.interleave_by_hops`): the hop-count curriculum of a recipe's small
+    sizes, which play paths a cold-started small model can already reach (kg-paths-wcr orders its subgraphs easy
+    to hard) instead of the default pool's 3-7 hops. Built once per process, world and hops."""
+    from ..construction import interleave_by_hops, order_pool
     from ..tasks.heldout import training_subgraphs
 
     key = tuple(int(h) for h in hops)
@@ -118,11 +119,12 @@ def hop_curriculum_pool(world: World, hops: Sequence[int]) -> list[Subgraph]:
     with _lock:
         if key not in per_world:
             n = max(1, DEFAULT_POOL_SIZE // len(key))
-            per_world[key] = [
-                s
-                for h in key
-                for s in order_pool(training_subgraphs(world, n, seed=DEFAULT_POOL_SEED, hops=h), "curriculum", 0)
-            ]
+            per_world[key] = interleave_by_hops(
+                {
+                    h: order_pool(training_subgraphs(world, n, seed=DEFAULT_POOL_SEED, hops=h), "curriculum", 0)
+                    for h in key
+                }
+            )
         return list(per_world[key])
 
 

@@ -68,8 +68,9 @@ class KGSelfPlayEnv(TextEnvBase):
 
     ``pool``: subgraphs (list, JSONL pool path, or ``None`` for the world's cached heuristic pool);
     ``order``: ``"curriculum"`` (default; descending node count), ``"shuffle"`` or ``"given"``.
-    ``pool_hops`` (with ``pool=None``): play training-side subgraphs of these path lengths instead, in that
-    order (:func:`~searchgym.envs.resources.hop_curriculum_pool`; the recipes' ``cpu``/``gpu`` sizes use 2 then 3).
+    ``pool_hops`` (with ``pool=None``): play training-side subgraphs of these path lengths instead, mixed in
+    every stretch of games (:func:`~searchgym.envs.resources.hop_curriculum_pool`; the recipes' ``cpu``/``gpu``
+    sizes use 2 and 3).
     ``group_size``: Solver rollouts per question (G, default 5). ``proposer_mode``: ``"kg"`` or
     ``"vanilla"``. ``verifier``, ``filter_config``, ``n_noise``, ``noise_window``: see
     :class:`~searchgym.envs.proposer.ProposerValidation`. ``replay_capacity``,
