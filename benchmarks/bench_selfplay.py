@@ -49,7 +49,7 @@ import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Iterator, Mapping, Optional, Sequence
 
 from bench_learning import HOPS, eval_dir, evaluate_model, paired_counts, paired_flips, rl_gain
 from machine import device_info, machine_info
@@ -446,12 +446,24 @@ def train_curve(run: Path) -> dict:
     return curve
 
 
-def proposer_cells(work: Path, name: str, modes: Sequence[str]) -> dict:
-    """Per Proposer mode, the valid rate on the held-out targets with its 95 % bootstrap interval."""
+def proposer_cells(work: Path, name: str, modes: Sequence[str], target_hops: Mapping[str, int]) -> dict:
+    """Per Proposer mode, the valid rate on the held-out targets with its 95 % bootstrap interval, and per hop
+    count of the targets (``target_hops``: target id -> hops) the valid count out of the targets: a Proposer that
+    learns 2-hop questions while forgetting 3-hop ones shows it here, not in the overall rate."""
     from searchgym.evaluation.metrics import bootstrap_ci
 
-    valid = {m: proposer_valid(work, name, m) for m in modes}
-    return {m: bootstrap_ci(v.values()) for m, v in valid.items() if v}
+    out = {}
+    for m in modes:
+        valid = proposer_valid(work, name, m)
+        if not valid:
+            continue
+        by_hops: dict[str, dict] = {}
+        for task, v in sorted(valid.items(), key=lambda kv: target_hops.get(kv[0], 0)):
+            cell = by_hops.setdefault(str(target_hops.get(task, "?")), {"valid": 0, "n": 0})
+            cell["valid"] += int(v)
+            cell["n"] += 1
+        out[m] = {**bootstrap_ci(valid.values()), "by_hops": by_hops}
+    return out
 
 
 def proposer_valid(work: Path, name: str, mode: str) -> dict:
@@ -485,10 +497,11 @@ def seeds_note(runs_done: dict) -> str:
     return note
 
 
-def collect(work: Path, size_name: str, header: dict) -> dict:
+def collect(work: Path, size_name: str, header: dict, target_hops: Mapping[str, int]) -> dict:
     """Every finished run of ``work`` against the cold start: curves, held-out results, paired flips, gains and
     the issue's targets (met or not, reported either way), with the seeds each arm finished; ``header``: what the
-    invocation records about itself (size, machine, start, pool, held-out sets)."""
+    invocation records about itself (size, machine, start, pool, held-out sets); ``target_hops``: the held-out
+    Proposer targets' hop counts by id."""
     cold_path = work / f"eval_{COLD}.json"
     runs_done = finished_runs(work)
     if not cold_path.is_file() or not runs_done:
@@ -499,7 +512,7 @@ def collect(work: Path, size_name: str, header: dict) -> dict:
     from searchgym.training.selfplay_config import TrainConfig
 
     cold = json.loads(cold_path.read_text())
-    cold["proposer_cells"] = proposer_cells(work, COLD, ("kg", "vanilla"))
+    cold["proposer_cells"] = proposer_cells(work, COLD, ("kg", "vanilla"), target_hops)
     configs = {
         (k, s): TrainConfig.load(work / run_name(k, s) / "config.yaml") for k, ss in runs_done.items() for s in ss
     }
@@ -527,7 +540,7 @@ def collect(work: Path, size_name: str, header: dict) -> dict:
         for seed in seeds:
             name = run_name(key, seed)
             ev = json.loads((work / f"eval_{name}.json").read_text())
-            ev["proposer_cells"] = proposer_cells(work, name, modes)
+            ev["proposer_cells"] = proposer_cells(work, name, modes, target_hops)
             curve = train_curve(work / name)
             runs.append(
                 {
@@ -757,7 +770,8 @@ def run(args: argparse.Namespace) -> None:
     work.mkdir(parents=True, exist_ok=True)
     world = default_world()
     pool_path = stage_pool(world, size["pool"], work)
-    disjoint = check_disjoint(load_pool(pool_path), heldout_sets(world, size))
+    heldout = heldout_sets(world, size)
+    disjoint = check_disjoint(load_pool(pool_path), heldout)
     opts = {"model": args.model, "init": args.init, "device": args.device, "steps": args.steps}
     if args.init:
         from searchgym.training.model_loading import resolve_init
@@ -807,7 +821,7 @@ def run(args: argparse.Namespace) -> None:
         "disjointness": disjoint,
         "seconds_this_invocation": None,
     }
-    results = collect(work, args.size, header)
+    results = collect(work, args.size, header, {t.id: t.hops for t in heldout["proposer"]})
     results["seconds_this_invocation"] = round(time.perf_counter() - t0, 1)
     out = Path(args.out) if args.out else RESULTS / f"selfplay_{args.size}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -124,6 +124,10 @@ def test_toy_benchmark_trains_three_arms_collects_and_resumes(tmp_path, capsys):
     assert flips["proposer_kg"]["n"] == flips["proposer_vanilla"]["n"] == 2
     assert "proposer_vanilla" not in r["arms"]["b"]["runs"][0]["vs_cold_start"]  # b trains the KG prompt only
     assert set(r["cold_start"]["proposer_cells"]) == {"kg", "vanilla"}
+    by_hops = r["cold_start"]["proposer_cells"]["kg"]["by_hops"]  # the 2 held-out targets: one of 2, one of 3 hops
+    assert {h: c["n"] for h, c in by_hops.items()} == {"2": 1, "3": 1} and all(
+        0 <= c["valid"] <= 1 for c in by_hops.values()
+    )
     assert set(r["solver_gain"]) == {"(a) vanilla SSP", "(b) KG Proposer, binary"}
     assert out.with_suffix(".png").stat().st_size > 10_000
     assert (work / "toy" / "a_s0" / "final" / "adapter_model.safetensors").is_file()
