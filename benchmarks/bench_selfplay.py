@@ -222,18 +222,18 @@ def stage_pool(world, hops: dict, work: Path) -> Path:
     with wait_lock(work / "pool.stage"):
         if path.is_file():
             return path
-        groups: dict[int, list] = {}
+        groups: dict[int, Sequence] = {}
         for h, n in sorted(hops.items()):
             subgraphs = training_subgraphs(world, n, seed=0, hops=h)
             if len(subgraphs) < n:
                 raise BenchError(f"the world yields only {len(subgraphs)} training-side {h}-hop subgraphs of {n}")
-            groups[h] = [(h, sg) for sg in subgraphs]
+            groups[h] = subgraphs
         lines: list[str] = []
-        for h, sg in interleave_by_hops(groups):
+        for sg in interleave_by_hops(groups):
             d = sg.to_dict()
             d["metadata"] = {**d["metadata"], "source_seed_index": d["metadata"].get("seed_index")}
             d["metadata"]["seed_index"] = len(lines)
-            d["id"] = f"h{h}-{d['id']}"
+            d["id"] = f"h{sg.hops}-{d['id']}"
             lines.append(json.dumps(Subgraph.from_dict(d).to_dict(), ensure_ascii=False))
         write_atomic(path, "".join(line + "\n" for line in lines))
     return path
