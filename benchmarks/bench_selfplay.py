@@ -7,8 +7,8 @@ From the cold start, one policy plays Proposer and Solvers of the self-play game
 * (b) **KG-grounded Proposer, binary** -- ``recipe_config("kg-ssp", size)``;
 * (c) **KG-grounded Proposer + WCR** -- ``recipe_config("kg-wcr", size)``.
 
-Every arm plays the same self-play pool (``pool.jsonl`` in the workdir: training-side subgraphs, 2-hop ones
-first, then 3-hop -- the hop counts the cold start can already reach first), the same number of steps, games
+Every arm plays the same self-play pool (``pool.jsonl`` in the workdir: training-side 2- and 3-hop subgraphs --
+the hop counts the cold start can already reach -- interleaved in proportion), the same number of steps, games
 per step, Solvers per game, turns and tokens per turn; what differs is what each recipe sets (Proposer prompt,
 reward, advantage estimators). Per step, from the trainer's ``metrics.jsonl``: the Proposer's valid rate and
 its rejection reasons, its reward, the Solvers' reward (all games, and on the questions the model wrote),
@@ -33,7 +33,8 @@ and ``.png``; ``--collect`` only collects; ``--ship`` also writes the compact fo
 shows (:func:`searchgym.evaluation.selfplay_results.compact_results`) to ``searchgym/assets/selfplay_<size>.json``.
 Sizes: ``cpu`` (2 cores, one torch thread per process, one seed), ``gpu`` (3 seeds, ``--device cuda``), ``toy``
 (the GPU size's code path at toy scale on CPU, for the tests; needs ``--model DIR``). docs/selfplay_benchmark.md
-has the commands.
+has the commands. ``--proposer-baseline`` is an ablation: one Proposer baseline in every arm instead of each
+recipe's own (``hop_group``: EVE's HRPO), recorded in the JSON (``proposer_baseline_override``).
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ from typing import Any, Iterator, Mapping, Optional, Sequence
 
 from bench_learning import HOPS, eval_dir, evaluate_model, paired_counts, paired_flips, rl_gain
 from machine import device_info, machine_info
+
+from searchgym.core.advantages import PROPOSER_BASELINES
 
 RESULTS = Path(__file__).parent / "results"
 #: where ``--ship`` writes the compact results (in the repository's package tree: `searchgym demo` reads them)
@@ -318,6 +321,8 @@ def train_config(arm: Arm, seed: int, size: dict, opts: dict, pool: Path, work: 
     }
     if opts.get("steps"):
         fields["total_steps"] = opts["steps"]
+    if opts.get("proposer_baseline"):  # an ablation over every arm, e.g. hop_group (EVE's HRPO)
+        fields["proposer_baseline"] = opts["proposer_baseline"]
     return recipe_config(arm.recipe, size["recipe_size"], env_kwargs={"pool": str(pool), "order": "given"}, **fields)
 
 
@@ -334,6 +339,13 @@ def stage_train(arm: Arm, seed: int, cfg, start: str, work: Path) -> Path:
                 f"run {run_name(arm.key, seed)} in {work} finished at {steps} steps, not {cfg.total_steps}: its "
                 "results are cached, so give another --workdir for another --steps"
             )
+        baseline = json.loads((final / DONE).read_text()).get("proposer_baseline", cfg.proposer_baseline)
+        if baseline != cfg.proposer_baseline:
+            raise BenchError(
+                f"run {run_name(arm.key, seed)} in {work} trained with proposer_baseline={baseline}, not "
+                f"{cfg.proposer_baseline}: its results are cached, so give another --workdir for another "
+                "--proposer-baseline"
+            )
         return final
     logger.info("arm %s seed %d: training %d steps (%s)", arm.key, seed, cfg.total_steps, arm.recipe)
     trainer = SelfPlayTrainer(cfg, num_envs=cfg.batch_size)  # a step's games in one lock-step wave: batched turns
@@ -342,7 +354,14 @@ def stage_train(arm: Arm, seed: int, cfg, start: str, work: Path) -> Path:
     trainer.policy.save_pretrained(final)
     if not cfg.lora:
         trainer.tokenizer.save_pretrained(final)
-    done = {"arm": arm.key, "recipe": arm.recipe, "seed": seed, "start": start, "steps": trainer.step}
+    done = {
+        "arm": arm.key,
+        "recipe": arm.recipe,
+        "seed": seed,
+        "start": start,
+        "steps": trainer.step,
+        "proposer_baseline": cfg.proposer_baseline,
+    }
     write_atomic(final / DONE, json.dumps(done, indent=1))
     return final
 
@@ -562,19 +581,29 @@ def collect(work: Path, size_name: str, header: dict, target_hops: Mapping[str, 
             )
         config = configs[(key, seeds[0])].to_dict()
         config.pop("seed")
+        label = arm_label(arm, config["proposer_baseline"], size_name)
         results["arms"][key] = {
-            "label": arm.label,
+            "label": label,
             "recipe": arm.recipe,
             "proposer_mode": arm.proposer_mode,
             "config": config,
             "runs": runs,
         }
-        stages[arm.label] = runs
-    labels = [ARMS[k].label for k in runs_done]
+        stages[label] = runs
+    labels = [results["arms"][k]["label"] for k in runs_done]
     results["solver_gain"] = rl_gain(stages, labels)
     results["proposer_gain"] = proposer_gain(cold, results["arms"])
     results["targets"] = targets(size_name, results)
     return results
+
+
+def arm_label(arm: Arm, proposer_baseline: str, size_name: str) -> str:
+    """The arm's label, naming the Proposer baseline when its runs trained with another than the recipe's own
+    (``--proposer-baseline``), so an ablation's table and figure never pass for the arm itself."""
+    from searchgym.training.recipes import recipe_values
+
+    own = recipe_values(arm.recipe, SIZES[size_name]["recipe_size"])["proposer_baseline"]
+    return arm.label if proposer_baseline == own else f"{arm.label}, {proposer_baseline} baseline"
 
 
 def proposer_gain(cold: dict, arms: dict) -> dict:
@@ -615,7 +644,7 @@ def targets(size_name: str, results: dict) -> dict:
                 "met": all(v["gain"] >= 0 for v in by_hop.values()),
             }
         return out
-    c = gain.get(ARMS["c"].label, {})
+    c = gain.get(results["arms"]["c"]["label"], {}) if "c" in results["arms"] else {}
     for h in ("2", "3"):
         if h in c:
             out[f"c_{h}hop_plus_5"] = {"gain": c[h]["gain"], "seeds": c[h]["seeds"], "met": c[h]["gain"] >= 0.05}
@@ -704,6 +733,13 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     ap.add_argument("--steps", type=int, default=None, help="training steps per run (default: the size's)")
     ap.add_argument("--model", default=None, help="the base model (default smollm2; --size toy needs a folder)")
     ap.add_argument("--init", default=None, help=f"start from: {SHIPPED_INIT} (default), a model folder, or none")
+    ap.add_argument(
+        "--proposer-baseline",
+        choices=PROPOSER_BASELINES,
+        default=None,
+        help="an ablation: this Proposer baseline in every arm instead of each recipe's own (e.g. hop_group, EVE's "
+        "HRPO); runs are cached, so give it its own --workdir",
+    )
     ap.add_argument("--out", default=None, help="results JSON (default benchmarks/results/selfplay_<size>.json)")
     ap.add_argument("--collect", action="store_true", help="only write the JSON/PNG from the finished runs")
     ap.add_argument(
@@ -772,7 +808,13 @@ def run(args: argparse.Namespace) -> None:
     pool_path = stage_pool(world, size["pool"], work)
     heldout = heldout_sets(world, size)
     disjoint = check_disjoint(load_pool(pool_path), heldout)
-    opts = {"model": args.model, "init": args.init, "device": args.device, "steps": args.steps}
+    opts = {
+        "model": args.model,
+        "init": args.init,
+        "device": args.device,
+        "steps": args.steps,
+        "proposer_baseline": args.proposer_baseline,
+    }
     if args.init:
         from searchgym.training.model_loading import resolve_init
 
@@ -819,6 +861,7 @@ def run(args: argparse.Namespace) -> None:
             "proposer_targets": size["eval_proposer"],
         },
         "disjointness": disjoint,
+        "proposer_baseline_override": args.proposer_baseline,
         "seconds_this_invocation": None,
     }
     results = collect(work, args.size, header, {t.id: t.hops for t in heldout["proposer"]})

@@ -168,9 +168,25 @@ def test_toy_benchmark_trains_three_arms_collects_and_resumes(tmp_path, capsys):
     # cached results are never silently mixed with another budget or another start
     assert bs.main([*base, "--arms", "a", "--seeds", "0", "--steps", "3"]) == 2
     assert "finished at 2 steps, not 3" in capsys.readouterr().err
+    assert bs.main([*base, "--arms", "a", "--seeds", "0", "--proposer-baseline", "hop_group"]) == 2
+    assert "trained with proposer_baseline=none, not hop_group" in capsys.readouterr().err
     other = save_tiny(tmp_path / "other", seed=1)
     assert bs.main([*base[:2], "--model", str(other), *base[4:]]) == 2
     assert f"this command starts from {other}" in capsys.readouterr().err
+
+
+def test_proposer_baseline_override_reaches_every_arm_and_only_when_given(tmp_path):
+    pool = tmp_path / "pool.jsonl"
+    opts = {"model": "smollm2", "init": None, "device": "cpu", "steps": None}
+    from searchgym.training.recipes import recipe_values
+
+    for arm in bs.ARMS.values():  # without the option: each recipe's own at the size
+        own = bs.train_config(arm, 0, bs.SIZES["cpu"], opts, pool, tmp_path).proposer_baseline
+        assert own == recipe_values(arm.recipe, bs.SIZES["cpu"]["recipe_size"])["proposer_baseline"] != "hop_group"
+    hrpo = {**opts, "proposer_baseline": "hop_group"}
+    assert {
+        bs.train_config(arm, 0, bs.SIZES["cpu"], hrpo, pool, tmp_path).proposer_baseline for arm in bs.ARMS.values()
+    } == {"hop_group"}
 
 
 def test_bad_input_is_a_one_line_error(tmp_path, capsys):
