@@ -207,6 +207,27 @@ def test_early_stopping_by_heldout_loss_keeps_the_best_weights(tmp_path, tok):
     assert all(torch.equal(final[k], best[k]) for k in best)
 
 
+def test_a_run_that_never_beats_its_start_says_so_and_last_keeps_the_trained_weights(tmp_path, tok, caplog):
+    data = write_demos(tmp_path / "d.jsonl", n=16)
+    with caplog.at_level("WARNING", logger="searchgym.training.sft_trainer"):
+        res = run_sft(_cfg(tmp_path, data, lr=5.0, max_steps=4, eval_every=1), model=build_model(tok), tokenizer=tok)
+    assert res.best_step == 0 and res.steps == 4  # diverged from the first step
+    assert "no step of 4 lowered the held-out loss" in caplog.text and "final_weights=last" in caplog.text
+    final = open_model(res.final_dir)[0].state_dict()
+    start = open_model(str(tmp_path / "run" / "best"))[0].state_dict()
+    assert all(torch.equal(final[k], start[k]) for k in start)  # best: the starting weights
+
+    caplog.clear()
+    cfg = _cfg(tmp_path, data, lr=5.0, max_steps=4, eval_every=1, final_weights="last", output_dir=str(tmp_path / "r2"))
+    res = run_sft(cfg, model=build_model(tok), tokenizer=tok)
+    final = open_model(res.final_dir)[0].state_dict()
+    last = open_model(str(tmp_path / "r2" / "checkpoints" / "step_00000004"))[0].state_dict()
+    assert all(torch.equal(final[k], last[k]) for k in last)
+    assert not all(torch.equal(final[k], start[k]) for k in start)
+    with pytest.raises(ValueError, match="final_weights='latest': use one of best, last"):
+        _cfg(tmp_path, data, final_weights="latest")
+
+
 def test_model_without_chat_template_needs_an_explicit_one(tmp_path, tok):
     data = write_demos(tmp_path / "d.jsonl", n=4)
     bare = build_tokenizer()

@@ -196,6 +196,15 @@ class SFTConfig(ModelOptions, ConfigIO):
     min_delta: float = field(
         default=0.0, metadata={"help": "Smallest drop of the held-out loss that counts as an improvement."}
     )
+    final_weights: str = field(
+        default="best",
+        metadata={
+            "help": (
+                "What final/ holds: best (the weights of the lowest held-out loss, the starting ones when no step "
+                "lowered it) or last (the last step's)."
+            )
+        },
+    )
     # bookkeeping
     seed: int = field(default=0, metadata={"help": "Seed of the validation split, the data order and sampling."})
     output_dir: str = field(
@@ -225,6 +234,7 @@ class SFTConfig(ModelOptions, ConfigIO):
             ("on_error", ("skip", "stop")),
             ("mixed_precision", MIXED_PRECISION),
             ("rollout_engine", ("auto", "static", "hf")),
+            ("final_weights", ("best", "last")),
         )
         for name, allowed in choices:
             if getattr(self, name) not in allowed:
