@@ -104,7 +104,10 @@ def _shipped_size() -> dict:
 #: adapter plays ``KGProposer-v0`` on training-side 2-/3-hop targets (``pool_hops``), its verified questions are
 #: kept and the same adapter (``lora_init``) trains on them next to replayed demonstrations of both roles (made
 #: with seed 1). Measured 2026-11-27 (docs/sft.md): 46 of 240 samples kept; Solver 1-hop 0.41 -> 0.44, 2-hop
-#: 0.16 -> 0.25, Proposer 31/64 -> 30/64 -- the round did not raise the Proposer, so it is not in the shipped recipe
+#: 0.16 -> 0.25, Proposer 31/64 -> 30/64 -- the round did not raise the Proposer, so it is not in the shipped recipe.
+#: On the adapter shipped since 2026-11-28 no step lowered the 12-example held-out loss, so the best weights were the
+#: start: the round keeps its last step's (``final_weights: last``; measured: Solver 0.34 -> 0.38 / 0.22 -> 0.31,
+#: Proposer 34/64 -> 32/64)
 RFT_REPLAY = {"solver": {1: 80, 2: 80, 3: 40}, "proposer": {2: 30, 3: 30}}
 RFT_ROUND = {
     "source": "self",
@@ -127,6 +130,7 @@ RFT_ROUND = {
     "save_every": 10,
     "max_tokens": 1024,
     "val_fraction": 0.05,
+    "final_weights": "last",
 }
 
 

@@ -83,6 +83,7 @@ def test_the_rejection_sampling_size_continues_the_shipped_adapters_shape(tmp_pa
     size = bl._shipped_rft_size()
     cfg = SFTConfig(model="smollm2", lora_init=str(tmp_path / "sft" / "final"), data=["replay.jsonl"], **size["rft"])
     assert cfg.source == "self" and cfg.env_id == "KGProposer-v0" and cfg.env_kwargs["pool_hops"] == [2, 3]
+    assert cfg.final_weights == "last"  # a round on a fitted adapter may never beat its start's held-out loss
     for key in ("lora_r", "lora_alpha", "lora_target_modules", "lora_dropout"):
         assert getattr(cfg, key) == RECIPE_SFT[key]
     assert set(size["replay"]) <= {"solver", "proposer"} and size["sft"] == RECIPE_SFT
