@@ -333,13 +333,14 @@ def stage_train(arm: Arm, seed: int, cfg, start: str, work: Path) -> Path:
 
     final = work / run_name(arm.key, seed) / "final"
     if (final / DONE).is_file():
-        steps = json.loads((final / DONE).read_text())["steps"]
+        record = json.loads((final / DONE).read_text())
+        steps = record["steps"]
         if steps != cfg.total_steps:
             raise BenchError(
                 f"run {run_name(arm.key, seed)} in {work} finished at {steps} steps, not {cfg.total_steps}: its "
                 "results are cached, so give another --workdir for another --steps"
             )
-        baseline = json.loads((final / DONE).read_text()).get("proposer_baseline", cfg.proposer_baseline)
+        baseline = record.get("proposer_baseline", cfg.proposer_baseline)  # runs from before it was recorded: as set
         if baseline != cfg.proposer_baseline:
             raise BenchError(
                 f"run {run_name(arm.key, seed)} in {work} trained with proposer_baseline={baseline}, not "
