@@ -219,7 +219,9 @@ def test_a_run_that_never_beats_its_start_says_so_and_last_keeps_the_trained_wei
 
     caplog.clear()
     cfg = _cfg(tmp_path, data, lr=5.0, max_steps=4, eval_every=1, final_weights="last", output_dir=str(tmp_path / "r2"))
-    res = run_sft(cfg, model=build_model(tok), tokenizer=tok)
+    with caplog.at_level("WARNING", logger="searchgym.training.sft_trainer"):
+        res = run_sft(cfg, model=build_model(tok), tokenizer=tok)
+    assert res.best_step == 0 and "lowered the held-out loss" not in caplog.text  # last: nothing to warn of
     final = open_model(res.final_dir)[0].state_dict()
     last = open_model(str(tmp_path / "r2" / "checkpoints" / "step_00000004"))[0].state_dict()
     assert all(torch.equal(final[k], last[k]) for k in last)

@@ -410,14 +410,15 @@ class SFTRun:
         from .model_loading import load_weights
 
         c = self.config
-        if self.best_step == 0 and self.step > 0:  # a silent no-op otherwise: final/ would be the start
-            logger.warning(
-                "no step of %d lowered the held-out loss below the starting weights' %.4f: with final_weights=best "
-                "final/ holds the starting weights (set final_weights=last to keep the trained ones)",
-                self.step,
-                self.best_val,
-            )
         if c.final_weights == "best" and self.best_step is not None and (self.out / "best").is_dir():
+            if self.best_step == 0 and self.step > 0:  # a silent no-op otherwise: final/ is the start
+                logger.warning(
+                    "no step of %d lowered the held-out loss below the starting weights' %.4f: with "
+                    "final_weights=best final/ holds the starting weights (set final_weights=last to keep the "
+                    "trained ones)",
+                    self.step,
+                    self.best_val,
+                )
             load_weights(self.policy, self.out / "best", lora=c.lora)  # the best held-out loss wins
         final = self.out / "final"
         if c.lora and not c.save_adapter:
