@@ -70,6 +70,21 @@ def test_every_default_question_reads_back_into_its_path():
     assert read_path_question("Who wrote the capital of Merovia, and why?", lambda t: True) == []
 
 
+def test_a_question_reads_the_same_whichever_article_it_uses():
+    # a model wrote "the award received by ..." where the template says "an award received by ...":
+    # the same chain (the reader's ambiguity check, not the article, decides when several nodes answer)
+    names = {"Mirror of Luvven"}.__contains__
+    template = "What is an award received by the head of state of the country of origin of Mirror of Luvven?"
+    chain = read_path_question(template, names)
+    assert chain and chain[0][0] == "Mirror of Luvven" and len(chain[0][1]) == 3
+    for article in ("the", "a"):
+        assert read_path_question(template.replace("an award", f"{article} award"), names) == chain
+    assert read_path_question("Who is a father of Mirror of Luvven?", names) == read_path_question(
+        "Who is the father of Mirror of Luvven?", names
+    )
+    assert read_path_question("What is thean award received by Mirror of Luvven?", names) == []
+
+
 def _docs(world, titles):
     docs = {d.title: d for d in world.documents()}
     return [format_hits([Hit(docs[t].id, t, docs[t].text, 1.0)]) for t in titles]

@@ -173,15 +173,32 @@ _MAX_READINGS = 16  # a question of nested phrases has few readings; this bounds
 _HOLE = "\x00"
 
 
+_ARTICLES = ("the ", "an ", "a ")
+
+
+def _article_variants(prefix: str) -> tuple[str, ...]:
+    """``prefix`` with its leading article swapped for each of the others ("an award received by" also
+    reads "the award received by" and "a award received by"): the article says nothing about the relation,
+    and a question writer (a model, a person) picks it freely. Uniqueness is not read from it: a phrase that
+    reaches several nodes makes the question ambiguous whichever article it has."""
+    for article in _ARTICLES:
+        if prefix.startswith(article):
+            rest = prefix[len(article) :]
+            return tuple(other + rest for other in _ARTICLES)
+    return (prefix,)
+
+
 @lru_cache(maxsize=64)
 def _patterns(extra_labels: tuple[str, ...]) -> tuple[tuple[str, str, bool, frozenset], ...]:
-    """``(prefix, suffix, forward, relation keys)`` of every phrase, lowercased, most specific first."""
+    """``(prefix, suffix, forward, relation keys)`` of every phrase, lowercased, most specific first; each
+    phrase also with its leading article swapped (:func:`_article_variants`)."""
     keys = sorted(set(FORWARD_TEMPLATES) | set(INVERSE_TEMPLATES) | {relation_key(x) for x in extra_labels})
     grouped: dict[tuple[str, str, bool], set] = {}
     for key in keys:
         for forward in (True, False):
             prefix, _, suffix = relation_phrase(key, _HOLE, forward=forward).lower().partition(_HOLE)
-            grouped.setdefault((prefix, suffix, forward), set()).add(key)
+            for variant in _article_variants(prefix):
+                grouped.setdefault((variant, suffix, forward), set()).add(key)
     ordered = sorted(grouped.items(), key=lambda kv: (-len(kv[0][0]) - len(kv[0][1]), kv[0]))
     return tuple((p, s, f, frozenset(k)) for (p, s, f), k in ordered)
 
