@@ -18,16 +18,24 @@ One run on the machine at hand prints and records:
    temperature 0 (trajectories compared with today's) and 1 (as in training): seconds, generate seconds,
    new and prefilled tokens.
 
-Sides: ``hf`` (the transformers loop, the reference: ``TransformersGenerator(engine="hf")``), ``static-plain``
-(the engine in fp32 on the model's own weights through ``F.linear``, transformers' kernels), ``static`` (the
-engine's defaults: fp32, fused and oneDNN-prepacked weight copies), ``static-bf16`` (bf16 weights and cache,
-prepacked: ``rollout_dtype="bfloat16"``). Times are this process's CPU time (one torch thread by default): on
-a shared machine it is what other jobs distort least; wall times are recorded too.
+Sides on a CPU: ``hf`` (the transformers loop, the reference: ``TransformersGenerator(engine="hf")``),
+``static-plain`` (the engine in fp32 on the model's own weights through ``F.linear``, transformers' kernels),
+``static`` (the engine's defaults: fp32, fused and oneDNN-prepacked weight copies), ``static-bf16`` (bf16
+weights and cache, prepacked: ``rollout_dtype="bfloat16"``). Times are this process's CPU time (one torch
+thread by default): on a shared machine it is what other jobs distort least; wall times are recorded too.
+
+On a GPU (``--device cuda``, the ``gpu`` size: batch 1/40/160) the model runs in bf16 and the sides are
+``hf`` (transformers' loop with its static cache and CUDA-graph step), ``static-exact`` (the engine's exact
+steps, launched from Python) and ``static`` (the engine's default there: fixed-shape steps replayed as CUDA
+graphs, :mod:`searchgym.llm.decode_graphs`); times are wall seconds with the device synchronised (keys
+``gpu_s`` ... where the CPU run writes ``cpu_s`` ...), the probes run on the GPU.
 
     nice -n 19 .venv/bin/python benchmarks/bench_rollout.py --size smoke     # about a minute
     .venv/bin/python benchmarks/bench_rollout.py --size full                 # the figures (tens of minutes)
+    python3 benchmarks/bench_rollout.py --size gpu --device cuda             # on a GPU node (a few minutes)
 
-Writes ``benchmarks/results/rollout_cpu.json`` (``rollout_cpu_smoke.json`` at the smoke size).
+Writes ``benchmarks/results/rollout_cpu.json`` (``rollout_cpu_smoke.json`` at the smoke size,
+``rollout_gpu.json`` with ``--device cuda``).
 """
 
 from __future__ import annotations
@@ -62,18 +70,40 @@ SIZES: dict[str, dict[str, Any]] = {
         episodes=dict(questions=4, group=4, max_turns=None, new_tokens=128, temperatures=(0.0, 1.0)),
     ),
 }
+SIZES["gpu"] = dict(SIZES["full"], batches=(1, 40, 160), probe_mb=2048, probe_s=1.0)
 SIDES = ("hf", "static-plain", "static", "static-bf16")
+CUDA_SIDES = ("hf", "static-exact", "static")
+
+
+class Clock:
+    """What the benchmark times: this process's CPU seconds on a CPU; on a GPU, wall seconds with the device
+    synchronised before each reading (the kernels a call queued are counted in it). ``key`` names the fields."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+        self.key = "gpu" if device == "cuda" else "cpu"
+
+    def __call__(self) -> float:
+        if self.device == "cuda":
+            import torch
+
+            torch.cuda.synchronize()
+            return time.perf_counter()
+        return time.process_time()
+
+
+CLOCK = Clock("cpu")
 
 
 # ====================================================================== floors
 def _timed(fn: Callable[[], Any], seconds: float) -> tuple[float, int]:
-    """Process CPU seconds per call of ``fn``, repeated for at least ``seconds`` (after one warm-up)."""
+    """Seconds (:data:`CLOCK`) per call of ``fn``, repeated for at least ``seconds`` (after one warm-up)."""
     fn()
-    n, c0 = 0, time.process_time()
+    n, c0 = 0, CLOCK()
     while True:
         fn()
         n += 1
-        spent = time.process_time() - c0
+        spent = CLOCK() - c0
         if spent >= seconds:
             return spent / n, n
 
@@ -82,8 +112,9 @@ def gemm_probe(dtype: str, seconds: float, n: int = 1024) -> float:
     """GFLOP/s of an ``n x n x n`` matmul in ``dtype``."""
     import torch
 
-    a = torch.randn(n, n).to(getattr(torch, dtype))
-    b = torch.randn(n, n).to(getattr(torch, dtype))
+    dev = CLOCK.device
+    a = torch.randn(n, n).to(dev, getattr(torch, dtype))
+    b = torch.randn(n, n).to(dev, getattr(torch, dtype))
     per, _ = _timed(lambda: torch.mm(a, b), seconds)
     return 2 * n**3 / per / 1e9
 
@@ -92,7 +123,7 @@ def bandwidth_probe(mb: int, seconds: float) -> float:
     """GB/s of a streaming read (a sum over ``mb`` MB of float32, far past the caches)."""
     import torch
 
-    x = torch.ones(mb * 2**20 // 4)
+    x = torch.ones(mb * 2**20 // 4, device=CLOCK.device)
     per, _ = _timed(lambda: x.sum(), seconds)
     return x.numel() * 4 / per / 1e9
 
@@ -103,8 +134,8 @@ def gemv_probe(rows: int, cols: int, dtype: str, seconds: float) -> float:
     import torch.nn.functional as F
 
     dt = getattr(torch, dtype)
-    w = torch.randn(rows, cols).to(dt)
-    x = torch.randn(1, cols).to(dt)
+    w = torch.randn(rows, cols).to(CLOCK.device, dt)
+    x = torch.randn(1, cols).to(CLOCK.device, dt)
     per, _ = _timed(lambda: F.linear(x, w), seconds)
     return w.numel() * w.element_size() / per / 1e9
 
@@ -145,15 +176,23 @@ def step_floor_ms(fig: dict, floors: dict, dtype: str, batch: float, context: fl
 
 # ====================================================================== model and prompts
 def load_model(name: str):
-    """``(model, tokenizer, label)``: the shipped cold start (merged) when asked for and present, else SmolLM2."""
+    """``(model, tokenizer, label)``: the shipped cold start (merged) when asked for and present, else SmolLM2;
+    on a GPU moved there in bf16."""
+    import torch
+
     from searchgym.llm.bundled_model import load_policy
     from searchgym.training.cold_start import load_cold_start, shipped_adapter
 
     if name == "cold-start" and shipped_adapter() is not None:
         model, tok = load_cold_start()
-        return model, tok, "SmolLM2-135M + shipped cold start (merged)"
-    model, tok = load_policy("smollm2")
-    return model, tok, "SmolLM2-135M"
+        label = "SmolLM2-135M + shipped cold start (merged)"
+    else:
+        model, tok = load_policy("smollm2")
+        label = "SmolLM2-135M"
+    if CLOCK.device == "cuda":
+        model.to("cuda", torch.bfloat16)
+        label += ", bf16"
+    return model, tok, label
 
 
 def solver_tasks(world, n: int, seed: int = 0) -> list:
@@ -192,19 +231,29 @@ def make_side(name: str, model, tok, max_batch: int):
         return TransformersGenerator(model, tok, engine="hf", max_batch_size=max_batch)
     if name == "static":
         return TransformersGenerator(model, tok, engine="static", max_batch_size=max_batch)
+    if name == "static-exact":
+        cfg = EngineConfig(max_batch=max_batch, decode_steps="exact")
+        return TransformersGenerator(model, tok, engine="static", engine_config=cfg, max_batch_size=max_batch)
     if name == "static-plain":
         cfg = EngineConfig(max_batch=max_batch, pack=False)
         return TransformersGenerator(model, tok, engine="static", engine_config=cfg, max_batch_size=max_batch)
     if name == "static-bf16":
         return TransformersGenerator(model, tok, engine="static", rollout_dtype="bfloat16", max_batch_size=max_batch)
-    raise SystemExit(f"unknown side {name!r}; use {', '.join(SIDES)}")
+    raise SystemExit(f"unknown side {name!r}; use {', '.join(SIDES)} (CPU) or {', '.join(CUDA_SIDES)} (CUDA)")
 
 
 def timed_call(fn: Callable[[], Any]) -> tuple[Any, float, float]:
-    """``(result, process CPU s, wall s)``."""
-    c0, t0 = time.process_time(), time.perf_counter()
+    """``(result, seconds by the benchmark's clock, wall s)``."""
+    c0, t0 = CLOCK(), time.perf_counter()
     out = fn()
-    return out, time.process_time() - c0, time.perf_counter() - t0
+    return out, CLOCK() - c0, time.perf_counter() - t0
+
+
+def side_dtype(gen) -> str:
+    """The dtype a side's decode steps stream: the engine's rollout dtype, else the model's."""
+    engine = getattr(gen, "engine", None)
+    dtype = engine.runner.dtype if engine is not None else next(gen.model.parameters()).dtype
+    return str(dtype).replace("torch.", "")
 
 
 def run_batches(gens: dict, contexts: list, size: dict, fig: dict, floors: dict) -> list[dict]:
@@ -249,7 +298,7 @@ def run_batches(gens: dict, contexts: list, size: dict, fig: dict, floors: dict)
                 steps, row_steps = stats[name]["decode_steps"], stats[name]["row_steps"]
             decode_s = max(full - pre, 1e-9)
             ms_step = 1e3 * decode_s / steps if steps else 0.0
-            dtype = "bfloat16" if name.endswith("bf16") else "float32"
+            dtype = side_dtype(gens[name])
             mean_rows = row_steps / steps if steps else 0.0
             context = prompt_mean + statistics.mean(lengths) / 2
             floor_ms = step_floor_ms(fig, floors, dtype, mean_rows or b, context)
@@ -258,10 +307,10 @@ def run_batches(gens: dict, contexts: list, size: dict, fig: dict, floors: dict)
                 "side": name,
                 "new_tokens": res.new_tokens,
                 "prompt_tokens_mean": round(prompt_mean, 1),
-                "cpu_s": round(full, 3),
-                "cpu_each": [round(x, 3) for x in runs[name]["full"]],
+                f"{CLOCK.key}_s": round(full, 3),
+                f"{CLOCK.key}_each": [round(x, 3) for x in runs[name]["full"]],
                 "wall_each": [round(x, 3) for x in runs[name]["wall"]],
-                "prefill_cpu_s": round(pre, 3),
+                f"prefill_{CLOCK.key}_s": round(pre, 3),
                 "prefill_share": round(pre / full, 3),
                 "tokens_per_s": round(res.new_tokens / full, 1),
                 "decode_tokens_per_s": round((res.new_tokens - b) / decode_s, 1) if steps else None,
@@ -301,7 +350,7 @@ def play(gen, world, ep: dict, temperature: float) -> dict:
     agent = LLMAgent(gen, config=AgentConfig(max_new_tokens=ep["new_tokens"], temperature=temperature, seed=0))
     gen.clear_prefix_cache()
     before = dict(gen.engine_stats)
-    c0, t0 = time.process_time(), time.perf_counter()
+    c0, t0 = CLOCK(), time.perf_counter()
     live = []
     for j, env in enumerate(envs):
         obs, info = env.reset(seed=j, options={"index": j})
@@ -311,21 +360,21 @@ def play(gen, world, ep: dict, temperature: float) -> dict:
         pend = [x for x in live if not x["done"]]
         if not pend:
             break
-        g0 = time.process_time()
+        g0 = CLOCK()
         actions = agent.act_batch([(x["obs"], x["info"]) for x in pend])
-        gen_cpu += time.process_time() - g0
+        gen_cpu += CLOCK() - g0
         calls += 1
         for x, action in zip(pend, actions):
             obs, _, term, trunc, info = x["env"].step(action)
             x.update(obs=obs, info=info, done=bool(term or trunc))
-    cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    cpu, wall = CLOCK() - c0, time.perf_counter() - t0
     gen.clear_prefix_cache()
     completions = [t.completion for x in live for t in x["info"].get("trajectories", [])]
     engine = {k: round(v - before.get(k, 0), 3) for k, v in gen.engine_stats.items()}
     return {
-        "cpu_s": round(cpu, 2),
+        f"{CLOCK.key}_s": round(cpu, 2),
         "wall_s": round(wall, 2),
-        "generate_cpu_s": round(gen_cpu, 2),
+        f"generate_{CLOCK.key}_s": round(gen_cpu, 2),
         "generate_calls": calls,
         "new_tokens": agent.stats.new_tokens,
         "rollouts": len(completions),
@@ -347,35 +396,55 @@ def run_episodes(gens: dict, world, ep: dict) -> list[dict]:
                 "temperature": temperature,
                 "side": name,
                 **r,
-                "vs_hf": round(ref["cpu_s"] / r["cpu_s"], 2) if r["cpu_s"] else None,
+                "vs_hf": round(ref[f"{CLOCK.key}_s"] / r[f"{CLOCK.key}_s"], 2) if r[f"{CLOCK.key}_s"] else None,
                 "same_completions_as_hf": same if temperature == 0 else None,
             }
             rows.append(row)
             print(
-                f"| {temperature:g} | {name} | {r['cpu_s']:.1f} | {r['generate_cpu_s']:.1f} | {r['new_tokens']} | "
+                f"| {temperature:g} | {name} | {r[f'{CLOCK.key}_s']:.1f} | {r[f'generate_{CLOCK.key}_s']:.1f} | "
+                f"{r['new_tokens']} | "
                 f"{row['vs_hf']:.2f}x | {same if temperature == 0 else '-'}/{r['rollouts']} |",
                 flush=True,
             )
     return rows
 
 
+def result_clock(args) -> str:
+    """How the run's seconds were taken, for the result's note."""
+    if args.device == "cuda":
+        return "wall time with the GPU synchronised (fields gpu_s ...)"
+    return "process CPU time (one torch thread unless --threads)"
+
+
 def main(argv=None) -> dict:
     """Run the benchmark; returns the figures."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", choices=sorted(SIZES), default="full")
-    ap.add_argument("--sides", default=",".join(SIDES), help=f"comma list of {', '.join(SIDES)} (hf always runs)")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the model runs (default cpu)")
+    ap.add_argument(
+        "--sides",
+        default=None,
+        help=f"comma list of {', '.join(SIDES)} on a CPU (the default: all), {', '.join(CUDA_SIDES)} on CUDA "
+        "(hf always runs)",
+    )
     ap.add_argument("--model", choices=("cold-start", "smollm2"), default="cold-start")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1: a shared machine)")
     ap.add_argument("--batches", type=int, nargs="+", help="batch sizes (default: the size's)")
     ap.add_argument("--new-tokens", type=int, help="new tokens per row in the batches (default: the size's)")
     ap.add_argument("--repeats", type=int, help="timed calls per side and batch (default: the size's)")
     ap.add_argument("--no-episodes", action="store_true", help="skip the end-to-end episodes")
-    ap.add_argument("--out", default=None, help="result JSON (default benchmarks/results/rollout_cpu[_smoke].json)")
+    ap.add_argument(
+        "--out", default=None, help="result JSON (default benchmarks/results/rollout_{cpu,gpu}[_smoke].json)"
+    )
     args = ap.parse_args(argv)
     if args.threads < 1:
         ap.error(f"--threads must be >= 1, got {args.threads}")
 
+    global CLOCK
     import torch
+
+    device = device_info(args.device)  # on cuda: a one-line exit when torch sees no GPU
+    CLOCK = Clock(args.device)
 
     from searchgym.world.synthetic import default_world
 
@@ -384,8 +453,14 @@ def main(argv=None) -> dict:
     for key in ("batches", "new_tokens", "repeats"):
         if getattr(args, key) is not None:
             size[key] = getattr(args, key)
-    sides = ["hf"] + [s for s in args.sides.split(",") if s and s != "hf"]
-    print(f"Machine: {machine_info()}; torch {torch.__version__}, {args.threads} thread(s); size {args.size}\n")
+    known = CUDA_SIDES if args.device == "cuda" else SIDES
+    asked = [x for x in (args.sides or ",".join(known)).split(",") if x and x != "hf"]
+    wrong = [x for x in asked if x not in known]
+    if wrong:
+        ap.error(f"--sides {','.join(wrong)}: on {args.device} use {', '.join(known)}")
+    sides = ["hf"] + asked
+    where = device.get("name") if args.device == "cuda" else f"{args.threads} thread(s)"
+    print(f"Machine: {machine_info()}; torch {torch.__version__}, {where}; size {args.size}\n")
     floors = {
         "gemm_float32_gflop_s": round(gemm_probe("float32", size["probe_s"]), 1),
         "gemm_bfloat16_gflop_s": round(gemm_probe("bfloat16", size["probe_s"]), 1),
@@ -407,7 +482,7 @@ def main(argv=None) -> dict:
     contexts = first_turn_contexts(gens["hf"], world, max(size["batches"]))
     print(
         f"Batches: first-turn Solver prompts, temperature 0, {size['new_tokens']} new tokens, agent stop strings "
-        "(process CPU time)\n"
+        f"({'wall time, device synchronised' if args.device == 'cuda' else 'process CPU time'})\n"
     )
     print("| batch | side | tokens/s | ms/decode step | prefill share | of floor | rows/step | vs hf | same texts |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|---|")
@@ -419,14 +494,16 @@ def main(argv=None) -> dict:
             f"\nEpisodes: {ep['questions']} questions x {ep['group']} rollouts (KGSolverGroup-v0, cold-start env), "
             f"{ep['new_tokens']} tokens a turn\n"
         )
-        print("| temperature | side | CPU s | generate CPU s | new tokens | vs hf | same completions |")
+        unit = CLOCK.key.upper()
+        print(f"| temperature | side | {unit} s | generate {unit} s | new tokens | vs hf | same completions |")
         print("|---:|---|---:|---:|---:|---:|---|")
         episode_rows = run_episodes(gens, world, ep)
     result = {
         "benchmark": "bench_rollout",
         "size": args.size,
         "machine": machine_info(),
-        "device": device_info("cpu"),
+        "device": device,
+        "clock": "wall seconds, device synchronised" if args.device == "cuda" else "process CPU seconds",
         "torch": torch.__version__,
         "threads": args.threads,
         "model": label,
@@ -435,11 +512,13 @@ def main(argv=None) -> dict:
         "settings": {k: v for k, v in size.items()},
         "batches": batch_rows,
         "episodes": episode_rows,
-        "note": "process CPU time (one torch thread unless --threads); prefill = a 1-token call on the same prompts; "
+        "note": f"{result_clock(args)}; prefill = a 1-token call on the same prompts; "
         "ms/decode step = (full - prefill) / decode steps; floor = max(streamed bytes / bandwidth, FLOPs / GEMM "
         "rate) per step at the mean rows per step and mean context; prefix stores cleared before every timed call",
     }
     name = "rollout_cpu_smoke.json" if args.size == "smoke" else "rollout_cpu.json"
+    if args.device == "cuda":
+        name = "rollout_gpu_smoke.json" if args.size == "smoke" else "rollout_gpu.json"
     path = write_result(result, args.out, name)
     print(f"\nwrote {path}")
     return result

@@ -34,7 +34,10 @@ shows (:func:`searchgym.evaluation.selfplay_results.compact_results`) to ``searc
 Sizes: ``cpu`` (2 cores, one torch thread per process, one seed), ``gpu`` (3 seeds, ``--device cuda``), ``toy``
 (the GPU size's code path at toy scale on CPU, for the tests; needs ``--model DIR``). docs/selfplay_benchmark.md
 has the commands. ``--proposer-baseline`` is an ablation: one Proposer baseline in every arm instead of each
-recipe's own (``hop_group``: EVE's HRPO), recorded in the JSON (``proposer_baseline_override``).
+recipe's own (``hop_group``: EVE's HRPO), recorded in the JSON (``proposer_baseline_override``). ``--set
+KEY=VALUE`` is the general form: any training config field in every arm (``--set kl_coef=0.01``: the KL term
+the ``cpu`` size turns off), named in each arm's label and recorded in the JSON (``overrides``); the fields the
+benchmark itself sets (model, start, seed, steps, pool, output) are refused.
 """
 
 from __future__ import annotations
@@ -323,12 +326,44 @@ def train_config(arm: Arm, seed: int, size: dict, opts: dict, pool: Path, work: 
         fields["total_steps"] = opts["steps"]
     if opts.get("proposer_baseline"):  # an ablation over every arm, e.g. hop_group (EVE's HRPO)
         fields["proposer_baseline"] = opts["proposer_baseline"]
-    return recipe_config(arm.recipe, size["recipe_size"], env_kwargs={"pool": str(pool), "order": "given"}, **fields)
+    cfg = recipe_config(arm.recipe, size["recipe_size"], env_kwargs={"pool": str(pool), "order": "given"}, **fields)
+    return cfg.with_overrides(opts.get("overrides") or [])
 
 
-def stage_train(arm: Arm, seed: int, cfg, start: str, work: Path) -> Path:
+#: config fields the benchmark sets itself: ``--set`` may not change them (each has its own option or is fixed)
+BENCH_FIELDS = {
+    "model": "--model",
+    "init": "--init",
+    "device": "--device",
+    "seed": "--seeds",
+    "total_steps": "--steps",
+    "output_dir": "--workdir",
+    "env_kwargs": "the benchmark's pool",
+    "train_solver": "the benchmark (both roles train)",
+    "train_proposer": "the benchmark (both roles train)",
+}
+
+
+def parse_overrides(items: Sequence[str]) -> list[str]:
+    """``--set KEY=VALUE`` items, normalised (``key=value``, sorted) and checked: a key the benchmark sets
+    itself is refused (one line naming its option); unknown keys and bad values fail when the config is made."""
+    out = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise BenchError(f"--set {item!r} must look like KEY=VALUE (e.g. kl_coef=0.01)")
+        if key in BENCH_FIELDS:
+            raise BenchError(f"--set {key}: the benchmark sets it; use {BENCH_FIELDS[key]}")
+        out.append(f"{key}={value.strip()}")
+    return sorted(out)
+
+
+def stage_train(arm: Arm, seed: int, cfg, start: str, work: Path, opts_overrides: Sequence[str] = ()) -> Path:
     """Train one run (resuming from its last checkpoint) and save its ``final/`` policy: the LoRA adapter alone
-    when the run trains one (merged over ``start`` to evaluate), else the whole model. Skipped when done."""
+    when the run trains one (merged over ``start`` to evaluate), else the whole model. Skipped when done (and
+    refused when the finished run trained with other steps, baseline or ``--set`` overrides)."""
+    opts_overrides = list(opts_overrides)
     from searchgym.training.selfplay_trainer import SelfPlayTrainer
 
     final = work / run_name(arm.key, seed) / "final"
@@ -339,6 +374,12 @@ def stage_train(arm: Arm, seed: int, cfg, start: str, work: Path) -> Path:
             raise BenchError(
                 f"run {run_name(arm.key, seed)} in {work} finished at {steps} steps, not {cfg.total_steps}: its "
                 "results are cached, so give another --workdir for another --steps"
+            )
+        overrides = record.get("overrides", [])  # runs from before it was recorded had none
+        if overrides != opts_overrides:
+            raise BenchError(
+                f"run {run_name(arm.key, seed)} in {work} trained with --set {' '.join(overrides) or '(none)'}, not "
+                f"{' '.join(opts_overrides) or '(none)'}: its results are cached, so give another --workdir"
             )
         baseline = record.get("proposer_baseline", cfg.proposer_baseline)  # runs from before it was recorded: as set
         if baseline != cfg.proposer_baseline:
@@ -362,6 +403,7 @@ def stage_train(arm: Arm, seed: int, cfg, start: str, work: Path) -> Path:
         "start": start,
         "steps": trainer.step,
         "proposer_baseline": cfg.proposer_baseline,
+        "overrides": opts_overrides,
     }
     write_atomic(final / DONE, json.dumps(done, indent=1))
     return final
@@ -582,12 +624,14 @@ def collect(work: Path, size_name: str, header: dict, target_hops: Mapping[str, 
             )
         config = configs[(key, seeds[0])].to_dict()
         config.pop("seed")
-        label = arm_label(arm, config["proposer_baseline"], size_name)
+        overrides = json.loads((work / run_name(key, seeds[0]) / "final" / DONE).read_text()).get("overrides", [])
+        label = arm_label(arm, config["proposer_baseline"], size_name, overrides)
         results["arms"][key] = {
             "label": label,
             "recipe": arm.recipe,
             "proposer_mode": arm.proposer_mode,
             "config": config,
+            "overrides": overrides,
             "runs": runs,
         }
         stages[label] = runs
@@ -598,13 +642,15 @@ def collect(work: Path, size_name: str, header: dict, target_hops: Mapping[str, 
     return results
 
 
-def arm_label(arm: Arm, proposer_baseline: str, size_name: str) -> str:
+def arm_label(arm: Arm, proposer_baseline: str, size_name: str, overrides: Sequence[str] = ()) -> str:
     """The arm's label, naming the Proposer baseline when its runs trained with another than the recipe's own
-    (``--proposer-baseline``), so an ablation's table and figure never pass for the arm itself."""
+    (``--proposer-baseline``) and every ``--set`` override, so an ablation's table and figure never pass for
+    the arm itself."""
     from searchgym.training.recipes import recipe_values
 
     own = recipe_values(arm.recipe, SIZES[size_name]["recipe_size"])["proposer_baseline"]
-    return arm.label if proposer_baseline == own else f"{arm.label}, {proposer_baseline} baseline"
+    label = arm.label if proposer_baseline == own else f"{arm.label}, {proposer_baseline} baseline"
+    return ", ".join([label, *overrides])
 
 
 def proposer_gain(cold: dict, arms: dict) -> dict:
@@ -741,6 +787,14 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         help="an ablation: this Proposer baseline in every arm instead of each recipe's own (e.g. hop_group, EVE's "
         "HRPO); runs are cached, so give it its own --workdir",
     )
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an ablation: this training config value in every arm (repeatable, e.g. kl_coef=0.01); runs are cached, "
+        "so give it its own --workdir",
+    )
     ap.add_argument("--out", default=None, help="results JSON (default benchmarks/results/selfplay_<size>.json)")
     ap.add_argument("--collect", action="store_true", help="only write the JSON/PNG from the finished runs")
     ap.add_argument(
@@ -815,6 +869,7 @@ def run(args: argparse.Namespace) -> None:
         "device": args.device,
         "steps": args.steps,
         "proposer_baseline": args.proposer_baseline,
+        "overrides": parse_overrides(args.set),
     }
     if args.init:
         from searchgym.training.model_loading import resolve_init
@@ -829,7 +884,7 @@ def run(args: argparse.Namespace) -> None:
             for key in args.arms.split(","):
                 arm = ARMS[key]
                 cfg = train_config(arm, seed, size, opts, pool_path, work)
-                final = stage_train(arm, seed, cfg, start, work)
+                final = stage_train(arm, seed, cfg, start, work, opts["overrides"])
                 modes = sorted({"kg", arm.proposer_mode})
                 stage_eval(
                     run_name(key, seed),
@@ -863,6 +918,7 @@ def run(args: argparse.Namespace) -> None:
         },
         "disjointness": disjoint,
         "proposer_baseline_override": args.proposer_baseline,
+        "overrides": opts["overrides"],
         "seconds_this_invocation": None,
     }
     results = collect(work, args.size, header, {t.id: t.hops for t in heldout["proposer"]})

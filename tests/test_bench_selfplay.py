@@ -170,6 +170,8 @@ def test_toy_benchmark_trains_three_arms_collects_and_resumes(tmp_path, capsys):
     assert "finished at 2 steps, not 3" in capsys.readouterr().err
     assert bs.main([*base, "--arms", "a", "--seeds", "0", "--proposer-baseline", "hop_group"]) == 2
     assert "trained with proposer_baseline=none, not hop_group" in capsys.readouterr().err
+    assert bs.main([*base, "--arms", "a", "--seeds", "0", "--set", "kl_coef=0.05"]) == 2
+    assert "trained with --set (none), not kl_coef=0.05" in capsys.readouterr().err
     other = save_tiny(tmp_path / "other", seed=1)
     assert bs.main([*base[:2], "--model", str(other), *base[4:]]) == 2
     assert f"this command starts from {other}" in capsys.readouterr().err
@@ -187,6 +189,30 @@ def test_proposer_baseline_override_reaches_every_arm_and_only_when_given(tmp_pa
     assert {
         bs.train_config(arm, 0, bs.SIZES["cpu"], hrpo, pool, tmp_path).proposer_baseline for arm in bs.ARMS.values()
     } == {"hop_group"}
+
+
+def test_set_overrides_reach_every_arm_and_name_it(tmp_path):
+    pool = tmp_path / "pool.jsonl"
+    opts = {"model": "smollm2", "init": None, "device": "cpu", "steps": None}
+    sets = bs.parse_overrides(["kl_coef=0.01", " lr = 5e-5"])
+    assert sets == ["kl_coef=0.01", "lr=5e-5"]
+    for arm in bs.ARMS.values():
+        plain = bs.train_config(arm, 0, bs.SIZES["cpu"], opts, pool, tmp_path)
+        cfg = bs.train_config(arm, 0, bs.SIZES["cpu"], {**opts, "overrides": sets}, pool, tmp_path)
+        assert plain.kl_coef == 0.0 and cfg.kl_coef == 0.01 and cfg.lr == 5e-5
+        assert cfg.to_dict() | {"kl_coef": 0.0, "lr": plain.lr} == plain.to_dict()  # nothing else moved
+        own = plain.proposer_baseline
+        assert bs.arm_label(arm, own, "cpu") == arm.label
+        assert bs.arm_label(arm, own, "cpu", sets) == f"{arm.label}, kl_coef=0.01, lr=5e-5"
+    for bad, message in [
+        ("seed=3", "--set seed: the benchmark sets it; use --seeds"),
+        ("total_steps=9", "use --steps"),
+        ("kl_coef", "must look like KEY=VALUE"),
+    ]:
+        with pytest.raises(bs.BenchError, match=message):
+            bs.parse_overrides([bad])
+    with pytest.raises(ValueError, match="unknown config key 'kl'"):
+        bs.train_config(bs.ARMS["b"], 0, bs.SIZES["cpu"], {**opts, "overrides": ["kl=1"]}, pool, tmp_path)
 
 
 def test_bad_input_is_a_one_line_error(tmp_path, capsys):

@@ -52,6 +52,8 @@ class DecoderWeights:
         self._used: set[tuple[str, int]] = set()
         self.pack_rows = max(1, int(pack_rows))
         self._fingerprint: Optional[int] = None
+        #: advances every time :meth:`refresh` rebinds the layers (captured CUDA graphs hold the old tensors)
+        self.version = 0
         self.layers: list[tuple] = []
         self.embed: Any = None
         self.norm: Any = None
@@ -95,6 +97,7 @@ class DecoderWeights:
         for key in set(self._derived_cache) - self._used:  # weights no longer in the model
             del self._derived_cache[key]
         self._fingerprint = self._fingerprint_now()
+        self.version += 1
 
     def _derived(self, kind: str, sources: tuple, make: Callable):
         """``make()``, a tensor derived from the parameters ``sources``, remade only when one of them was

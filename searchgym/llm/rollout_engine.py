@@ -35,6 +35,10 @@ nothing against the model, today's loop elsewhere). What it does differently fro
   and the logits are sampled in float32. The sampled ids are what the trainer trains on; their
   log-probabilities under the rollout weights (``logprobs=True``) are returned for an importance
   correction.
+* **Fixed-shape steps on a GPU** (``decode_steps``): on CUDA a decode step is bound by launching its
+  kernels from Python, so the engine runs it in a fixed shape (slots in power-of-two buckets, every cache
+  column under a mask) and replays it as a CUDA graph (:mod:`searchgym.llm.decode_graphs`); the slot cache
+  takes at most ``memory_fraction`` of the free device memory (rows beyond it wait for a slot).
 * **Per-row sampling streams.** Each row draws from its own ``torch.Generator``, seeded from the call's
   seed and the row's index (:func:`row_seed`), one uniform per token, by inverse CDF over the same
   (temperature, nucleus) distribution as today's sampler. So a row's tokens do not depend on which
@@ -55,6 +59,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ..errors import InvalidArgumentError
+from .decode_graphs import FixedShapeDecode
 from .decoder_weights import DecoderWeights
 from .kv_reuse import PrefixKVStore
 from .shared_prefix import common_prefix_len
@@ -63,6 +68,7 @@ from .slot_kv_cache import SlotKVCache
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "DECODE_STEPS",
     "DTYPES",
     "DecoderRunner",
     "EngineConfig",
@@ -71,12 +77,15 @@ __all__ = [
     "RolloutEngine",
     "RowSampler",
     "StopChecker",
+    "auto_engine_reason",
     "prefill_groups",
     "row_seed",
     "sample_rows",
 ]
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
+#: how decode steps run (``EngineConfig.decode_steps``)
+DECODE_STEPS = ("auto", "exact", "fixed", "graphs")
 #: tokens decoded from the end of a row to look for a stop string (the same window as today's loop)
 STOP_TAIL_TOKENS = 24
 #: model types whose decoder layers :class:`DecoderRunner` runs (Llama's layer: pre-norm, rotary, GQA, gated MLP)
@@ -104,6 +113,12 @@ class EngineConfig:
     work for SmolLM2 on a CPU); ``-1`` prefills them in one call. ``keep_cache_mb``: the slot cache is
     kept for the next call when it takes at most this much (a new one costs ~0.4 s per GB to zero and
     fault in on a CPU), else released after the call.
+    ``decode_steps``: ``exact`` runs each step on the live rows and the attended width only; ``graphs`` runs
+    fixed-shape steps (slots in power-of-two buckets, every cache column under a mask) replayed as CUDA graphs
+    (CUDA only; :mod:`searchgym.llm.decode_graphs`); ``fixed`` runs those fixed-shape steps eagerly (what
+    the tests check on a CPU); ``auto`` = ``graphs`` on CUDA, ``exact`` elsewhere. ``memory_fraction``: on
+    CUDA the slot cache takes at most this share of the device memory free when a call starts (plus what the
+    kept cache holds); more rows than fit wait for a slot.
     """
 
     dtype: str = "auto"
@@ -115,8 +130,17 @@ class EngineConfig:
     pack: Optional[bool] = None
     split_prefill: int = 32
     keep_cache_mb: int = 512
+    decode_steps: str = "auto"
+    memory_fraction: float = 0.9
 
     def __post_init__(self) -> None:
+        if self.decode_steps not in DECODE_STEPS:
+            raise InvalidArgumentError(f"decode_steps={self.decode_steps!r}: use one of {', '.join(DECODE_STEPS)}")
+        if not 0.0 < self.memory_fraction <= 1.0:
+            raise InvalidArgumentError(
+                f"memory_fraction={self.memory_fraction} must be in (0, 1]: the share of free device memory the "
+                "slot cache may take"
+            )
         if self.dtype not in DTYPES:
             raise InvalidArgumentError(f"rollout dtype {self.dtype!r}: use one of {', '.join(DTYPES)}")
         if self.max_batch < 1:
@@ -148,6 +172,7 @@ class EngineStats:
     row_steps: int = 0
     moves: int = 0
     grows: int = 0
+    captures: int = 0  #: CUDA graphs captured (``decode_steps="graphs"``; again after each weight or cache change)
     prefill_s: float = 0.0
     decode_s: float = 0.0
 
@@ -164,6 +189,18 @@ class EngineOutput:
     token_ids: list[list[int]]
     logprobs: Optional[list[list[float]]] = None
     stats: dict = field(default_factory=dict)
+
+
+def auto_engine_reason(device) -> Optional[str]:
+    """Why ``engine="auto"`` keeps transformers' loop on ``device`` (``None`` on a CPU, where the engine is the
+    measured default). On CUDA the engine runs its CUDA-graph steps when asked (``engine="static"``), but no
+    GPU has measured them against the loop yet, so ``auto`` does not pick them."""
+    if device.type == "cpu":
+        return None
+    return (
+        f"the engine's {device.type} path (fixed-shape steps replayed as CUDA graphs) has no measurement on a GPU "
+        "yet; engine='static' runs it"
+    )
 
 
 def row_seed(seed: int, index: int) -> int:
@@ -369,11 +406,10 @@ class DecoderRunner:
 
     def _additive(self, attend):
         """The additive form of a bool mask (0 where True, -inf elsewhere), made once per forward rather than
-        by SDPA in every layer."""
+        by SDPA in every layer (device kernels only, no host copy: a CUDA graph can capture it)."""
         import torch
 
-        zero = torch.zeros((), dtype=self.dtype, device=self.device)
-        return torch.where(attend, zero, torch.tensor(float("-inf"), dtype=self.dtype, device=self.device))
+        return torch.zeros(attend.shape, dtype=self.dtype, device=self.device).masked_fill_(~attend, float("-inf"))
 
     def prefill(self, start: int, prompts: Sequence[Sequence[int]], cached: Sequence[int]):
         """Fill slots ``start ..`` with ``prompts`` whose first ``cached[i]`` positions are already in the slot
@@ -429,10 +465,38 @@ class DecoderRunner:
         cos, sin = self._rotary(h, pos)
         h = self._layers_forward(h, cos, sin, write_idx, 0, active, need, mask)
         logits = w.head(w.norm(h))[:, 0].float()
-        lens += 1
+        self.advance(active)
+        return logits
+
+    def advance(self, active: int) -> None:
+        """One more position in slots ``0 .. active - 1`` (after a decode step wrote it)."""
+        cache = self.cache
+        assert cache.lengths_t is not None
+        cache.lengths_t[:active] += 1
         for i in range(active):
             cache.lengths[i] += 1
-        return logits
+
+    def decode_fixed(self, tokens, active_t, batch: int):
+        """A decode step with every shape fixed, what a CUDA graph captures
+        (:class:`~searchgym.llm.decode_graphs.FixedShapeDecode`): slots ``0 .. batch - 1`` over all the cache's
+        columns, the live ones (``slot < active_t``, a device scalar) fed ``tokens`` ``[batch]`` at their next
+        position, the others (padding) writing the trash column. The same operations as :meth:`decode` on a
+        wider mask (masked columns weigh exactly 0); lengths are not advanced (:meth:`advance`). Returns the
+        next-token logits of all ``batch`` slots (float32)."""
+        import torch
+
+        cache, w = self.cache, self.weights
+        assert cache.head_base is not None and cache.lengths_t is not None and cache.column_ids is not None
+        width = cache.columns
+        lens = cache.lengths_t[:batch]
+        live = torch.arange(batch, device=self.device) < active_t
+        cols = torch.where(live, lens, torch.full_like(lens, width))  # padding writes the trash column
+        write_idx = (cache.head_base[:batch] + cols[:, None]).reshape(-1)
+        mask = self._additive((cache.column_ids[None, :width] <= lens[:, None])[:, None, None])  # [B, 1, 1, W]
+        h = w.embed(tokens[:, None])
+        cos, sin = self._rotary(h, lens[:, None])
+        h = self._layers_forward(h, cos, sin, write_idx, 0, batch, width, mask)
+        return w.head(w.norm(h))[:, 0].float()
 
 
 # ====================================================================== the engine
@@ -539,6 +603,19 @@ class RolloutEngine:
         mb = self.config.prefix_cache_mb
         self.store: Optional[PrefixKVStore] = PrefixKVStore(model, max_bytes=mb << 20) if mb > 0 else None
         self.stats = EngineStats()
+        steps = self.config.decode_steps
+        if steps == "auto":
+            steps = "graphs" if self.runner.device.type == "cuda" else "exact"
+        if steps == "graphs" and self.runner.device.type != "cuda":
+            raise InvalidArgumentError(
+                f"decode_steps='graphs' needs a CUDA device (the model is on {self.runner.device.type}); "
+                "use decode_steps='fixed' for the same steps run eagerly, or 'exact'"
+            )
+        #: how decode steps run: ``exact`` (:meth:`DecoderRunner.decode`), ``fixed`` or ``graphs``
+        self.decode_steps = steps
+        self.fixed: Optional[FixedShapeDecode] = (
+            None if steps == "exact" else FixedShapeDecode(self.runner, graphs=steps == "graphs")
+        )
 
     def generate(
         self,
@@ -583,8 +660,11 @@ class RolloutEngine:
         self.stats.rows += n
         self.stats.prompt_tokens += sum(len(p) for p in prompts)
         rows = RowSampler(max_new_tokens, temperature, top_p, seeds, eos_ids, stop, cfg.logprobs, runner.device)
-        slots = min(cfg.max_batch, n)
-        runner.allocate(slots, max(len(p) for p in prompts) + min(max(max_new_tokens), cfg.room))
+        # fixed-shape steps: room for every row's cap now, as a cache that grows must be captured again
+        room = max(max_new_tokens) if self.fixed is not None else min(max(max_new_tokens), cfg.room)
+        columns = max(len(p) for p in prompts) + room
+        slots = self._slots_that_fit(min(cfg.max_batch, n), columns)
+        runner.allocate(slots, columns)
         try:
             self._decode_rows(prompts, rows, slots)
         finally:
@@ -592,8 +672,31 @@ class RolloutEngine:
                 runner.release()
         self.stats.new_tokens += sum(len(t) for t in rows.out)
         self.stats.grows = runner.cache.grows
+        self.stats.captures = self.fixed.captures if self.fixed is not None else 0
         delta = {k: v - getattr(stats0, k) for k, v in self.stats.as_dict().items()}
         return EngineOutput(rows.out, rows.logps, delta)
+
+    def _slots_that_fit(self, slots: int, columns: int) -> int:
+        """``slots``, fewer on CUDA when the slot cache would take more than ``memory_fraction`` of the device
+        memory free now (the cache kept from the last call counts as free: it is reused or replaced)."""
+        import torch
+
+        runner = self.runner
+        if runner.device.type != "cuda":
+            return slots
+        free, _total = torch.cuda.mem_get_info(runner.device)
+        budget = self.config.memory_fraction * (free + runner.cache_bytes)
+        per_slot = 2 * runner.n_layers * runner.n_kv * (columns + 1) * runner.head_dim * runner.dtype.itemsize
+        fit = int(budget // per_slot)
+        if fit < 1:
+            raise InvalidArgumentError(
+                f"one row of the slot cache ({per_slot / 2**20:.0f} MiB for {columns} positions) does not fit in "
+                f"memory_fraction={self.config.memory_fraction} of the {free / 2**20:.0f} MiB free on "
+                f"{runner.device}: raise memory_fraction or lower max_new_tokens / the prompt length"
+            )
+        if fit < slots:
+            logger.info("slot cache: %d of %d slots fit in memory_fraction=%s", fit, slots, self.config.memory_fraction)
+        return min(slots, fit)
 
     def _decode_rows(self, prompts: Sequence[Sequence[int]], rows: "RowSampler", slots: int) -> None:
         """The decode loop: admit waiting rows into free slots (when enough are free, or none is active),
@@ -619,7 +722,7 @@ class RolloutEngine:
             t0 = time.perf_counter()
             active = len(slot_row)
             last = torch.tensor([rows.out[r][-1] for r in slot_row], dtype=torch.long, device=self.runner.device)
-            logits = self.runner.decode(last, active)
+            logits = self.runner.decode(last, active) if self.fixed is None else self.fixed.step(last, active)
             done = rows.take(slot_row, logits)
             self.stats.decode_steps += 1
             self.stats.row_steps += active
@@ -700,4 +803,6 @@ class RolloutEngine:
         """Forget the stored prefixes and release the slot cache."""
         if self.store is not None:
             self.store.clear()
+        if self.fixed is not None:
+            self.fixed.reset()
         self.runner.release()

@@ -12,7 +12,8 @@ returns the sampled ids of every row (the trainer trains on them, never on a re-
 ``engine`` picks the decoding loop: ``"hf"`` (the reference) is the loop above, over transformers'
 forward; ``"static"`` is :mod:`searchgym.llm.rollout_engine` (rows leave the batch when they stop, a
 slot KV cache, a lean layer loop, per-row sampling streams, optional bf16 weights via ``rollout_dtype``);
-``"auto"`` (the default) is ``"static"`` on CPU where the engine supports the model and ``"hf"`` elsewhere,
+``"auto"`` (the default) is ``"static"`` on CPU where the engine supports the model and ``"hf"`` elsewhere
+(on CUDA ``"static"`` runs the engine's CUDA-graph steps, not yet measured on a GPU),
 or when ``decoding`` sets a knob only the transformers loop has (``cache``, ``compile``, ``check_every``,
 ``bucket``: asking for that loop's cache is asking for that loop).
 Greedy decoding gives the same token ids either way (up to float rounding of differently shaped
@@ -38,7 +39,15 @@ from ..core.llm import (
 from ..errors import InvalidArgumentError
 from .decoding import DecodingConfig, DynamicKV, StaticKV, decode_tokens
 from .kv_reuse import PrefixDynamicKV, PrefixKVStore, build_reuse_batch, warm_shared_prefix
-from .rollout_engine import STOP_TAIL_TOKENS, DecoderRunner, EngineConfig, RolloutEngine, StopChecker, row_seed
+from .rollout_engine import (
+    STOP_TAIL_TOKENS,
+    DecoderRunner,
+    EngineConfig,
+    RolloutEngine,
+    StopChecker,
+    auto_engine_reason,
+    row_seed,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -123,8 +132,8 @@ class TransformersGenerator(TextGenerator):
         self.engine: RolloutEngine | None = None
         if engine != "hf":
             reason = DecoderRunner.unsupported(model)
-            if engine == "auto" and reason is None and self.device.type != "cpu":
-                reason = f"the engine is not tuned for {self.device.type} yet (no CUDA graphs)"
+            if engine == "auto" and reason is None:
+                reason = auto_engine_reason(self.device)
             if engine == "auto" and reason is None and _loop_settings(self.decoding):
                 reason = f"decoding sets {', '.join(_loop_settings(self.decoding))} of the transformers loop"
             if reason is None:

@@ -231,7 +231,7 @@ class TrainerGeneration:
             return None
         from transformers.generation.utils import GenerationMixin
 
-        from ...llm.rollout_engine import DecoderRunner, EngineConfig, RolloutEngine
+        from ...llm.rollout_engine import DecoderRunner, EngineConfig, RolloutEngine, auto_engine_reason
 
         t = self.trainer
         base = DecoderRunner._base(model)
@@ -245,8 +245,8 @@ class TrainerGeneration:
         if reason is None:
             reason = _not_plain_sampling(t.generation_config, getattr(t, "generation_kwargs", None) or {})
         device = next(model.parameters()).device
-        if reason is None and self.engine == "auto" and device.type != "cpu":
-            reason = f"the engine is not tuned for {device.type} yet"
+        if reason is None and self.engine == "auto":
+            reason = auto_engine_reason(device)
         if reason is not None:
             if self.engine == "static":
                 raise InvalidArgumentError(f"engine='static' cannot sample this TRL run: {reason}; use engine='auto'")
