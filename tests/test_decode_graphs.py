@@ -96,6 +96,39 @@ def test_fixed_shape_steps_through_the_generator_with_stops_reuse_and_weight_upd
     assert after.token_ids == hf.generate_with_stats(PROMPTS, cfg).token_ids != first.token_ids
 
 
+def test_fixed_shape_steps_follow_an_adapter_toggle(tok):
+    peft = pytest.importorskip("peft")
+    from tests.support.tiny_lm import build_model
+
+    model = peft.get_peft_model(
+        build_model(tok, seed=2), peft.LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"])
+    )
+    with torch.no_grad():  # a trained adapter: B is zero at init
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.5, generator=torch.Generator().manual_seed(0))
+    cfg = GenerationConfig(max_new_tokens=16, temperature=0.0)
+    hf = TransformersGenerator(model, tok, engine="hf")
+    fixed = TransformersGenerator(model, tok, engine="static", engine_config=EngineConfig(decode_steps="fixed"))
+    with_adapter = fixed.generate_with_stats(PROMPTS, cfg).token_ids
+    assert with_adapter == hf.generate_with_stats(PROMPTS, cfg).token_ids
+    version = fixed.engine.runner.weights.version
+    with model.disable_adapter():  # what a captured graph must not miss: the weights are rebound
+        fixed.clear_prefix_cache()
+        hf.clear_prefix_cache()
+        without = fixed.generate_with_stats(PROMPTS, cfg).token_ids
+        assert without == hf.generate_with_stats(PROMPTS, cfg).token_ids != with_adapter
+    assert fixed.engine.runner.weights.version > version
+
+
+def test_a_rotary_embedding_that_checks_lengths_on_the_host_runs_exact_steps(tok):
+    model = lively_model(tok, seed=6)
+    model.model.rotary_emb.rope_type = "dynamic"
+    assert RolloutEngine(model).decode_steps == "exact"
+    with pytest.raises(ValueError, match="'dynamic' rotary embedding.*decode_steps='exact'"):
+        RolloutEngine(model, EngineConfig(decode_steps="fixed"))
+
+
 def test_graphs_need_cuda_and_the_settings_are_checked(tiny):
     if not CUDA:
         with pytest.raises(ValueError, match="decode_steps='graphs' needs a CUDA device.*'fixed'"):

@@ -52,7 +52,8 @@ class DecoderWeights:
         self._used: set[tuple[str, int]] = set()
         self.pack_rows = max(1, int(pack_rows))
         self._fingerprint: Optional[int] = None
-        #: advances every time :meth:`refresh` rebinds the layers (captured CUDA graphs hold the old tensors)
+        #: advances every time :meth:`refresh` rebinds the layers, after a weight update or an adapter toggle
+        #: (captured CUDA graphs hold the old tensors and the code path they were captured on)
         self.version = 0
         self.layers: list[tuple] = []
         self.embed: Any = None
@@ -60,8 +61,11 @@ class DecoderWeights:
         self.head: Any = None
 
     def _fingerprint_now(self) -> int:
-        """A hash of every parameter's identity and version counter: changes when a weight is replaced or updated."""
-        return hash(tuple((id(p), p._version) for p in self.model.parameters()))
+        """A hash of every parameter's identity and version counter, and of which adapter layers are switched off:
+        changes when a weight is replaced or updated, or a PEFT adapter is toggled (``disable_adapter()``)."""
+        params = tuple((id(p), p._version) for p in self.model.parameters())
+        adapters = tuple(bool(m.disable_adapters) for m in self.model.modules() if hasattr(m, "disable_adapters"))
+        return hash((params, adapters))
 
     def refresh(self) -> None:
         """Bind the layers' weights (converting, fusing and packing them as configured) unless nothing changed

@@ -86,6 +86,9 @@ __all__ = [
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 #: how decode steps run (``EngineConfig.decode_steps``)
 DECODE_STEPS = ("auto", "exact", "fixed", "graphs")
+#: rotary embeddings that grow their tables from a host-side length check (transformers' ``dynamic_rope_update``):
+#: not capturable, so ``auto`` runs exact steps for them
+GRAPH_UNSAFE_ROPE = ("dynamic", "longrope")
 #: tokens decoded from the end of a row to look for a stop string (the same window as today's loop)
 STOP_TAIL_TOKENS = 24
 #: model types whose decoder layers :class:`DecoderRunner` runs (Llama's layer: pre-norm, rotary, GQA, gated MLP)
@@ -611,6 +614,14 @@ class RolloutEngine:
                 f"decode_steps='graphs' needs a CUDA device (the model is on {self.runner.device.type}); "
                 "use decode_steps='fixed' for the same steps run eagerly, or 'exact'"
             )
+        rope = getattr(self.runner.weights.decoder.rotary_emb, "rope_type", "default")
+        if steps in ("graphs", "fixed") and rope in GRAPH_UNSAFE_ROPE:
+            if self.config.decode_steps != "auto":
+                raise InvalidArgumentError(
+                    f"decode_steps={steps!r}: the model's {rope!r} rotary embedding re-checks its length on the host "
+                    "every step, which a CUDA graph cannot hold; use decode_steps='exact'"
+                )
+            steps = "exact"
         #: how decode steps run: ``exact`` (:meth:`DecoderRunner.decode`), ``fixed`` or ``graphs``
         self.decode_steps = steps
         self.fixed: Optional[FixedShapeDecode] = (
@@ -685,6 +696,8 @@ class RolloutEngine:
         if runner.device.type != "cuda":
             return slots
         free, _total = torch.cuda.mem_get_info(runner.device)
+        # free to the driver, plus what torch's allocator holds unused, plus the kept cache (reused or replaced)
+        free += torch.cuda.memory_reserved(runner.device) - torch.cuda.memory_allocated(runner.device)
         budget = self.config.memory_fraction * (free + runner.cache_bytes)
         per_slot = 2 * runner.n_layers * runner.n_kv * (columns + 1) * runner.head_dim * runner.dtype.itemsize
         fit = int(budget // per_slot)
