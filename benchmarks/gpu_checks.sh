@@ -1,23 +1,30 @@
 #!/usr/bin/env bash
-# The GPU figures the README owes, in one command on a lent offline CUDA node: the rollout engine's CUDA-graph
-# steps against transformers' loop (bench_rollout.py --size gpu: batch 1/40/160, issue 29's target) and then
-# the self-play benchmark's gpu size for as many seeds as the time left allows (issue 31).
+# The GPU figures the README owes, in one command on a lent offline CUDA node:
+#   rollout   bench_rollout.py --size gpu --device cuda: the engine's CUDA-graph steps against transformers' loop
+#             at batch 1/40/160 (issue 29: >= 10x the loop's ~900 tok/s at batch 160)
+#   trainer   2 steps of `searchgym train --recipe kg-wcr --size gpu` with each rollout engine (hf, static): the
+#             per-step rollout / env / update split from metrics.jsonl (issue 29: rollouts < 50 % of a step)
+#   selfplay  bench_selfplay.py --size gpu, seed 0 then 1 then 2, arm (c) first, while time is left (issue 31)
 #
 # On the development machine first: ../shared/gpu/bundle.sh (fills .gpu/). The node's first call carries
 # .gpu/wheels, .gpu/node-setup.sh, .gpu/model-a and only installs (`source .gpu/node-setup.sh`); the second,
 # while the node is warm, carries .gpu/model-b and runs this script:
 #
-#     bash benchmarks/gpu_checks.sh 540        # seconds this command may take (default 540)
+#     bash benchmarks/gpu_checks.sh 540                  # seconds this command may take (default 540)
+#     bash benchmarks/gpu_checks.sh 540 selfplay         # only some stages (comma list, default all three)
 #
-# Everything it writes goes to $OUT (the device machine's output folder; out/gpu here when unset): JSON,
-# PNG, logs, nvidia-smi, and the self-play runs' LoRA adapters (a few MB each). Each stage has a deadline
-# from the budget, so a slow stage leaves the next its share and what finished comes back.
+# Everything it writes goes to $OUT (the device machine's output folder; out/gpu here when unset): JSON, PNG,
+# logs, nvidia-smi, metrics and the self-play runs' LoRA adapters (a few MB each). Each stage has a deadline
+# from the budget, so a slow stage leaves the next its share, and what finished comes back; a self-play run cut
+# off resumes from its checkpoint in a later call on the same node.
 set -uo pipefail
 budget=${1:-540}
+stages=${2:-rollout,trainer,selfplay}
 out=${OUT:-out/gpu}
 mkdir -p "$out"
 start=$SECONDS
-left() { echo $((budget - (SECONDS - start) - 15)); }  # 15 s kept to copy the results
+left() { echo $((budget - (SECONDS - start) - 15)); } # 15 s kept to copy the results
+has() { [[ ",$stages," == *",$1,"* ]]; }
 
 if [ ! -f .gpu/node-setup.sh ]; then
   echo "gpu_checks: no .gpu/node-setup.sh here; run ../shared/gpu/bundle.sh in the checkout and carry .gpu/" >&2
@@ -31,21 +38,39 @@ if [ "${SEARCHGYM_HAVE_MODEL:-0}" != 1 ]; then
 fi
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
 
-echo "gpu_checks: rollout engine (up to $(($(left) * 2 / 5)) s)"
-timeout "$(($(left) * 2 / 5))" python3 benchmarks/bench_rollout.py --size gpu --device cuda \
-  --out "$out/rollout_gpu.json" > "$out/rollout_gpu.log" 2>&1
-echo "gpu_checks: bench_rollout exit $?"
+if has rollout; then
+  t=$(($(left) * 35 / 100))
+  echo "gpu_checks: rollout engine (up to $t s)"
+  timeout "$t" python3 benchmarks/bench_rollout.py --size gpu --device cuda --out "$out/rollout_gpu.json" \
+    > "$out/rollout_gpu.log" 2>&1
+  echo "gpu_checks: bench_rollout exit $?"
+fi
 
-work=/tmp/searchgym_selfplay
-for seed in 0 1 2; do
-  [ "$(left)" -gt 150 ] || { echo "gpu_checks: $(left) s left, seed $seed not started"; break; }
-  echo "gpu_checks: self-play gpu size, seed $seed (up to $(left) s)"
-  timeout "$(left)" python3 benchmarks/bench_selfplay.py --size gpu --seeds "$seed" --workdir "$work" \
-    --out "$out/selfplay_gpu.json" > "$out/selfplay_gpu_s$seed.log" 2>&1
-  echo "gpu_checks: bench_selfplay seed $seed exit $?"
-done
-for final in "$work"/gpu/*/final; do
-  [ -d "$final" ] && mkdir -p "$out/adapters/$(basename "$(dirname "$final")")" \
-    && cp "$final"/adapter_* "$final"/*.json "$out/adapters/$(basename "$(dirname "$final")")/" 2>/dev/null
-done
+if has trainer; then
+  for engine in static hf; do
+    t=$(($(left) * 20 / 100))
+    echo "gpu_checks: 2 trainer steps, rollout_engine=$engine (up to $t s)"
+    timeout "$t" python3 -m searchgym.cli train --recipe kg-wcr --size gpu --steps 2 --no-resume \
+      --output-dir "/tmp/searchgym_trainer_$engine" --set rollout_engine="$engine" \
+      > "$out/trainer_$engine.log" 2>&1
+    echo "gpu_checks: trainer ($engine) exit $?"
+    cp "/tmp/searchgym_trainer_$engine/metrics.jsonl" "$out/trainer_${engine}_metrics.jsonl" 2>/dev/null
+  done
+fi
+
+if has selfplay; then
+  work=/tmp/searchgym_selfplay
+  for seed in 0 1 2; do
+    [ "$(left)" -gt 120 ] || { echo "gpu_checks: $(left) s left, self-play seed $seed not started"; break; }
+    echo "gpu_checks: self-play gpu size, seed $seed (up to $(left) s)"
+    timeout "$(left)" python3 benchmarks/bench_selfplay.py --size gpu --seeds "$seed" --arms c,b,a \
+      --workdir "$work" --out "$out/selfplay_gpu.json" > "$out/selfplay_gpu_s$seed.log" 2>&1
+    echo "gpu_checks: bench_selfplay seed $seed exit $?"
+  done
+  for final in "$work"/gpu/*/final; do
+    [ -d "$final" ] || continue
+    run=$(basename "$(dirname "$final")")
+    mkdir -p "$out/adapters/$run" && cp "$final"/*.json "$final"/*.safetensors "$out/adapters/$run/" 2>/dev/null
+  done
+fi
 echo "gpu_checks: done in $((SECONDS - start)) s; results in $out"
