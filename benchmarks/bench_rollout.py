@@ -256,8 +256,11 @@ def side_dtype(gen) -> str:
     return str(dtype).replace("torch.", "")
 
 
-def run_batches(gens: dict, contexts: list, size: dict, fig: dict, floors: dict) -> list[dict]:
-    """Every side at every batch size: two calls per repeat (1 token: the prefill; the full call), round-robin."""
+def run_batches(
+    gens: dict, contexts: list, size: dict, fig: dict, floors: dict, done: Callable[[list], None] = lambda rows: None
+) -> list[dict]:
+    """Every side at every batch size: two calls per repeat (1 token: the prefill; the full call), round-robin;
+    ``done(rows so far)`` after each batch size (the caller writes them: a run cut off keeps what finished)."""
     from searchgym.agents.llm_agent import STOP_STRINGS
     from searchgym.core.llm import GenerationConfig
 
@@ -330,6 +333,7 @@ def run_batches(gens: dict, contexts: list, size: dict, fig: dict, floors: dict)
                 f"{row['vs_hf']:.2f}x | {row['same_texts_as_hf']}/{b} |",
                 flush=True,
             )
+        done(rows)
     return rows
 
 
@@ -486,18 +490,6 @@ def main(argv=None) -> dict:
     )
     print("| batch | side | tokens/s | ms/decode step | prefill share | of floor | rows/step | vs hf | same texts |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|---|")
-    batch_rows = run_batches(gens, contexts, size, fig, floors)
-    episode_rows: list[dict] = []
-    if not args.no_episodes:
-        ep = size["episodes"]
-        print(
-            f"\nEpisodes: {ep['questions']} questions x {ep['group']} rollouts (KGSolverGroup-v0, cold-start env), "
-            f"{ep['new_tokens']} tokens a turn\n"
-        )
-        unit = CLOCK.key.upper()
-        print(f"| temperature | side | {unit} s | generate {unit} s | new tokens | vs hf | same completions |")
-        print("|---:|---|---:|---:|---:|---:|---|")
-        episode_rows = run_episodes(gens, world, ep)
     result = {
         "benchmark": "bench_rollout",
         "size": args.size,
@@ -510,8 +502,9 @@ def main(argv=None) -> dict:
         "floors": floors,
         "model_figures": fig,
         "settings": {k: v for k, v in size.items()},
-        "batches": batch_rows,
-        "episodes": episode_rows,
+        "batches": [],
+        "episodes": [],
+        "complete": False,
         "note": f"{result_clock(args)}; prefill = a 1-token call on the same prompts; "
         "ms/decode step = (full - prefill) / decode steps; floor = max(streamed bytes / bandwidth, FLOPs / GEMM "
         "rate) per step at the mean rows per step and mean context; prefix stores cleared before every timed call",
@@ -519,7 +512,24 @@ def main(argv=None) -> dict:
     name = "rollout_cpu_smoke.json" if args.size == "smoke" else "rollout_cpu.json"
     if args.device == "cuda":
         name = "rollout_gpu_smoke.json" if args.size == "smoke" else "rollout_gpu.json"
-    path = write_result(result, args.out, name)
+
+    def save(**parts) -> str:  # after every stage: a run cut off by a deadline keeps what it measured
+        result.update(parts)
+        return write_result(result, args.out, name)
+
+    batch_rows = run_batches(gens, contexts, size, fig, floors, lambda rows: save(batches=rows))
+    episode_rows: list[dict] = []
+    if not args.no_episodes:
+        ep = size["episodes"]
+        print(
+            f"\nEpisodes: {ep['questions']} questions x {ep['group']} rollouts (KGSolverGroup-v0, cold-start env), "
+            f"{ep['new_tokens']} tokens a turn\n"
+        )
+        unit = CLOCK.key.upper()
+        print(f"| temperature | side | {unit} s | generate {unit} s | new tokens | vs hf | same completions |")
+        print("|---:|---|---:|---:|---:|---:|---|")
+        episode_rows = run_episodes(gens, world, ep)
+    path = save(batches=batch_rows, episodes=episode_rows, complete=True)
     print(f"\nwrote {path}")
     return result
 

@@ -66,10 +66,13 @@ def device_info(device: str) -> dict:
 
 
 def write_result(result: dict, out: str | None, default_name: str) -> str:
-    """Write ``result`` as JSON to ``out`` (default ``benchmarks/results/<default_name>``); return the path."""
+    """Write ``result`` as JSON to ``out`` (default ``benchmarks/results/<default_name>``), atomically (a run killed
+    while writing leaves the previous file whole); return the path."""
     from pathlib import Path
 
     path = Path(out) if out else Path(__file__).resolve().parent / "results" / default_name
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=2) + "\n")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(result, indent=2) + "\n")
+    os.replace(tmp, path)
     return str(path)
