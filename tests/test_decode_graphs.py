@@ -19,7 +19,7 @@ from searchgym.llm.decode_graphs import FixedShapeDecode, bucket_size  # noqa: E
 from searchgym.llm.rollout_engine import EngineConfig, RolloutEngine, row_seed  # noqa: E402
 from searchgym.llm.transformers_backend import TransformersGenerator  # noqa: E402
 from tests.support.tiny_lm import build_tokenizer  # noqa: E402
-from tests.test_rollout_engine import PROMPTS, lively_model  # noqa: E402
+from tests.test_rollout_engine import PROMPTS, lively_model, trained_lora_model  # noqa: E402
 
 CUDA = torch.cuda.is_available()
 
@@ -97,16 +97,7 @@ def test_fixed_shape_steps_through_the_generator_with_stops_reuse_and_weight_upd
 
 
 def test_fixed_shape_steps_follow_an_adapter_toggle(tok):
-    peft = pytest.importorskip("peft")
-    from tests.support.tiny_lm import build_model
-
-    model = peft.get_peft_model(
-        build_model(tok, seed=2), peft.LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"])
-    )
-    with torch.no_grad():  # a trained adapter: B is zero at init
-        for name, p in model.named_parameters():
-            if "lora_B" in name:
-                p.normal_(0, 0.5, generator=torch.Generator().manual_seed(0))
+    model = trained_lora_model(tok)
     cfg = GenerationConfig(max_new_tokens=16, temperature=0.0)
     hf = TransformersGenerator(model, tok, engine="hf")
     fixed = TransformersGenerator(model, tok, engine="static", engine_config=EngineConfig(decode_steps="fixed"))

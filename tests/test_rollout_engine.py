@@ -239,15 +239,21 @@ def test_bf16_rollouts_follow_weight_updates(tok):
     assert after.token_ids == fresh.token_ids != first.token_ids
 
 
-def test_lora_adapters_run_as_modules(tok):
+def trained_lora_model(tok):
+    """The tiny Llama with a LoRA adapter on q/v whose B matrices are drawn (at init they are zero: no effect)."""
     peft = pytest.importorskip("peft")
     model = peft.get_peft_model(
         build_model(tok, seed=2), peft.LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"])
     )
-    with torch.no_grad():  # a trained adapter: B is zero at init
+    with torch.no_grad():
         for name, p in model.named_parameters():
             if "lora_B" in name:
                 p.normal_(0, 0.5, generator=torch.Generator().manual_seed(0))
+    return model
+
+
+def test_lora_adapters_run_as_modules(tok):
+    model = trained_lora_model(tok)
     cfg = GenerationConfig(max_new_tokens=16, temperature=0.0)
     hf, eng = _pair(model, tok)
     with_adapter = eng.generate_with_stats(PROMPTS, cfg).token_ids
