@@ -363,8 +363,9 @@ def stage_train(arm: Arm, seed: int, cfg, start: str, work: Path, opts_overrides
     """Train one run (resuming from its last checkpoint) and save its ``final/`` policy: the LoRA adapter alone
     when the run trains one (merged over ``start`` to evaluate), else the whole model. Skipped when done (and
     refused when the finished run trained with other steps, baseline or ``--set`` overrides)."""
-    opts_overrides = list(opts_overrides)
     from searchgym.training.selfplay_trainer import SelfPlayTrainer
+
+    opts_overrides = list(opts_overrides)
 
     final = work / run_name(arm.key, seed) / "final"
     if (final / DONE).is_file():

@@ -69,11 +69,8 @@ class FixedShapeDecode:
         import torch
 
         runner = self.runner
-        cache = runner.cache
-        need = max(cache.lengths[:active]) + 1
-        if need > cache.columns:
-            cache.ensure_columns(need)
-        batch = bucket_size(active, cache.slots)
+        runner.make_room(active)
+        batch = bucket_size(active, runner.cache.slots)
         if not self.graphs:
             padded = torch.zeros(batch, dtype=torch.long, device=runner.device)
             padded[:active] = tokens

@@ -457,9 +457,7 @@ class DecoderRunner:
         returns the next-token logits (float32 ``[active, vocab]``)."""
         cache, w = self.cache, self.weights
         assert cache.head_base is not None and cache.lengths_t is not None and cache.column_ids is not None
-        need = max(cache.lengths[:active]) + 1
-        if need > cache.columns:
-            cache.ensure_columns(need)
+        need = self.make_room(active)
         lens = cache.lengths_t[:active]
         write_idx = (cache.head_base[:active] + lens[:, None]).reshape(-1)
         mask = self._additive((cache.column_ids[None, :need] <= lens[:, None])[:, None, None])  # [B, 1, 1, width]
@@ -470,6 +468,13 @@ class DecoderRunner:
         logits = w.head(w.norm(h))[:, 0].float()
         self.advance(active)
         return logits
+
+    def make_room(self, active: int) -> int:
+        """Grow the cache when a step of slots ``0 .. active - 1`` needs a column past it; returns the columns
+        that step attends (the longest of those slots, plus the position it writes)."""
+        need = max(self.cache.lengths[:active]) + 1
+        self.cache.ensure_columns(need)
+        return need
 
     def advance(self, active: int) -> None:
         """One more position in slots ``0 .. active - 1`` (after a decode step wrote it)."""
