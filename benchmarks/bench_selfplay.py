@@ -504,9 +504,28 @@ def train_curve(run: Path) -> dict:
     prefix = "proposer/rejected/"
     reasons = sorted({k[len(prefix) :] for m in rows for k in m if k.startswith(prefix)})
     curve["rejected"] = {r: [_finite(m.get(prefix + r, 0.0)) for m in rows] for r in reasons}
+    curve["valid_by_hops"] = valid_by_hops(rows)
     curve["questions_first_step"] = rows[0].get("proposer/questions", []) if rows else []
     curve["questions_last_step"] = rows[-1].get("proposer/questions", []) if rows else []
     return curve
+
+
+def valid_by_hops(rows: Sequence[Mapping]) -> dict:
+    """The Proposer's questions while training, per hop count of their subgraphs: the valid count and the number
+    written, over the whole run (``total``) and per step (``steps``, one ``{hops: [valid, n]}`` each). Its training
+    signal by hop count: SSP's REINFORCE pushes only on valid questions, so a hop count that is seldom valid while
+    training is one the Proposer is not taught (and may forget)."""
+    total: dict[str, list[int]] = {}
+    steps = []
+    for m in rows:
+        step: dict[str, list[int]] = {}
+        for q in m.get("proposer/questions") or []:
+            key = str(q.get("hops", "?"))
+            for cell in (step.setdefault(key, [0, 0]), total.setdefault(key, [0, 0])):
+                cell[0] += int(bool(q.get("valid")))
+                cell[1] += 1
+        steps.append(dict(sorted(step.items())))
+    return {"total": dict(sorted(total.items())), "steps": steps}
 
 
 def proposer_cells(work: Path, name: str, modes: Sequence[str], target_hops: Mapping[str, int]) -> dict:

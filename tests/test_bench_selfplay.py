@@ -118,6 +118,10 @@ def test_toy_benchmark_trains_three_arms_collects_and_resumes(tmp_path, capsys):
     shares = [sum(v[i] for v in curve["rejected"].values()) for i in range(2)]  # every invalid question has a reason
     assert all(abs(s - (1 - v)) < 1e-9 for s, v in zip(shares, curve["valid_rate"]))
     assert curve["questions_first_step"][0]["answer"] and "reason" in curve["questions_first_step"][0]
+    by_step = curve["valid_by_hops"]["steps"]  # one game a step: its subgraph's hop count, valid or not
+    assert [list(c) for c in by_step] == [["2"], ["3"]]
+    assert [c[h][0] for c, h in zip(by_step, ("2", "3"))] == [round(v) for v in curve["valid_rate"]]
+    assert curve["valid_by_hops"]["total"] == {"2": by_step[0]["2"], "3": by_step[1]["3"]}
     flips = run["vs_cold_start"]
     assert flips["solver"]["n"] == 5 and set(flips["solver"]["by_hops"]) == {"1", "2", "3"}
     assert flips["solver_reworded"]["n"] == 5 and set(flips["solver_reworded"]["by_hops"]) == {"1", "2", "3"}
@@ -225,3 +229,15 @@ def test_bad_input_is_a_one_line_error(tmp_path, capsys):
     assert bs.main(empty) == 2
     err = capsys.readouterr().err
     assert "no finished run to collect" in err and "without --collect" in err and "Traceback" not in err
+
+
+def test_valid_by_hops_counts_questions_per_hop_count_per_step_and_in_all():
+    q = lambda hops, valid: {"hops": hops, "valid": valid}  # noqa: E731
+    rows = [
+        {"step": 1, "proposer/questions": [q(2, True), q(3, False), q(2, False)]},
+        {"step": 2, "proposer/questions": [q(3, True)]},
+        {"step": 3},  # a step whose record has no questions (e.g. an older metrics file)
+    ]
+    got = bs.valid_by_hops(rows)
+    assert got["steps"] == [{"2": [1, 2], "3": [0, 1]}, {"3": [1, 1]}, {}]
+    assert got["total"] == {"2": [1, 2], "3": [1, 2]}
