@@ -44,6 +44,8 @@ class DecoderWeights:
         # oneDNN-prepacked weight copies (CPU): by default when the weights are copied anyway (another dtype)
         # or the copies are small (at most PACK_LIMIT_BYTES)
         can_pack = self.device.type == "cpu" and torch.backends.mkldnn.is_available()
+        if self.dtype == torch.bfloat16:  # oneDNN packs bf16 only on CPUs with AVX-512 BW/VL/DQ or AVX-NE-CONVERT
+            can_pack = can_pack and bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
         if pack is None:
             linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
             pack = self.dtype != param.dtype or linear * param.element_size() <= PACK_LIMIT_BYTES
