@@ -510,20 +510,25 @@ def train_curve(run: Path) -> dict:
     return curve
 
 
+def tally_valid(cells: dict, hops: Any, valid: bool) -> None:
+    """Count one question (or target) of ``hops`` hops in ``cells`` (hop count as a string -> ``{"valid", "n"}``)."""
+    cell = cells.setdefault(str(hops), {"valid": 0, "n": 0})
+    cell["valid"] += int(bool(valid))
+    cell["n"] += 1
+
+
 def valid_by_hops(rows: Sequence[Mapping]) -> dict:
     """The Proposer's questions while training, per hop count of their subgraphs: the valid count and the number
-    written, over the whole run (``total``) and per step (``steps``, one ``{hops: [valid, n]}`` each). Its training
-    signal by hop count: SSP's REINFORCE pushes only on valid questions, so a hop count that is seldom valid while
-    training is one the Proposer is not taught (and may forget)."""
-    total: dict[str, list[int]] = {}
+    written (``{"valid", "n"}``, as :func:`proposer_cells` counts the held-out targets), over the whole run
+    (``total``) and per step (``steps``). Its training signal by hop count: SSP's REINFORCE pushes only on valid
+    questions, so a hop count that is seldom valid while training is one the Proposer is not taught (and may forget)."""
+    total: dict[str, dict] = {}
     steps = []
     for m in rows:
-        step: dict[str, list[int]] = {}
+        step: dict[str, dict] = {}
         for q in m.get("proposer/questions") or []:
-            key = str(q.get("hops", "?"))
-            for cell in (step.setdefault(key, [0, 0]), total.setdefault(key, [0, 0])):
-                cell[0] += int(bool(q.get("valid")))
-                cell[1] += 1
+            for cells in (step, total):
+                tally_valid(cells, q.get("hops", "?"), q.get("valid"))
         steps.append(dict(sorted(step.items())))
     return {"total": dict(sorted(total.items())), "steps": steps}
 
@@ -541,9 +546,7 @@ def proposer_cells(work: Path, name: str, modes: Sequence[str], target_hops: Map
             continue
         by_hops: dict[str, dict] = {}
         for task, v in sorted(valid.items(), key=lambda kv: target_hops.get(kv[0], 0)):
-            cell = by_hops.setdefault(str(target_hops.get(task, "?")), {"valid": 0, "n": 0})
-            cell["valid"] += int(v)
-            cell["n"] += 1
+            tally_valid(by_hops, target_hops.get(task, "?"), bool(v))
         out[m] = {**bootstrap_ci(valid.values()), "by_hops": by_hops}
     return out
 

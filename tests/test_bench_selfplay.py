@@ -120,7 +120,8 @@ def test_toy_benchmark_trains_three_arms_collects_and_resumes(tmp_path, capsys):
     assert curve["questions_first_step"][0]["answer"] and "reason" in curve["questions_first_step"][0]
     by_step = curve["valid_by_hops"]["steps"]  # one game a step: its subgraph's hop count, valid or not
     assert [list(c) for c in by_step] == [["2"], ["3"]]
-    assert [c[h][0] for c, h in zip(by_step, ("2", "3"))] == [round(v) for v in curve["valid_rate"]]
+    assert [c[h]["valid"] for c, h in zip(by_step, ("2", "3"))] == [round(v) for v in curve["valid_rate"]]
+    assert all(c[h]["n"] == 1 for c, h in zip(by_step, ("2", "3")))
     assert curve["valid_by_hops"]["total"] == {"2": by_step[0]["2"], "3": by_step[1]["3"]}
     flips = run["vs_cold_start"]
     assert flips["solver"]["n"] == 5 and set(flips["solver"]["by_hops"]) == {"1", "2", "3"}
@@ -239,5 +240,6 @@ def test_valid_by_hops_counts_questions_per_hop_count_per_step_and_in_all():
         {"step": 3},  # a step whose record has no questions (e.g. an older metrics file)
     ]
     got = bs.valid_by_hops(rows)
-    assert got["steps"] == [{"2": [1, 2], "3": [0, 1]}, {"3": [1, 1]}, {}]
-    assert got["total"] == {"2": [1, 2], "3": [1, 2]}
+    cell = lambda valid, n: {"valid": valid, "n": n}  # noqa: E731
+    assert got["steps"] == [{"2": cell(1, 2), "3": cell(0, 1)}, {"3": cell(1, 1)}, {}]
+    assert got["total"] == {"2": cell(1, 2), "3": cell(1, 2)}
