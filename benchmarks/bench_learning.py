@@ -125,7 +125,7 @@ RFT_ROUND = {
     "epochs": 1.0,
     "batch_size": 8,
     "micro_batch_size": 4,
-    "mixed_precision": "bfloat16",
+    "mixed_precision": "auto",
     "eval_every": 20,
     "save_every": 10,
     "max_tokens": 1024,
@@ -192,7 +192,7 @@ SIZES = {
         eval_proposer=64,
         sft={
             **_CPU_SFT,
-            "mixed_precision": "bfloat16",
+            "mixed_precision": "auto",
             "max_steps": 80,  # ~0.7 of an epoch: what one CPU thread trains in about an hour
             "trainable_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
         },

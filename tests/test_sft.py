@@ -521,6 +521,35 @@ def test_bfloat16_mixed_precision_matches_float32_and_keeps_float32_weights(tmp_
         SFTConfig(mixed_precision="fp8").validate()
 
 
+@pytest.mark.parametrize("hardware", [True, False])
+def test_auto_mixed_precision_follows_the_cpus_bf16_hardware(tmp_path, tok, monkeypatch, caplog, hardware):
+    """mixed_precision=auto runs bfloat16 only on a CPU that multiplies it in hardware (elsewhere autocast
+    emulates it, ~14x slower on Zen 3); an explicit bfloat16 there runs as asked, with a warning naming the fix."""
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: hardware)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
+    data = write_demos(tmp_path / "d.jsonl", n=4)
+    train, _ = load_demonstrations(data)
+    runs = {}
+    for precision in ("auto", "bfloat16"):
+        with caplog.at_level("WARNING", logger="searchgym.training.model_loading"):
+            cfg = _cfg(tmp_path / precision, data, val_fraction=0.0, mixed_precision=precision)
+            runs[precision] = SFTRun(cfg, train, [], model=build_model(tok, seed=3), tokenizer=tok).mixed_precision
+    assert runs == {"auto": "bfloat16" if hardware else "none", "bfloat16": "bfloat16"}
+    warned = [r.getMessage() for r in caplog.records if "no bf16 matmul hardware" in r.getMessage()]
+    assert len(warned) == (0 if hardware else 1) and all("mixed_precision=auto or none" in w for w in warned)
+
+
+def test_bf16_hardware_is_read_from_the_cpu():
+    """On Linux the probe agrees with the CPU's own flags (this machine's answer, whichever it is)."""
+    from searchgym.training.model_loading import native_bfloat16
+
+    cpuinfo = Path("/proc/cpuinfo")
+    if not cpuinfo.exists():
+        pytest.skip("no /proc/cpuinfo to compare with")
+    flags = set(cpuinfo.read_text().split())
+    assert native_bfloat16("cpu") == bool({"avx512_bf16", "amx_tile"} & flags)
+
+
 def test_trainable_modules_freezes_all_but_those_linear_layers(tmp_path, tok):
     """A full fine-tune with trainable_modules moves only the named linear layers: embeddings, norms and the
     other projections keep the base values (so lora_extract carries the whole change but its rank)."""

@@ -6,13 +6,23 @@ Shared by the self-play trainer, SFT and rejection sampling (the model half of t
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidArgumentError, MissingFileError
 from .model_config import ModelOptions
 
-__all__ = ["apply_lora", "load_lora_init", "load_start_policy", "load_weights", "resolve_device", "resolve_init"]
+__all__ = [
+    "apply_lora",
+    "load_lora_init",
+    "load_start_policy",
+    "load_weights",
+    "native_bfloat16",
+    "resolve_device",
+    "resolve_init",
+    "resolve_mixed_precision",
+]
 
 
 def resolve_device(name: str):
@@ -25,6 +35,35 @@ def resolve_device(name: str):
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise InvalidArgumentError(f"device={name!r} but CUDA is not available; use device=cpu or device=auto")
     return dev
+
+
+def native_bfloat16(device) -> bool:
+    """Whether ``device`` multiplies bfloat16 matrices in hardware: a CUDA GPU that supports bf16, or a CPU with
+    AVX-512 BF16 or AMX tiles. Elsewhere PyTorch emulates bf16: on a 2-core AMD EPYC Zen 3 (AVX2 only) a SmolLM2-135M
+    forward+backward under bf16 autocast took 106 s for one 384-token sequence, float32 30 s for four."""
+    import torch
+
+    device = torch.device(device)
+    if device.type == "cuda":
+        return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+    if device.type == "cpu":
+        probes = [getattr(torch.cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
+        return any(bool(probe()) for probe in probes if probe is not None)
+    return False
+
+
+def resolve_mixed_precision(name: str, device) -> str:
+    """``mixed_precision`` as run on ``device``: ``auto`` → bfloat16 where :func:`native_bfloat16`, else none.
+    An explicit bfloat16 on a device that emulates it is kept, with a warning: it is many times slower there."""
+    if name == "auto":
+        return "bfloat16" if native_bfloat16(device) else "none"
+    if name == "bfloat16" and not native_bfloat16(device):
+        logging.getLogger(__name__).warning(
+            "mixed_precision=bfloat16 on %s, which has no bf16 matmul hardware (AVX-512 BF16, AMX or a bf16 GPU): "
+            "autocast emulates it and runs several times slower than float32; use mixed_precision=auto or none",
+            device,
+        )
+    return name
 
 
 def load_start_policy(config: Any):

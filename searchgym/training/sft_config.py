@@ -10,7 +10,7 @@ from ..errors import InvalidArgumentError
 from .model_config import DTYPES, ModelOptions
 
 LR_SCHEDULES = ("constant", "cosine")
-MIXED_PRECISION = ("none", "bfloat16")
+MIXED_PRECISION = ("none", "bfloat16", "auto")
 SOURCES = ("data", "self")
 
 
@@ -166,7 +166,8 @@ class SFTConfig(ModelOptions, ConfigIO):
         metadata={
             "help": (
                 "bfloat16: matmuls under torch.autocast with weights and optimizer state in dtype (1.6x faster on an "
-                "AVX-512 BF16 CPU, docs/sft.md); none: plain dtype."
+                "AVX-512 BF16 CPU, several times slower on a CPU without bf16 hardware, docs/sft.md); auto: bfloat16 "
+                "where the device multiplies bf16 in hardware, else none; none: plain dtype."
             )
         },
     )

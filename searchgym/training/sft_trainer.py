@@ -126,10 +126,14 @@ class SFTRun:
 
         from ..llm.pretrained import model_fingerprint, open_model
         from ..llm.sequences import encode_trajectory
-        from .model_loading import apply_lora, load_lora_init, resolve_device
+        from .model_loading import apply_lora, load_lora_init, resolve_device, resolve_mixed_precision
 
         self.config = c = config
         self.device = resolve_device(c.device)
+        #: what ``mixed_precision`` means on this device (``auto`` resolved)
+        self.mixed_precision = resolve_mixed_precision(c.mixed_precision, self.device)
+        if c.mixed_precision == "auto":
+            logger.info("mixed_precision=auto runs %s on %s", self.mixed_precision, self.device)
         if c.threads:
             torch.set_num_threads(c.threads)
         if model is None:
@@ -238,14 +242,15 @@ class SFTRun:
         return logp, ent, mask, ids
 
     def _precision(self):
-        """``torch.autocast`` to ``mixed_precision`` on the policy's device, or a no-op context when "none"."""
+        """``torch.autocast`` to the resolved ``mixed_precision`` on the policy's device, or a no-op context when
+        "none"."""
         import contextlib
 
         import torch
 
-        if self.config.mixed_precision == "none":
+        if self.mixed_precision == "none":
             return contextlib.nullcontext()
-        return torch.autocast(torch.device(self.device).type, dtype=getattr(torch, self.config.mixed_precision))
+        return torch.autocast(torch.device(self.device).type, dtype=getattr(torch, self.mixed_precision))
 
     def _shared_prefix(self, batch) -> int:
         """Tokens of the prefix all of ``batch`` shares, before its first agent token (0: not worth sharing)."""
