@@ -214,6 +214,19 @@ def test_logprobs_are_the_models(tiny, tok):
         assert torch.allclose(torch.tensor(lps), want, atol=1e-4)
 
 
+@pytest.mark.parametrize("hardware", [True, False])
+def test_bf16_rollouts_warn_where_the_cpu_emulates_bf16(tok, monkeypatch, caplog, hardware):
+    """bf16 rollouts on a CPU without bf16 hardware still run, and say once that float32 is faster there."""
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: hardware)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
+    gen = TransformersGenerator(build_model(tok, seed=5), tok, engine="static", rollout_dtype="bfloat16")
+    with caplog.at_level("WARNING", logger="searchgym.llm.decoder_weights"):
+        out = gen.generate_with_stats(PROMPTS, GenerationConfig(max_new_tokens=4, temperature=0.0))
+    assert gen.engine.runner.dtype == torch.bfloat16 and all(len(t) for t in out.token_ids)
+    warned = [r.getMessage() for r in caplog.records if "no bf16 matmul hardware" in r.getMessage()]
+    assert len(warned) == (0 if hardware else 1) and all("rollout_dtype=float32" in w for w in warned)
+
+
 def test_bf16_rollouts_follow_weight_updates(tok):
     model = build_model(tok, seed=5)
     gen = TransformersGenerator(model, tok, engine="static", rollout_dtype="bfloat16")

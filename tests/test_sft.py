@@ -541,7 +541,7 @@ def test_auto_mixed_precision_follows_the_cpus_bf16_hardware(tmp_path, tok, monk
 
 def test_bf16_hardware_is_read_from_the_cpu():
     """On Linux the probe agrees with the CPU's own flags (this machine's answer, whichever it is)."""
-    from searchgym.training.model_loading import native_bfloat16
+    from searchgym.llm.bf16_hardware import native_bfloat16
 
     cpuinfo = Path("/proc/cpuinfo")
     if not cpuinfo.exists():

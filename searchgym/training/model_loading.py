@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidArgumentError, MissingFileError
+from ..llm.bf16_hardware import native_bfloat16
 from .model_config import ModelOptions
 
 __all__ = [
@@ -18,7 +19,6 @@ __all__ = [
     "load_lora_init",
     "load_start_policy",
     "load_weights",
-    "native_bfloat16",
     "resolve_device",
     "resolve_init",
     "resolve_mixed_precision",
@@ -35,21 +35,6 @@ def resolve_device(name: str):
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise InvalidArgumentError(f"device={name!r} but CUDA is not available; use device=cpu or device=auto")
     return dev
-
-
-def native_bfloat16(device) -> bool:
-    """Whether ``device`` multiplies bfloat16 matrices in hardware: a CUDA GPU that supports bf16, or a CPU with
-    AVX-512 BF16 or AMX tiles. Elsewhere PyTorch emulates bf16: on a 2-core AMD EPYC Zen 3 (AVX2 only) a SmolLM2-135M
-    forward+backward under bf16 autocast took 106 s for one 384-token sequence, float32 30 s for four."""
-    import torch
-
-    device = torch.device(device)
-    if device.type == "cuda":
-        return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
-    if device.type == "cpu":
-        probes = [getattr(torch.cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
-        return any(bool(probe()) for probe in probes if probe is not None)
-    return False
 
 
 def resolve_mixed_precision(name: str, device) -> str:
