@@ -13,7 +13,8 @@ Measured on 2 AMD EPYC cores (``make test``'s machine), plan-first demonstration
 worker); with the SFT under bfloat16 autocast (``TEST_SFT``) 0.00 -> 0.375 in 348 s alone at one thread
 (earlier, with the pre-plan demonstration format: 0.50 and 0.47 for seeds 0 and 1). ``TEST_SFT`` asks for
 ``mixed_precision: auto``: bfloat16 where the CPU multiplies it in hardware (AVX-512 BF16 / AMX), float32 elsewhere;
-on a Zen 3 (AVX2 only) bfloat16 autocast is emulated and this test ran past its 40-minute limit. The threshold leaves
+on a Zen 3 (AVX2 only) bfloat16 autocast is emulated and this test ran past its 40-minute limit; in float32 there it
+took 847 s beside a self-play run, 1177 s in a fresh clone's ``make test`` beside one. The threshold leaves
 room for the spread between seeds and machines while staying far above what an unchanged model scores (0 of
 all 32, measured; the test scores it on the leading 8: it never writes a valid answer).
 """
