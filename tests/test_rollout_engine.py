@@ -220,7 +220,7 @@ def test_bf16_rollouts_warn_where_the_cpu_emulates_bf16(tok, monkeypatch, caplog
     monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: hardware)
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
     gen = TransformersGenerator(build_model(tok, seed=5), tok, engine="static", rollout_dtype="bfloat16")
-    with caplog.at_level("WARNING", logger="searchgym.llm.decoder_weights"):
+    with caplog.at_level("WARNING", logger="searchgym.llm.bf16_hardware"):
         out = gen.generate_with_stats(PROMPTS, GenerationConfig(max_new_tokens=4, temperature=0.0))
     assert gen.engine.runner.dtype == torch.bfloat16 and all(len(t) for t in out.token_ids)
     warned = [r.getMessage() for r in caplog.records if "no bf16 matmul hardware" in r.getMessage()]

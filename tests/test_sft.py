@@ -531,7 +531,7 @@ def test_auto_mixed_precision_follows_the_cpus_bf16_hardware(tmp_path, tok, monk
     train, _ = load_demonstrations(data)
     runs = {}
     for precision in ("auto", "bfloat16"):
-        with caplog.at_level("WARNING", logger="searchgym.training.model_loading"):
+        with caplog.at_level("WARNING", logger="searchgym.llm.bf16_hardware"):
             cfg = _cfg(tmp_path / precision, data, val_fraction=0.0, mixed_precision=precision)
             runs[precision] = SFTRun(cfg, train, [], model=build_model(tok, seed=3), tokenizer=tok).mixed_precision
     assert runs == {"auto": "bfloat16" if hardware else "none", "bfloat16": "bfloat16"}

@@ -11,14 +11,11 @@ step re-derives the adapter's tensors, not the frozen base weights'). Projection
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Callable, Optional
 
-from .bf16_hardware import native_bfloat16
+from .bf16_hardware import warn_if_bf16_emulated
 
 __all__ = ["DecoderWeights", "PACK_LIMIT_BYTES", "rollout_dtype"]
-
-logger = logging.getLogger(__name__)
 
 #: prepack the weights by default when the linear layers' copies take at most this many bytes
 PACK_LIMIT_BYTES = 2 << 30
@@ -51,13 +48,11 @@ class DecoderWeights:
         can_pack = self.device.type == "cpu" and torch.backends.mkldnn.is_available()
         if self.dtype == torch.bfloat16:  # oneDNN packs bf16 only on CPUs with AVX-512 BW/VL/DQ or AVX-NE-CONVERT
             can_pack = can_pack and bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-            if not native_bfloat16(self.device):
-                logger.warning(
-                    "bfloat16 rollouts on %s, which has no bf16 matmul hardware (AVX-512 BF16, AMX or a bf16 GPU): "
-                    "emulated bf16 decodes slower than float32 (3.6x at batch 16 on a Zen 3); "
-                    "use rollout_dtype=float32",
-                    self.device,
-                )
+            warn_if_bf16_emulated(
+                self.device,
+                "bfloat16 rollouts",
+                "emulated bf16 decodes slower than float32 (3.6x at batch 16 on a Zen 3); use rollout_dtype=float32",
+            )
         if pack is None:
             linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
             pack = self.dtype != param.dtype or linear * param.element_size() <= PACK_LIMIT_BYTES

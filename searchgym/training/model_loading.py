@@ -6,12 +6,11 @@ Shared by the self-play trainer, SFT and rejection sampling (the model half of t
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidArgumentError, MissingFileError
-from ..llm.bf16_hardware import native_bfloat16
+from ..llm.bf16_hardware import native_bfloat16, warn_if_bf16_emulated
 from .model_config import ModelOptions
 
 __all__ = [
@@ -42,11 +41,11 @@ def resolve_mixed_precision(name: str, device) -> str:
     An explicit bfloat16 on a device that emulates it is kept, with a warning: it is many times slower there."""
     if name == "auto":
         return "bfloat16" if native_bfloat16(device) else "none"
-    if name == "bfloat16" and not native_bfloat16(device):
-        logging.getLogger(__name__).warning(
-            "mixed_precision=bfloat16 on %s, which has no bf16 matmul hardware (AVX-512 BF16, AMX or a bf16 GPU): "
-            "autocast emulates it and runs several times slower than float32; use mixed_precision=auto or none",
+    if name == "bfloat16":
+        warn_if_bf16_emulated(
             device,
+            "mixed_precision=bfloat16",
+            "autocast emulates it and runs several times slower than float32; use mixed_precision=auto or none",
         )
     return name
 
