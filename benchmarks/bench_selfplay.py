@@ -227,6 +227,12 @@ def stage_pool(world, hops: dict, work: Path) -> Path:
     path = work / "pool.jsonl"
     with wait_lock(work / "pool.stage"):
         if path.is_file():
+            held = pool_hops(path)
+            if held != {int(h): n for h, n in hops.items()}:
+                raise BenchError(
+                    f"{path} holds {format_pool_hops(held)} subgraphs, not {format_pool_hops(hops)}: a workdir plays "
+                    "one pool, so give another --workdir for another --pool-hops"
+                )
             return path
         groups: dict[int, Sequence] = {}
         for h, n in sorted(hops.items()):
@@ -243,6 +249,32 @@ def stage_pool(world, hops: dict, work: Path) -> Path:
             lines.append(json.dumps(Subgraph.from_dict(d).to_dict(), ensure_ascii=False))
         write_atomic(path, "".join(line + "\n" for line in lines))
     return path
+
+
+def pool_hops(path: Path) -> dict[int, int]:
+    """How many subgraphs of each hop count the pool file at ``path`` holds."""
+    from searchgym.construction import load_pool
+
+    counts: dict[int, int] = {}
+    for sg in load_pool(path):
+        counts[sg.hops] = counts.get(sg.hops, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def format_pool_hops(hops: Mapping) -> str:
+    """``{2: 80, 3: 48}`` as ``--pool-hops`` writes it: ``2=80,3=48``."""
+    return ",".join(f"{h}={n}" for h, n in sorted((int(h), n) for h, n in hops.items()))
+
+
+def parse_pool_hops(text: str) -> dict[int, int]:
+    """``--pool-hops 2=40,3=88`` as ``{2: 40, 3: 88}``; raises ValueError naming the bad item."""
+    hops: dict[int, int] = {}
+    for item in text.split(","):
+        h, sep, n = item.partition("=")
+        if not sep or not h.strip().isdigit() or not n.strip().isdigit() or int(h) < 1 or int(n) < 1:
+            raise ValueError(item)
+        hops[int(h)] = int(n)
+    return dict(sorted(hops.items()))
 
 
 def check_disjoint(pool: Sequence, heldout: dict) -> dict:
@@ -649,6 +681,8 @@ def collect(work: Path, size_name: str, header: dict, target_hops: Mapping[str, 
         config.pop("seed")
         overrides = json.loads((work / run_name(key, seeds[0]) / "final" / DONE).read_text()).get("overrides", [])
         label = arm_label(arm, config["proposer_baseline"], size_name, overrides)
+        if {int(h): n for h, n in header["pool"]["hops"].items()} != SIZES[size_name]["pool"]:
+            label += f", pool {format_pool_hops(header['pool']['hops'])}"
         results["arms"][key] = {
             "label": label,
             "recipe": arm.recipe,
@@ -818,6 +852,13 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         help="an ablation: this training config value in every arm (repeatable, e.g. kl_coef=0.01); runs are cached, "
         "so give it its own --workdir",
     )
+    ap.add_argument(
+        "--pool-hops",
+        default=None,
+        metavar="H=N,...",
+        help="an ablation: the self-play pool's subgraphs per hop count (e.g. 3=128; default: the size's), named in "
+        "each arm's label; a workdir plays one pool, so give it its own --workdir",
+    )
     ap.add_argument("--out", default=None, help="results JSON (default benchmarks/results/selfplay_<size>.json)")
     ap.add_argument("--collect", action="store_true", help="only write the JSON/PNG from the finished runs")
     ap.add_argument(
@@ -842,6 +883,10 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     if args.steps is not None and args.steps < 1:
         ap.error(f"--steps must be at least 1; got {args.steps}")
     args.device = args.device or size["device"]
+    try:
+        args.pool = parse_pool_hops(args.pool_hops) if args.pool_hops else dict(size["pool"])
+    except ValueError as exc:
+        ap.error(f"--pool-hops {args.pool_hops!r}: {exc.args[0]!r} is not HOPS=COUNT; give e.g. 2=40,3=88")
     if args.size == "toy" and not args.model:
         ap.error("--size toy needs --model DIR: a small model folder (searchgym.llm.tiny_models.save_tiny makes one)")
     args.model = args.model or "smollm2"
@@ -883,7 +928,7 @@ def run(args: argparse.Namespace) -> None:
     work = Path(args.workdir) / args.size
     work.mkdir(parents=True, exist_ok=True)
     world = default_world()
-    pool_path = stage_pool(world, size["pool"], work)
+    pool_path = stage_pool(world, args.pool, work)
     heldout = heldout_sets(world, size)
     disjoint = check_disjoint(load_pool(pool_path), heldout)
     opts = {
@@ -931,7 +976,7 @@ def run(args: argparse.Namespace) -> None:
         "torch_threads": torch.get_num_threads(),
         "start": {"model": args.model, "init": args.init, **start_record},
         "pool": {
-            "hops": {str(h): n for h, n in size["pool"].items()},
+            "hops": {str(h): n for h, n in args.pool.items()},
             "order": "hop counts interleaved in proportion",
             "seed": 0,
         },
