@@ -680,9 +680,7 @@ def collect(work: Path, size_name: str, header: dict, target_hops: Mapping[str, 
         config = configs[(key, seeds[0])].to_dict()
         config.pop("seed")
         overrides = json.loads((work / run_name(key, seeds[0]) / "final" / DONE).read_text()).get("overrides", [])
-        label = arm_label(arm, config["proposer_baseline"], size_name, overrides)
-        if {int(h): n for h, n in header["pool"]["hops"].items()} != SIZES[size_name]["pool"]:
-            label += f", pool {format_pool_hops(header['pool']['hops'])}"
+        label = arm_label(arm, config["proposer_baseline"], size_name, overrides, header["pool"]["hops"])
         results["arms"][key] = {
             "label": label,
             "recipe": arm.recipe,
@@ -699,14 +697,18 @@ def collect(work: Path, size_name: str, header: dict, target_hops: Mapping[str, 
     return results
 
 
-def arm_label(arm: Arm, proposer_baseline: str, size_name: str, overrides: Sequence[str] = ()) -> str:
+def arm_label(
+    arm: Arm, proposer_baseline: str, size_name: str, overrides: Sequence[str] = (), pool: Optional[Mapping] = None
+) -> str:
     """The arm's label, naming the Proposer baseline when its runs trained with another than the recipe's own
-    (``--proposer-baseline``) and every ``--set`` override, so an ablation's table and figure never pass for
-    the arm itself."""
+    (``--proposer-baseline``), every ``--set`` override and a ``pool`` (hop count: subgraphs) other than the
+    size's (``--pool-hops``), so an ablation's table and figure never pass for the arm itself."""
     from searchgym.training.recipes import recipe_values
 
     own = recipe_values(arm.recipe, SIZES[size_name]["recipe_size"])["proposer_baseline"]
     label = arm.label if proposer_baseline == own else f"{arm.label}, {proposer_baseline} baseline"
+    if pool is not None and {int(h): n for h, n in pool.items()} != SIZES[size_name]["pool"]:
+        overrides = [*overrides, f"pool {format_pool_hops(pool)}"]
     return ", ".join([label, *overrides])
 
 

@@ -232,6 +232,28 @@ def test_bad_input_is_a_one_line_error(tmp_path, capsys):
     assert "no finished run to collect" in err and "without --collect" in err and "Traceback" not in err
 
 
+def test_pool_hops_ablation_makes_that_pool_and_refuses_a_workdir_holding_another(tmp_path, world, capsys):
+    """``--pool-hops`` sets the pool's subgraphs per hop count; a workdir plays one pool, so asking it for another
+    is a one-line error naming the pool it holds; a malformed value is argparse's one-line error (exit 2)."""
+    assert bs.parse_pool_hops("3=88,2=40") == {2: 40, 3: 88}
+    path = bs.stage_pool(world, {2: 3, 3: 5}, tmp_path)
+    assert bs.pool_hops(path) == {2: 3, 3: 5} and bs.format_pool_hops({3: 5, 2: 3}) == "2=3,3=5"
+    assert bs.stage_pool(world, {3: 5, 2: 3}, tmp_path) == path  # the same pool: reused
+    with pytest.raises(bs.BenchError, match="holds 2=3,3=5 subgraphs, not 3=8: .*another --workdir"):
+        bs.stage_pool(world, {3: 8}, tmp_path)
+    for bad in ("3", "3=x", "0=4", "2=40,3"):
+        with pytest.raises(SystemExit) as exc:
+            bs.parse_args(["--pool-hops", bad])
+        assert exc.value.code == 2 and "is not HOPS=COUNT; give e.g. 2=40,3=88" in capsys.readouterr().err
+    assert bs.parse_args(["--pool-hops", "3=128"]).pool == {3: 128}
+    assert bs.parse_args([]).pool == bs.SIZES["cpu"]["pool"]
+    arm = bs.ARMS["b"]
+    assert bs.arm_label(arm, "none", "cpu", ["temperature=0.7"], {"3": 128}) == (
+        "(b) KG Proposer, binary, temperature=0.7, pool 3=128"
+    )
+    assert bs.arm_label(arm, "none", "cpu", (), {"2": 80, "3": 48}) == arm.label  # the size's own pool: unnamed
+
+
 def test_valid_by_hops_counts_questions_per_hop_count_per_step_and_in_all():
     q = lambda hops, valid: {"hops": hops, "valid": valid}  # noqa: E731
     rows = [
