@@ -542,11 +542,18 @@ def train_curve(run: Path) -> dict:
     return curve
 
 
-def tally_valid(cells: dict, hops: Any, valid: bool) -> None:
-    """Count one question (or target) of ``hops`` hops in ``cells`` (hop count as a string -> ``{"valid", "n"}``)."""
+def tally_valid(cells: dict, hops: Any, valid: bool, searches: Optional[int] = None) -> None:
+    """Count one question (or target) of ``hops`` hops in ``cells`` (hop count as a string -> ``{"valid", "n"}``);
+    with the Proposer's ``searches`` for it, also their total (``searches_total``) and how many questions it wrote
+    after fewer searches than the path has hops (``short``: a question written one hop short of a 3-hop target
+    asks for the intermediate entity, which the verifier then answers -- the way the KG Proposer forgot 3-hop
+    questions in the ``cpu`` runs)."""
     cell = cells.setdefault(str(hops), {"valid": 0, "n": 0})
     cell["valid"] += int(bool(valid))
     cell["n"] += 1
+    if searches is not None and isinstance(hops, int):
+        cell["searches_total"] = cell.get("searches_total", 0) + searches
+        cell["short"] = cell.get("short", 0) + int(searches < hops)
 
 
 def valid_by_hops(rows: Sequence[Mapping]) -> dict:
@@ -560,37 +567,45 @@ def valid_by_hops(rows: Sequence[Mapping]) -> dict:
         step: dict[str, dict] = {}
         for q in m.get("proposer/questions") or []:
             for cells in (step, total):
-                tally_valid(cells, q.get("hops", "?"), q.get("valid"))
+                tally_valid(cells, q.get("hops", "?"), q.get("valid"), q.get("searches"))
         steps.append(dict(sorted(step.items())))
     return {"total": dict(sorted(total.items())), "steps": steps}
 
 
 def proposer_cells(work: Path, name: str, modes: Sequence[str], target_hops: Mapping[str, int]) -> dict:
     """Per Proposer mode, the valid rate on the held-out targets with its 95 % bootstrap interval, and per hop
-    count of the targets (``target_hops``: target id -> hops) the valid count out of the targets: a Proposer that
-    learns 2-hop questions while forgetting 3-hop ones shows it here, not in the overall rate."""
+    count of the targets (``target_hops``: target id -> hops) the valid count out of the targets, the searches
+    made and the questions written short of the path (:func:`tally_valid`): a Proposer that learns 2-hop
+    questions while forgetting 3-hop ones shows it here, not in the overall rate."""
     from searchgym.evaluation.metrics import bootstrap_ci
 
     out = {}
     for m in modes:
-        valid = proposer_valid(work, name, m)
-        if not valid:
+        records = proposer_records(work, name, m)
+        if not records:
             continue
         by_hops: dict[str, dict] = {}
-        for task, v in sorted(valid.items(), key=lambda kv: target_hops.get(kv[0], 0)):
-            tally_valid(by_hops, target_hops.get(task, "?"), bool(v))
-        out[m] = {**bootstrap_ci(valid.values()), "by_hops": by_hops}
+        for task, r in sorted(records.items(), key=lambda kv: target_hops.get(kv[0], 0)):
+            searches = len(r["queries"]) if isinstance(r.get("queries"), list) else None
+            tally_valid(by_hops, target_hops.get(task, "?"), bool(r["valid"]), searches)
+        out[m] = {**bootstrap_ci([float(r["valid"]) for r in records.values()]), "by_hops": by_hops}
     return out
 
 
-def proposer_valid(work: Path, name: str, mode: str) -> dict:
-    """target id -> 1.0 if the stage's Proposer (prompt ``mode``) wrote a valid question for it ({} if not scored)."""
+def proposer_records(work: Path, name: str, mode: str) -> dict:
+    """target id -> the stage's held-out Proposer record (prompt ``mode``: question, queries, valid, reason), {} if
+    not scored."""
     from searchgym.training.learning_checks import proposer_records_name
 
     path = eval_dir(work, name) / proposer_records_name(mode)
     if not path.is_file():
         return {}
-    return {r["task"]: float(r["valid"]) for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
+    return {r["task"]: r for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
+
+
+def proposer_valid(work: Path, name: str, mode: str) -> dict:
+    """target id -> 1.0 if the stage's Proposer (prompt ``mode``) wrote a valid question for it ({} if not scored)."""
+    return {task: float(r["valid"]) for task, r in proposer_records(work, name, mode).items()}
 
 
 def finished_runs(work: Path) -> dict:
