@@ -227,10 +227,10 @@ def stage_pool(world, hops: dict, work: Path) -> Path:
     path = work / "pool.jsonl"
     with wait_lock(work / "pool.stage"):
         if path.is_file():
-            held = pool_hops(path)
-            if held != {int(h): n for h, n in hops.items()}:
+            held = format_pool_hops(pool_hops(path))
+            if held != format_pool_hops(hops):
                 raise BenchError(
-                    f"{path} holds {format_pool_hops(held)} subgraphs, not {format_pool_hops(hops)}: a workdir plays "
+                    f"{path} holds {held} subgraphs, not {format_pool_hops(hops)}: a workdir plays "
                     "one pool, so give another --workdir for another --pool-hops"
                 )
             return path
@@ -262,7 +262,8 @@ def pool_hops(path: Path) -> dict[int, int]:
 
 
 def format_pool_hops(hops: Mapping) -> str:
-    """``{2: 80, 3: 48}`` as ``--pool-hops`` writes it: ``2=80,3=48``."""
+    """``{2: 80, 3: 48}`` (hop counts as ints or as the JSON's strings) as ``--pool-hops`` writes it:
+    ``2=80,3=48``; two pools are the same pool when these agree."""
     return ",".join(f"{h}={n}" for h, n in sorted((int(h), n) for h, n in hops.items()))
 
 
@@ -722,7 +723,7 @@ def arm_label(
 
     own = recipe_values(arm.recipe, SIZES[size_name]["recipe_size"])["proposer_baseline"]
     label = arm.label if proposer_baseline == own else f"{arm.label}, {proposer_baseline} baseline"
-    if pool is not None and {int(h): n for h, n in pool.items()} != SIZES[size_name]["pool"]:
+    if pool is not None and format_pool_hops(pool) != format_pool_hops(SIZES[size_name]["pool"]):
         overrides = [*overrides, f"pool {format_pool_hops(pool)}"]
     return ", ".join([label, *overrides])
 
