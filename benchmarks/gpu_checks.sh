@@ -13,15 +13,18 @@
 #     bash benchmarks/gpu_checks.sh 540                  # seconds this command may take (default 540)
 #     bash benchmarks/gpu_checks.sh 540 selfplay         # only some stages (comma list, default all three)
 #
-# Everything it writes goes to $OUT (the device machine's output folder; out/gpu here when unset): JSON, PNG,
-# logs, nvidia-smi, metrics and the self-play runs' LoRA adapters (a few MB each). Each stage has a deadline
-# from the budget, so a slow stage leaves the next its share, and what finished comes back; a self-play run cut
-# off resumes from its checkpoint in a later call on the same node.
+# Everything it writes goes to $OUT (the device machine's output folder; out/gpu here when unset), packed so it
+# fits the 8 files that come back: rollout_gpu.json and selfplay_gpu.json as they are, results.tgz (every JSON,
+# PNG, log, metrics file and nvidia-smi) and adapters.tgz (the self-play runs' LoRA adapters, a few MB each).
+# Each stage has a deadline from the budget, so a slow stage leaves the next its share, and what finished comes
+# back; a self-play run cut off resumes from its checkpoint in a later call on the same node.
 set -uo pipefail
 budget=${1:-540}
 stages=${2:-rollout,trainer,selfplay}
-out=${OUT:-out/gpu}
-mkdir -p "$out"
+dest=${OUT:-out/gpu}
+out=/tmp/searchgym_gpu_checks # staged here, packed into $dest at the end
+rm -rf "$out"
+mkdir -p "$out" "$dest"
 start=$SECONDS
 left() { echo $((budget - (SECONDS - start) - 15)); } # 15 s kept to copy the results
 has() { [[ ",$stages," == *",$1,"* ]]; }
@@ -67,10 +70,17 @@ if has selfplay; then
       --workdir "$work" --out "$out/selfplay_gpu.json" > "$out/selfplay_gpu_s$seed.log" 2>&1
     echo "gpu_checks: bench_selfplay seed $seed exit $?"
   done
+  mkdir -p /tmp/searchgym_adapters "$out/selfplay_metrics"
+  for m in "$work"/gpu/*/metrics.jsonl; do
+    [ -f "$m" ] && cp "$m" "$out/selfplay_metrics/$(basename "$(dirname "$m")").jsonl"
+  done
   for final in "$work"/gpu/*/final; do
     [ -d "$final" ] || continue
     run=$(basename "$(dirname "$final")")
-    mkdir -p "$out/adapters/$run" && cp "$final"/*.json "$final"/*.safetensors "$out/adapters/$run/" 2>/dev/null
+    mkdir -p "/tmp/searchgym_adapters/$run" && cp "$final"/*.json "$final"/*.safetensors "/tmp/searchgym_adapters/$run/" 2>/dev/null
   done
+  [ -n "$(ls -A /tmp/searchgym_adapters)" ] && tar czf "$dest/adapters.tgz" -C /tmp/searchgym_adapters .
 fi
-echo "gpu_checks: done in $((SECONDS - start)) s; results in $out"
+for f in rollout_gpu.json selfplay_gpu.json; do [ -f "$out/$f" ] && cp "$out/$f" "$dest/"; done
+tar czf "$dest/results.tgz" -C "$out" .
+echo "gpu_checks: done in $((SECONDS - start)) s; results in $dest: $(ls "$dest" | tr '\n' ' ')"
