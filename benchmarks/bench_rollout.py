@@ -28,7 +28,10 @@ On a GPU (``--device cuda``, the ``gpu`` size: batch 1/40/160) the model runs in
 ``hf`` (transformers' loop with its static cache and CUDA-graph step), ``static-exact`` (the engine's exact
 steps, launched from Python) and ``static`` (the engine's default there: fixed-shape steps replayed as CUDA
 graphs, :mod:`searchgym.llm.decode_graphs`); times are wall seconds with the device synchronised (keys
-``gpu_s`` ... where the CPU run writes ``cpu_s`` ...), the probes run on the GPU.
+``gpu_s`` ... where the CPU run writes ``cpu_s`` ...), the probes run on the GPU. There each side's first call
+at a batch size (transformers' compile, the engine's graph captures) is a warm-up recorded apart
+(``first_call_gpu_s``), so the timed calls are the steady state; the episodes keep every call's compiling and
+capturing, as training meets them.
 
     nice -n 19 .venv/bin/python benchmarks/bench_rollout.py --size smoke     # about a minute
     .venv/bin/python benchmarks/bench_rollout.py --size full                 # the figures (tens of minutes)
@@ -268,9 +271,13 @@ def run_batches(
     cfg = GenerationConfig(max_new_tokens=size["new_tokens"], temperature=0.0, stop=STOP_STRINGS, seed=0)
     for b in size["batches"]:
         prompts = contexts[:b]
-        for gen in gens.values():  # warm-up: weight conversion / packing, allocator
+        first: dict[str, float] = {}
+        for name, gen in gens.items():  # warm-up: weight conversion / packing, allocator
             gen.clear_prefix_cache()
-            gen.generate_with_stats(prompts[:1], cfg.with_(max_new_tokens=2))
+            if CLOCK.device == "cuda":  # the whole call: transformers' compile and the engine's captures at its shapes
+                _, first[name], _ = timed_call(lambda: gen.generate_with_stats(prompts, cfg))
+            else:
+                gen.generate_with_stats(prompts[:1], cfg.with_(max_new_tokens=2))
         runs: dict[str, dict[str, list]] = {n: {"pre": [], "full": [], "wall": []} for n in gens}
         results: dict[str, Any] = {}
         stats: dict[str, dict] = {}
@@ -326,6 +333,8 @@ def run_batches(
                 "rows": b,
                 "vs_hf": round(statistics.median(runs["hf"]["full"]) / full, 2),
             }
+            if name in first:  # on CUDA: the untimed warm-up call, compiling or capturing included
+                row[f"first_call_{CLOCK.key}_s"] = round(first[name], 3)
             rows.append(row)
             print(
                 f"| {b} | {name} | {row['tokens_per_s']:,.1f} | {row['ms_per_decode_step']:.1f} | "

@@ -103,8 +103,9 @@ ARMS = {
 #: ``eval_hops`` / ``eval_proposer``: the held-out Solver questions per hop and Proposer targets;
 #: ``max_new_tokens``: per turn when evaluating.
 _GPU_TRAIN = dict(
-    # sized, not measured (no GPU in the session that wrote this): generation is launch-bound at 135M, so a wide
-    # batch costs little more than a narrow one; 6 steps x 32 games so that a run and its evaluation take ~2.5 min
+    # 6 steps x 32 games; on an H200 (2026-11-28) one step took 185 s with transformers' loop (rollouts 94 %), the
+    # engine (auto's choice on CUDA since) played the learning benchmark's rollouts 7.8x faster at temperature 1;
+    # the three arms x three seeds run as nine processes on the one GPU (benchmarks/gpu_checks.sh)
     batch_size=32,
     mini_batch_size=80,
     max_turns=4,

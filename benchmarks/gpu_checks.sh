@@ -1,23 +1,26 @@
 #!/usr/bin/env bash
 # The GPU figures the README owes, in one command on a lent offline CUDA node:
-#   rollout   bench_rollout.py --size gpu --device cuda: the engine's CUDA-graph steps against transformers' loop
-#             at batch 1/40/160 (issue 29: >= 10x the loop's ~900 tok/s at batch 160)
-#   trainer   2 steps of `searchgym train --recipe kg-wcr --size gpu` with each rollout engine (hf, static): the
+#   rollout   bench_rollout.py --size gpu --device cuda --repeats 1: the engine's CUDA-graph steps against
+#             transformers' loop at batch 1/40/160 and the learning benchmark's episodes (issue 29: >= 10x the
+#             loop's ~900 tok/s at batch 160)
+#   trainer   2 steps of `searchgym train --recipe kg-wcr --size gpu` (the engine, the default on CUDA): the
 #             per-step rollout / env / update split from metrics.jsonl (issue 29: rollouts < 50 % of a step)
-#   selfplay  bench_selfplay.py --size gpu, seed 0 then 1 then 2, arm (c) first, while time is left (issue 31)
+#   selfplay  bench_selfplay.py --size gpu: the three arms x three seeds as nine processes at once, one host
+#             thread each, sharing the one GPU and one workdir (a 135M model leaves the card idle between the
+#             host's steps; the host has 16 cores), then the collection (issue 31)
 #
-# On the development machine first: ../shared/gpu/bundle.sh (fills .gpu/). The node's first call carries
-# .gpu/wheels, .gpu/node-setup.sh, .gpu/model-a and only installs (`source .gpu/node-setup.sh`); the second,
-# while the node is warm, carries .gpu/model-b and runs this script:
+# On the development machine first: `bash benchmarks/gpu_bundle.sh` (fills .gpu/ and prints the transfers: the
+# wheels and the model in parts under the 64 MiB cap). Each transfer sources .gpu/node-setup.sh; the last one
+# (or the next, while the node is warm) runs this script:
 #
-#     bash benchmarks/gpu_checks.sh 540                  # seconds this command may take (default 540)
-#     bash benchmarks/gpu_checks.sh 540 selfplay         # only some stages (comma list, default all three)
+#     bash benchmarks/gpu_checks.sh 560                  # seconds this command may take (default 540)
+#     bash benchmarks/gpu_checks.sh 280 selfplay         # only some stages (comma list, default all three)
 #
 # Everything it writes goes to $OUT (the device machine's output folder; out/gpu here when unset), packed so it
 # fits the 8 files that come back: rollout_gpu.json and selfplay_gpu.json as they are, results.tgz (every JSON,
 # PNG, log, metrics file and nvidia-smi) and adapters.tgz (the self-play runs' LoRA adapters, a few MB each).
 # Each stage has a deadline from the budget, so a slow stage leaves the next its share, and what finished comes
-# back; a self-play run cut off resumes from its checkpoint in a later call on the same node.
+# back; self-play runs cut off resume from their checkpoints when the stage runs again on the same node.
 set -uo pipefail
 budget=${1:-540}
 stages=${2:-rollout,trainer,selfplay}
@@ -26,17 +29,17 @@ out=/tmp/searchgym_gpu_checks # staged here, packed into $dest at the end
 rm -rf "$out"
 mkdir -p "$out" "$dest"
 start=$SECONDS
-left() { echo $((budget - (SECONDS - start) - 15)); } # 15 s kept to copy the results
+left() { echo $((budget - (SECONDS - start) - 20)); } # 20 s kept to pack the results
 has() { [[ ",$stages," == *",$1,"* ]]; }
 
 if [ ! -f .gpu/node-setup.sh ]; then
-  echo "gpu_checks: no .gpu/node-setup.sh here; run ../shared/gpu/bundle.sh in the checkout and carry .gpu/" >&2
+  echo "gpu_checks: no .gpu/node-setup.sh here; run benchmarks/gpu_bundle.sh in the checkout and carry .gpu/" >&2
   exit 2
 fi
 # shellcheck disable=SC1091
 source .gpu/node-setup.sh
 if [ "${SEARCHGYM_HAVE_MODEL:-0}" != 1 ]; then
-  echo "gpu_checks: the bundled model is not whole on this node; carry .gpu/model-b (see ../shared/gpu/README.md)" >&2
+  echo "gpu_checks: the bundled model is not whole on this node; carry the parts benchmarks/gpu_bundle.sh printed" >&2
   exit 2
 fi
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
@@ -44,32 +47,40 @@ nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
 if has rollout; then
   t=$(($(left) * 35 / 100))
   echo "gpu_checks: rollout engine (up to $t s)"
-  timeout "$t" python3 benchmarks/bench_rollout.py --size gpu --device cuda --out "$out/rollout_gpu.json" \
+  timeout "$t" python3 benchmarks/bench_rollout.py --size gpu --device cuda --repeats 1 --out "$out/rollout_gpu.json" \
     > "$out/rollout_gpu.log" 2>&1
   echo "gpu_checks: bench_rollout exit $?"
 fi
 
 if has trainer; then
-  for engine in static hf; do
-    t=$(($(left) * 20 / 100))
-    echo "gpu_checks: 2 trainer steps, rollout_engine=$engine (up to $t s)"
-    timeout "$t" python3 -m searchgym.cli train --recipe kg-wcr --size gpu --steps 2 --no-resume \
-      --output-dir "/tmp/searchgym_trainer_$engine" --set rollout_engine="$engine" \
-      > "$out/trainer_$engine.log" 2>&1
-    echo "gpu_checks: trainer ($engine) exit $?"
-    cp "/tmp/searchgym_trainer_$engine/metrics.jsonl" "$out/trainer_${engine}_metrics.jsonl" 2>/dev/null
-  done
+  t=$(($(left) * 20 / 100))
+  echo "gpu_checks: 2 trainer steps, kg-wcr at the gpu size (up to $t s)"
+  timeout "$t" python3 -m searchgym.cli train --recipe kg-wcr --size gpu --steps 2 --no-resume \
+    --output-dir /tmp/searchgym_trainer > "$out/trainer.log" 2>&1
+  echo "gpu_checks: trainer exit $?"
+  cp /tmp/searchgym_trainer/metrics.jsonl "$out/trainer_metrics.jsonl" 2>/dev/null
 fi
 
 if has selfplay; then
   work=/tmp/searchgym_selfplay
-  for seed in 0 1 2; do
-    [ "$(left)" -gt 120 ] || { echo "gpu_checks: $(left) s left, self-play seed $seed not started"; break; }
-    echo "gpu_checks: self-play gpu size, seed $seed (up to $(left) s)"
-    timeout "$(left)" python3 benchmarks/bench_selfplay.py --size gpu --seeds "$seed" --arms c,b,a \
-      --workdir "$work" --out "$out/selfplay_gpu.json" > "$out/selfplay_gpu_s$seed.log" 2>&1
-    echo "gpu_checks: bench_selfplay seed $seed exit $?"
-  done
+  t=$(($(left) - 30)) # 30 s for the collection
+  if [ "$t" -gt 60 ]; then
+    echo "gpu_checks: self-play gpu size, arms c,b,a x seeds 0,1,2 at once (up to $t s)"
+    pids=()
+    for seed in 0 1 2; do
+      for arm in c b a; do
+        OMP_NUM_THREADS=1 timeout "$t" python3 benchmarks/bench_selfplay.py --size gpu --seeds "$seed" --arms "$arm" \
+          --workdir "$work" --out "/tmp/searchgym_selfplay_${arm}_s$seed.json" > "$out/selfplay_${arm}_s$seed.log" 2>&1 &
+        pids+=($!)
+      done
+    done
+    for p in "${pids[@]}"; do wait "$p"; echo "gpu_checks: a self-play process exited $?"; done
+  else
+    echo "gpu_checks: $(left) s left, self-play not started"
+  fi
+  timeout 60 python3 benchmarks/bench_selfplay.py --size gpu --collect --workdir "$work" --out "$out/selfplay_gpu.json" \
+    > "$out/selfplay_collect.log" 2>&1
+  echo "gpu_checks: self-play collection exit $?"
   mkdir -p /tmp/searchgym_adapters "$out/selfplay_metrics"
   for m in "$work"/gpu/*/metrics.jsonl; do
     [ -f "$m" ] && cp "$m" "$out/selfplay_metrics/$(basename "$(dirname "$m")").jsonl"

@@ -74,6 +74,25 @@ def test_fixed_shape_steps_give_the_exact_steps_tokens(tiny, tok, temperature):
     assert out.stats["captures"] == 0  # eager: nothing captured
 
 
+def test_one_fixed_shape_cache_serves_calls_of_other_batch_sizes_and_lengths(tiny, tok):
+    """A CUDA graph holds the slot cache's address: calls with fewer rows, shorter prompts or smaller caps reuse
+    the kept cache (all ``max_batch`` slots, columns in whole quanta), so their graphs replay, not recapture."""
+    from searchgym.llm.rollout_engine import FIXED_COLUMN_QUANTUM
+
+    ids = _ids(tok, tiny)
+    engine = RolloutEngine(tiny, EngineConfig(max_batch=8, prefix_cache_mb=0, keep_cache_mb=0, decode_steps="fixed"))
+    exact = RolloutEngine(tiny, EngineConfig(max_batch=8, prefix_cache_mb=0))
+    first = None
+    for rows, cap in ((ids[:8], 12), (ids[:2], 5), (ids[3:4], 20), (ids[:5], 1)):
+        kw = dict(max_new_tokens=[cap] * len(rows), temperature=0.0, top_p=1.0, seeds=[0] * len(rows))
+        out = engine.generate(rows, eos_ids=[tok.eos_token_id], **kw)
+        assert out.token_ids == exact.generate(rows, eos_ids=[tok.eos_token_id], **kw).token_ids
+        cache = engine.runner.cache
+        assert cache.slots == 8 and cache.columns % FIXED_COLUMN_QUANTUM == 0
+        first = first or id(cache.kv)
+        assert id(cache.kv) == first  # kept although keep_cache_mb=0 (that bounds the exact steps' cache)
+
+
 def test_fixed_shape_steps_through_the_generator_with_stops_reuse_and_weight_updates(tok):
     model = lively_model(tok, seed=4)
     hf = TransformersGenerator(model, tok, engine="hf")

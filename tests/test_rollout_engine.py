@@ -17,9 +17,12 @@ pytest.importorskip("transformers")
 from searchgym.core.llm import GenerationConfig, GenerationError  # noqa: E402
 from searchgym.llm.decoding import DecodingConfig  # noqa: E402
 from searchgym.llm.rollout_engine import (  # noqa: E402
+    STOP_TAIL_TOKENS,
     DecoderRunner,
     EngineConfig,
     RolloutEngine,
+    StopChecker,
+    auto_engine_reason,
     prefill_groups,
     row_seed,
     sample_rows,
@@ -279,6 +282,38 @@ def test_lora_adapters_run_as_modules(tok):
     assert without != with_adapter
 
 
+@pytest.mark.parametrize("stops", [("</search>", "</answer>"), ("é",), ("<a", "b ")])
+def test_stop_checks_skip_tokens_that_end_no_stop_string_with_the_same_answers(tok, stops):
+    """Asked after every token (as the engine asks), the check that decodes only tails whose last token can end a
+    stop string answers as decoding every tail does, on byte-level pieces that split multi-byte characters."""
+    import random
+
+    checker = StopChecker(tok, stops)
+    ascii_ends = all(33 <= ord(s[-1]) <= 126 for s in stops)
+    assert (checker.enders is not None) == ascii_ends
+    if ascii_ends:
+        assert 0 < len(checker.enders) < len(tok)
+
+    def decoded_hit(tokens):
+        tail = tok.decode(list(tokens[-STOP_TAIL_TOKENS:]), skip_special_tokens=True)
+        return any(s in tail for s in stops)
+
+    rng = random.Random(0)
+    pieces = [tok.encode(t, add_special_tokens=False) for t in ("x <search>q</search>", "é> </answer>", "<a b c", "ü")]
+    hits = 0
+    for _ in range(400):
+        seq: list[int] = []
+        for _ in range(rng.randrange(1, 5)):
+            seq += rng.choice(pieces) if rng.random() < 0.5 else [rng.randrange(len(tok)) for _ in range(3)]
+        for n in range(1, len(seq) + 1):
+            want = decoded_hit(seq[:n])
+            assert checker.hit(seq[:n]) == want, (stops, seq[:n])
+            if want:  # the engine stops the row here
+                hits += 1
+                break
+    assert hits > 50
+
+
 def test_engine_choice_and_refusals(tiny, tok):
     scripted = ScriptedLM([[5, 6]], len(tok), tok.eos_token_id)
     assert DecoderRunner.unsupported(tiny) is None
@@ -290,6 +325,8 @@ def test_engine_choice_and_refusals(tiny, tok):
     assert TransformersGenerator(tiny, tok, engine="auto").engine_name == "static"
     assert TransformersGenerator(tiny, tok).engine_name == "static"  # the default: "auto"
     assert TransformersGenerator(tiny, tok, engine="hf").engine_name == "hf"
+    assert auto_engine_reason(torch.device("cuda")) is None  # measured on an H200 (rollout_gpu_episodes.json)
+    assert "no measurement on mps" in auto_engine_reason(torch.device("mps"))
     with pytest.raises(ValueError, match="engine='paged'"):
         TransformersGenerator(tiny, tok, engine="paged")
     with pytest.raises(ValueError, match="needs engine='static'"):

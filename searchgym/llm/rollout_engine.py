@@ -49,6 +49,7 @@ nothing against the model, today's loop elsewhere). What it does differently fro
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -91,6 +92,8 @@ DECODE_STEPS = ("auto", "exact", "fixed", "graphs")
 GRAPH_UNSAFE_ROPE = ("dynamic", "longrope")
 #: tokens decoded from the end of a row to look for a stop string (the same window as today's loop)
 STOP_TAIL_TOKENS = 24
+#: the fixed-shape path sizes its slot cache's columns in multiples of this (prompts of other lengths reuse it)
+FIXED_COLUMN_QUANTUM = 256
 #: model types whose decoder layers :class:`DecoderRunner` runs (Llama's layer: pre-norm, rotary, GQA, gated MLP)
 SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "mistral")
 
@@ -113,9 +116,11 @@ class EngineConfig:
     transformers' own kernels.
     ``split_prefill``: rows admitted together are prefilled in groups of similar length when that saves more
     padded tokens than this many per extra call (a call re-reads the weights: ~20-30 tokens of prefill
-    work for SmolLM2 on a CPU); ``-1`` prefills them in one call. ``keep_cache_mb``: the slot cache is
-    kept for the next call when it takes at most this much (a new one costs ~0.4 s per GB to zero and
-    fault in on a CPU), else released after the call.
+    work for SmolLM2 on a CPU); ``-1`` prefills them in one call. ``keep_cache_mb``: the slot cache of the
+    exact steps is kept for the next call when it takes at most this much (a new one costs ~0.4 s per GB to
+    zero and fault in on a CPU), else released after the call; the fixed-shape steps' cache is always kept
+    (their graphs hold its address), with ``max_batch`` slots and columns in multiples of
+    :data:`FIXED_COLUMN_QUANTUM`, so calls with other batch sizes and prompt lengths replay the same graphs.
     ``decode_steps``: ``exact`` runs each step on the live rows and the attended width only; ``graphs`` runs
     fixed-shape steps (slots in power-of-two buckets, every cache column under a mask) replayed as CUDA graphs
     (CUDA only; :mod:`searchgym.llm.decode_graphs`); ``fixed`` runs those fixed-shape steps eagerly (what
@@ -195,15 +200,13 @@ class EngineOutput:
 
 
 def auto_engine_reason(device) -> Optional[str]:
-    """Why ``engine="auto"`` keeps transformers' loop on ``device`` (``None`` on a CPU, where the engine is the
-    measured default). On CUDA the engine runs its CUDA-graph steps when asked (``engine="static"``), but no
-    GPU has measured them against the loop yet, so ``auto`` does not pick them."""
-    if device.type == "cpu":
+    """Why ``engine="auto"`` keeps transformers' loop on ``device``; ``None`` where the engine is the measured
+    default: on a CPU (exact steps), and on CUDA (CUDA-graph steps: on an H200 the learning benchmark's rollout
+    batch played end to end took 1.3 s against the loop's 26.7 s greedy and 3.1 s against 24.1 s at temperature
+    1, ``benchmarks/results/rollout_gpu_episodes.json``). Other devices have no measurement."""
+    if device.type in ("cpu", "cuda"):
         return None
-    return (
-        f"the engine's {device.type} path (fixed-shape steps replayed as CUDA graphs) has no measurement on a GPU "
-        "yet; engine='static' runs it"
-    )
+    return f"the engine has no measurement on {device.type}; engine='static' runs it"
 
 
 def row_seed(seed: int, index: int) -> int:
@@ -215,19 +218,41 @@ def row_seed(seed: int, index: int) -> int:
 
 class StopChecker:
     """Whether a row's tokens have produced a stop string: its last :data:`STOP_TAIL_TOKENS` tokens decoded
-    (special tokens skipped) contain one -- the test today's loop applies after every token."""
+    (special tokens skipped) contain one -- the test today's loop applies after every token.
+
+    The engine asks after every token a row samples, so a stop string not there before can only end in the new
+    token's text. When every stop string ends in a printable ASCII character (``>`` for the agent's tags), a
+    token whose own text holds none of those characters cannot complete one, and its row's tail is not decoded
+    (:func:`stop_enders`): the same answers, without a tokenizer call per row and step for most tokens (a
+    decode is ~40 us; a GPU decode step of 60 rows is a few ms)."""
 
     def __init__(self, tokenizer, stops: Sequence[str]) -> None:
         self.tokenizer = tokenizer
         self.stops = tuple(s for s in stops if s)
+        self.enders = stop_enders(tokenizer, frozenset(s[-1] for s in self.stops)) if self.stops else frozenset()
 
     def __bool__(self) -> bool:
         return bool(self.stops)
 
     def hit(self, tokens: Sequence[int]) -> bool:
-        """True when the decoded tail of ``tokens`` contains a stop string."""
+        """True when the decoded tail of ``tokens`` contains a stop string; ``tokens`` must have been asked about
+        after each earlier token (a tail whose last token ends no stop string is not decoded)."""
+        if self.enders is not None and tokens[-1] not in self.enders:
+            return False
         tail = self.tokenizer.decode(list(tokens[-STOP_TAIL_TOKENS:]), skip_special_tokens=True)
         return any(s in tail for s in self.stops)
+
+
+@functools.lru_cache(maxsize=8)
+def stop_enders(tokenizer, last_chars: frozenset) -> Optional[frozenset]:
+    """The token ids whose own decoded text holds one of ``last_chars`` (the stop strings' last characters), or
+    ``None`` (decode every tail) when one is not printable ASCII: only an ASCII byte is the same character in
+    every tokenizer's pieces and whatever bytes surround it. Decodes the vocabulary once per tokenizer and set
+    (~0.8 s for SmolLM2's 49,152 tokens on one core)."""
+    if not all(len(c) == 1 and 33 <= ord(c) <= 126 for c in last_chars):
+        return None
+    pieces = tokenizer.batch_decode([[i] for i in range(len(tokenizer))], skip_special_tokens=True)
+    return frozenset(i for i, text in enumerate(pieces) if any(c in text for c in last_chars))
 
 
 def sample_rows(logits, temperature: float, top_p: float, uniforms):
@@ -676,15 +701,20 @@ class RolloutEngine:
         self.stats.rows += n
         self.stats.prompt_tokens += sum(len(p) for p in prompts)
         rows = RowSampler(max_new_tokens, temperature, top_p, seeds, eos_ids, stop, cfg.logprobs, runner.device)
-        # fixed-shape steps: room for every row's cap now, as a cache that grows must be captured again
-        room = max(max_new_tokens) if self.fixed is not None else min(max(max_new_tokens), cfg.room)
-        columns = max(len(p) for p in prompts) + room
-        slots = self._slots_that_fit(min(cfg.max_batch, n), columns)
+        if self.fixed is None:
+            columns = max(len(p) for p in prompts) + min(max(max_new_tokens), cfg.room)
+            slots = self._slots_that_fit(min(cfg.max_batch, n), columns)
+        else:
+            # fixed-shape steps: a graph holds the cache's address, so one cache serves every call -- all the
+            # slots, every row's cap, columns in whole quanta -- and is kept, else each call captures anew
+            columns = max(len(p) for p in prompts) + max(max_new_tokens)
+            columns = max(-(-columns // FIXED_COLUMN_QUANTUM) * FIXED_COLUMN_QUANTUM, runner.cache.columns)
+            slots = self._slots_that_fit(max(cfg.max_batch, runner.cache.slots), columns)
         runner.allocate(slots, columns)
         try:
-            self._decode_rows(prompts, rows, slots)
+            self._decode_rows(prompts, rows, min(slots, n))
         finally:
-            if runner.cache_bytes > cfg.keep_cache_mb << 20:
+            if self.fixed is None and runner.cache_bytes > cfg.keep_cache_mb << 20:
                 runner.release()
         self.stats.new_tokens += sum(len(t) for t in rows.out)
         self.stats.grows = runner.cache.grows

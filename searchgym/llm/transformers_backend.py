@@ -12,8 +12,8 @@ returns the sampled ids of every row (the trainer trains on them, never on a re-
 ``engine`` picks the decoding loop: ``"hf"`` (the reference) is the loop above, over transformers'
 forward; ``"static"`` is :mod:`searchgym.llm.rollout_engine` (rows leave the batch when they stop, a
 slot KV cache, a lean layer loop, per-row sampling streams, optional bf16 weights via ``rollout_dtype``);
-``"auto"`` (the default) is ``"static"`` on CPU where the engine supports the model and ``"hf"`` elsewhere
-(on CUDA ``"static"`` runs the engine's CUDA-graph steps, not yet measured on a GPU),
+``"auto"`` (the default) is ``"static"`` on CPU and CUDA (there: its CUDA-graph steps) where the engine
+supports the model, and ``"hf"`` on other devices, for models the engine does not run,
 or when ``decoding`` sets a knob only the transformers loop has (``cache``, ``compile``, ``check_every``,
 ``bucket``: asking for that loop's cache is asking for that loop).
 Greedy decoding gives the same token ids either way (up to float rounding of differently shaped

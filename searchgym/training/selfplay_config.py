@@ -149,8 +149,8 @@ class TrainConfig(ModelOptions, ConfigIO):
         default="auto",
         metadata={
             "help": (
-                "Decoding loop of the transformers backend: auto (the static rollout engine on CPU for Llama-family "
-                "models, transformers' loop elsewhere), static (the engine) or hf (transformers' loop)."
+                "Decoding loop of the transformers backend: auto (the static rollout engine on CPU and CUDA for "
+                "Llama-family models, transformers' loop elsewhere), static (the engine) or hf (transformers' loop)."
             )
         },
     )

@@ -134,8 +134,8 @@ class SFTConfig(ModelOptions, ConfigIO):
         default="auto",
         metadata={
             "help": (
-                "The sampling loop: auto (the static rollout engine on CPU for Llama-family models), static or hf "
-                "(transformers' loop)."
+                "The sampling loop: auto (the static rollout engine on CPU and CUDA for Llama-family models), "
+                "static or hf (transformers' loop)."
             )
         },
     )
