@@ -115,6 +115,32 @@ def test_fixed_shape_steps_through_the_generator_with_stops_reuse_and_weight_upd
     assert after.token_ids == hf.generate_with_stats(PROMPTS, cfg).token_ids != first.token_ids
 
 
+def test_an_update_in_place_keeps_the_binding_and_a_replaced_weight_moves_it(tok):
+    """Graphs read weights by address: an optimiser step on the very tensors the layers read keeps the binding
+    (graphs replay and see the new values); a weight replaced by another tensor advances it (graphs recaptured)."""
+    model = lively_model(tok, seed=5)
+    hf = TransformersGenerator(model, tok, engine="hf")
+    fixed = TransformersGenerator(
+        model, tok, engine="static", engine_config=EngineConfig(decode_steps="fixed", pack=False)
+    )
+    cfg = GenerationConfig(max_new_tokens=20, temperature=0.0)
+    first = fixed.generate_with_stats(PROMPTS, cfg).token_ids
+    weights = fixed.engine.runner.weights
+    version = weights.version
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.05 * torch.sign(p))
+    fixed.clear_prefix_cache()
+    after = fixed.generate_with_stats(PROMPTS, cfg).token_ids
+    assert weights.version == version  # same addresses: nothing to capture again
+    assert after == hf.generate_with_stats(PROMPTS, cfg).token_ids != first
+    layer = model.model.layers[0].mlp.down_proj
+    layer.weight = torch.nn.Parameter(layer.weight.detach().clone())
+    fixed.clear_prefix_cache()
+    fixed.generate_with_stats(PROMPTS, cfg)
+    assert weights.version > version
+
+
 def test_fixed_shape_steps_follow_an_adapter_toggle(tok):
     model = trained_lora_model(tok)
     cfg = GenerationConfig(max_new_tokens=16, temperature=0.0)

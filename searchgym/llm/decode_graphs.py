@@ -16,9 +16,10 @@ every address. :class:`FixedShapeDecode` gives the engine's step that form
 * **Inputs in place.** The step reads the tokens and the live-row count from buffers it owns and
   writes the logits to one it owns; a replay copies the new tokens in, replays, and returns a view.
 * **Recaptured when stale.** A graph holds the addresses of the cache, its index tensors and the
-  weights' tensors: when the cache is made anew or grows, or the weights are rebound after an
-  optimiser step (:attr:`~searchgym.llm.decoder_weights.DecoderWeights.version`), every graph is
-  dropped and captured again on first use (one eager warm-up step and one capture per bucket).
+  weights' tensors: when the cache is made anew or grows, or the weights move to other memory
+  (:attr:`~searchgym.llm.decoder_weights.DecoderWeights.version`; an optimiser step updating in place
+  moves nothing), every graph is dropped and captured again on first use (one eager warm-up step and
+  one capture per bucket).
 
 ``graphs=False`` runs the same fixed-shape steps eagerly: what the tests check on a CPU, where CUDA
 graphs do not exist, against the engine's exact steps (the same token ids at temperature 0).

@@ -61,9 +61,12 @@ class DecoderWeights:
         self._used: set[tuple[str, int]] = set()
         self.pack_rows = max(1, int(pack_rows))
         self._fingerprint: Optional[int] = None
-        #: advances every time :meth:`refresh` rebinds the layers, after a weight update or an adapter toggle
-        #: (captured CUDA graphs hold the old tensors and the code path they were captured on)
+        #: advances when :meth:`refresh` binds the layers to other memory or another code path: a weight replaced or
+        #: re-derived into a new tensor, an adapter toggled. Captured CUDA graphs hold those addresses and paths; a
+        #: weight updated in place (an optimiser step on the weights the layers read, or a derived CUDA copy
+        #: refreshed in place) keeps them, and the graphs replay reading the new values
         self.version = 0
+        self._binding: Optional[int] = None
         self.layers: list[tuple] = []
         self.embed: Any = None
         self.norm: Any = None
@@ -110,7 +113,25 @@ class DecoderWeights:
         for key in set(self._derived_cache) - self._used:  # weights no longer in the model
             del self._derived_cache[key]
         self._fingerprint = self._fingerprint_now()
-        self.version += 1
+        binding = self._binding_now()
+        if binding != self._binding:
+            self._binding = binding
+            self.version += 1
+
+    def _binding_now(self) -> int:
+        """A hash of where the bound layers read their weights (each parameter's and each derived tensor's
+        address, shape and dtype) and of which adapters are switched off."""
+
+        def where(t) -> tuple:
+            try:
+                return (t.data_ptr(), tuple(t.shape), tuple(t.stride()), str(t.dtype))
+            except (RuntimeError, NotImplementedError):  # an opaque (oneDNN-packed) CPU tensor: its identity
+                return (id(t), tuple(t.shape), str(t.dtype))
+
+        params = tuple(where(p) for p in self.model.parameters())
+        derived = tuple(where(self._derived_cache[k][2]) for k in sorted(self._used))
+        adapters = tuple(bool(m.disable_adapters) for m in self.model.modules() if hasattr(m, "disable_adapters"))
+        return hash((params, derived, adapters))
 
     def _derived(self, kind: str, sources: tuple, make: Callable):
         """``make()``, a tensor derived from the parameters ``sources``, remade only when one of them was
@@ -123,6 +144,15 @@ class DecoderWeights:
         if hit is not None and hit[0] == stamp:
             return hit[2]
         value = make()
+        old = hit[2] if hit is not None else None
+        if (
+            old is not None
+            and value.device.type == "cuda"
+            and (old.shape, old.dtype, old.device, old.stride())
+            == (value.shape, value.dtype, value.device, value.stride())
+        ):
+            old.copy_(value)  # on CUDA the old tensor's address is kept: captured graphs read the new values
+            value = old
         self._derived_cache[key] = (stamp, sources, value)  # the sources are held: their ids stay theirs
         return value
 
