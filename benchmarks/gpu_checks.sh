@@ -17,8 +17,10 @@
 #     bash benchmarks/gpu_checks.sh 280 selfplay         # only some stages (comma list, default all three)
 #
 # Everything it writes goes to $OUT (the device machine's output folder; out/gpu here when unset), packed so it
-# fits the 8 files that come back: rollout_gpu.json and selfplay_gpu.json as they are, results.tgz (every JSON,
-# PNG, log, metrics file and nvidia-smi) and adapters.tgz (the self-play runs' LoRA adapters, a few MB each).
+# fits the 8 files that come back: rollout_gpu.json and selfplay_gpu.json as they are, results.tgz (every log,
+# metrics file and nvidia-smi), selfplay_workdir.tgz (the self-play workdir without checkpoints or weights: untar
+# it into a workdir here and `bench_selfplay.py --size gpu --collect` merges it with other nodes' runs) and
+# adapter_<arm>_s0.tgz (seed 0's LoRA adapters; SELFPLAY_SEEDS="0" runs that seed only).
 # Each stage has a deadline from the budget, so a slow stage leaves the next its share, and what finished comes
 # back; self-play runs cut off resume from their checkpoints when the stage runs again on the same node.
 set -uo pipefail
@@ -63,14 +65,18 @@ fi
 
 if has selfplay; then
   work=/tmp/searchgym_selfplay
-  t=$(($(left) - 30)) # 30 s for the collection
+  seeds=${SELFPLAY_SEEDS:-0 1 2}
+  size=${SELFPLAY_SIZE:-gpu}   # toy (with SELFPLAY_ARGS="--model DIR"): this stage's flow on a CPU in a minute
+  extra=${SELFPLAY_ARGS:-}
+  t=$(($(left) - 40)) # 40 s for the collection and the packing
   if [ "$t" -gt 60 ]; then
-    echo "gpu_checks: self-play gpu size, arms c,b,a x seeds 0,1,2 at once (up to $t s)"
+    echo "gpu_checks: self-play $size size, arms c,b,a x seeds $seeds at once (up to $t s)"
     pids=()
-    for seed in 0 1 2; do
+    for seed in $seeds; do
       for arm in c b a; do
-        OMP_NUM_THREADS=1 timeout "$t" python3 benchmarks/bench_selfplay.py --size gpu --seeds "$seed" --arms "$arm" \
-          --workdir "$work" --out "/tmp/searchgym_selfplay_${arm}_s$seed.json" > "$out/selfplay_${arm}_s$seed.log" 2>&1 &
+        OMP_NUM_THREADS=1 timeout "$t" python3 benchmarks/bench_selfplay.py --size "$size" $extra --seeds "$seed" \
+          --arms "$arm" --workdir "$work" --out "/tmp/searchgym_selfplay_${arm}_s$seed.json" \
+          > "$out/selfplay_${arm}_s$seed.log" 2>&1 &
         pids+=($!)
       done
     done
@@ -78,19 +84,18 @@ if has selfplay; then
   else
     echo "gpu_checks: $(left) s left, self-play not started"
   fi
-  timeout 60 python3 benchmarks/bench_selfplay.py --size gpu --collect --workdir "$work" --out "$out/selfplay_gpu.json" \
-    > "$out/selfplay_collect.log" 2>&1
+  timeout 60 python3 benchmarks/bench_selfplay.py --size "$size" $extra --collect --workdir "$work" \
+    --out "$out/selfplay_gpu.json" > "$out/selfplay_collect.log" 2>&1
   echo "gpu_checks: self-play collection exit $?"
-  mkdir -p /tmp/searchgym_adapters "$out/selfplay_metrics"
-  for m in "$work"/gpu/*/metrics.jsonl; do
-    [ -f "$m" ] && cp "$m" "$out/selfplay_metrics/$(basename "$(dirname "$m")").jsonl"
-  done
-  for final in "$work"/gpu/*/final; do
-    [ -d "$final" ] || continue
+  # the workdir without checkpoints and weights (what --collect reads: evaluations, metrics, done markers), so
+  # runs from several nodes can be collected together here; the adapters of seed 0, one file each (<= 16 MiB)
+  [ -d "$work/$size" ] && tar czf "$dest/selfplay_workdir.tgz" -C "$work" --exclude=checkpoints \
+    --exclude='*.safetensors' "$size"
+  for final in "$work/$size"/*_s0/final; do
+    [ -f "$final/adapter_model.safetensors" ] || continue
     run=$(basename "$(dirname "$final")")
-    mkdir -p "/tmp/searchgym_adapters/$run" && cp "$final"/*.json "$final"/*.safetensors "/tmp/searchgym_adapters/$run/" 2>/dev/null
+    tar czf "$dest/adapter_$run.tgz" -C "$final" .
   done
-  [ -n "$(ls -A /tmp/searchgym_adapters)" ] && tar czf "$dest/adapters.tgz" -C /tmp/searchgym_adapters .
 fi
 for f in rollout_gpu.json selfplay_gpu.json; do [ -f "$out/$f" ] && cp "$out/$f" "$dest/"; done
 tar czf "$dest/results.tgz" -C "$out" .
