@@ -26,8 +26,9 @@ thread by default): on a shared machine it is what other jobs distort least; wal
 
 On a GPU (``--device cuda``, the ``gpu`` size: batch 1/40/160) the model runs in bf16 and the sides are
 ``hf`` (transformers' loop with its static cache and CUDA-graph step), ``static-exact`` (the engine's exact
-steps, launched from Python) and ``static`` (the engine's default there: fixed-shape steps replayed as CUDA
-graphs, :mod:`searchgym.llm.decode_graphs`); times are wall seconds with the device synchronised (keys
+steps, launched from Python), ``static`` (the engine's default there: fixed-shape steps replayed as CUDA
+graphs, :mod:`searchgym.llm.decode_graphs`) and ``static-compiled`` (those steps traced by inductor before
+capture: ``EngineConfig(compile_steps="inductor")``); times are wall seconds with the device synchronised (keys
 ``gpu_s`` ... where the CPU run writes ``cpu_s`` ...), the probes run on the GPU. There each side's first call
 at a batch size (transformers' compile, the engine's graph captures) is a warm-up recorded apart
 (``first_call_gpu_s``), so the timed calls are the steady state; the episodes keep every call's compiling and
@@ -75,7 +76,7 @@ SIZES: dict[str, dict[str, Any]] = {
 }
 SIZES["gpu"] = dict(SIZES["full"], batches=(1, 40, 160), probe_mb=2048, probe_s=1.0)
 SIDES = ("hf", "static-plain", "static", "static-bf16")
-CUDA_SIDES = ("hf", "static-exact", "static")
+CUDA_SIDES = ("hf", "static-exact", "static", "static-compiled")
 
 
 class Clock:
@@ -236,6 +237,9 @@ def make_side(name: str, model, tok, max_batch: int):
         return TransformersGenerator(model, tok, engine="static", max_batch_size=max_batch)
     if name == "static-exact":
         cfg = EngineConfig(max_batch=max_batch, decode_steps="exact")
+        return TransformersGenerator(model, tok, engine="static", engine_config=cfg, max_batch_size=max_batch)
+    if name == "static-compiled":
+        cfg = EngineConfig(max_batch=max_batch, compile_steps="inductor")
         return TransformersGenerator(model, tok, engine="static", engine_config=cfg, max_batch_size=max_batch)
     if name == "static-plain":
         cfg = EngineConfig(max_batch=max_batch, pack=False)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU figures the README owes, in one command on a lent offline CUDA node:
-#   rollout   bench_rollout.py --size gpu --device cuda --repeats 1: the engine's CUDA-graph steps against
-#             transformers' loop at batch 1/40/160 and the learning benchmark's episodes (issue 29: >= 10x the
-#             loop's ~900 tok/s at batch 160)
+#   rollout   bench_rollout.py --size gpu --device cuda --repeats 1: the engine's CUDA-graph steps, as they are and
+#             traced by inductor (compile_steps), against transformers' loop at batch 1/40/160 and on the learning
+#             benchmark's episodes (issue 29: >= 10x the loop's ~900 tok/s at batch 160)
 #   trainer   2 steps of `searchgym train --recipe kg-wcr --size gpu` (the engine, the default on CUDA): the
 #             per-step rollout / env / update split from metrics.jsonl (issue 29: rollouts < 50 % of a step)
 #   selfplay  bench_selfplay.py --size gpu: the three arms x three seeds as nine processes at once, one host
@@ -49,8 +49,8 @@ nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
 if has rollout; then
   t=$(($(left) * 35 / 100))
   echo "gpu_checks: rollout engine (up to $t s)"
-  timeout "$t" python3 benchmarks/bench_rollout.py --size gpu --device cuda --repeats 1 --out "$out/rollout_gpu.json" \
-    > "$out/rollout_gpu.log" 2>&1
+  timeout "$t" python3 benchmarks/bench_rollout.py --size gpu --device cuda --repeats 1 --sides static,static-compiled \
+    --out "$out/rollout_gpu.json" > "$out/rollout_gpu.log" 2>&1
   echo "gpu_checks: bench_rollout exit $?"
 fi
 

@@ -93,6 +93,34 @@ def test_one_fixed_shape_cache_serves_calls_of_other_batch_sizes_and_lengths(tin
         assert id(cache.kv) == first  # kept although keep_cache_mb=0 (that bounds the exact steps' cache)
 
 
+def test_compiled_fixed_shape_steps_trace_whole_and_give_the_exact_steps_tokens(tiny, tok):
+    """``compile_steps`` traces the fixed-shape step with ``torch.compile`` (here the ``eager`` backend: the trace,
+    without code generation) as one graph, dynamic in the slots, and decodes the exact steps' tokens; a weight
+    update in place recompiles nothing. Exact steps have nothing to compile: refused by name."""
+    ids = _ids(tok, tiny)
+    caps = [2, 30, 1, 25, 5, 30, 8, 30, 3]
+    kw = dict(temperature=0.0, top_p=1.0, seeds=[0] * len(ids), eos_ids=[tok.eos_token_id])
+    want = RolloutEngine(tiny, EngineConfig(max_batch=16, prefix_cache_mb=0)).generate(ids, max_new_tokens=caps, **kw)
+    cfg = EngineConfig(max_batch=16, prefix_cache_mb=0, decode_steps="fixed", compile_steps="eager", pack=False)
+    from torch._dynamo.utils import counters
+
+    engine = RolloutEngine(tiny, cfg)
+    before = counters["stats"]["unique_graphs"]
+    got = engine.generate(ids, max_new_tokens=caps, **kw)
+    assert got.token_ids == want.token_ids
+    graphs = counters["stats"]["unique_graphs"] - before
+    assert 1 <= graphs <= 2  # one slot-dynamic graph (and one for a single slot, which torch specialises)
+    layers = engine.runner.weights.layers
+    with torch.no_grad():
+        for p in tiny.parameters():
+            p.mul_(1.0)  # an optimiser step in place: same memory, same bound calls
+    assert engine.generate(ids, max_new_tokens=caps, **kw).token_ids == want.token_ids
+    assert engine.runner.weights.layers is layers
+    assert counters["stats"]["unique_graphs"] - before == graphs  # nothing traced again
+    with pytest.raises(ValueError, match="compile_steps='inductor' compiles the fixed-shape steps.*'fixed'"):
+        RolloutEngine(tiny, EngineConfig(decode_steps="exact", compile_steps="inductor"))
+
+
 def test_fixed_shape_steps_through_the_generator_with_stops_reuse_and_weight_updates(tok):
     model = lively_model(tok, seed=4)
     hf = TransformersGenerator(model, tok, engine="hf")

@@ -49,14 +49,20 @@ def bucket_size(active: int, slots: int) -> int:
 
 class FixedShapeDecode:
     """Decode steps of a :class:`~searchgym.llm.rollout_engine.DecoderRunner` with fixed shapes, as CUDA graphs
-    (``graphs=True``, a CUDA runner) or eagerly (see the module docstring). :attr:`captures` and
-    :attr:`replays` count what it did (a capture per bucket and binding)."""
+    (``graphs=True``, a CUDA runner) or eagerly (see the module docstring), traced by ``torch.compile`` with
+    ``compile_backend`` when given. :attr:`captures` and :attr:`replays` count what it did (a capture per bucket
+    and binding)."""
 
-    def __init__(self, runner: Any, *, graphs: bool) -> None:
+    def __init__(self, runner: Any, *, graphs: bool, compile_backend: Optional[str] = None) -> None:
         if graphs and runner.device.type != "cuda":
             raise InvalidArgumentError(f"CUDA graphs need a CUDA device, not {runner.device.type}")
         self.runner = runner
         self.graphs = graphs
+        self._step = runner.decode_fixed
+        if compile_backend is not None:  # traced whole (a graph break would leave kernels unfused), the slots dynamic
+            import torch
+
+            self._step = torch.compile(runner.decode_fixed, backend=compile_backend, dynamic=True, fullgraph=True)
         self.captures = 0
         self.replays = 0
         self._graphs: dict[int, tuple[Any, Any, Any, Any]] = {}  # bucket -> (graph, tokens, active, logits)
@@ -76,7 +82,7 @@ class FixedShapeDecode:
             padded = torch.zeros(batch, dtype=torch.long, device=runner.device)
             padded[:active] = tokens
             active_t = torch.tensor(active, dtype=torch.long, device=runner.device)
-            logits = runner.decode_fixed(padded, active_t, batch)[:active]
+            logits = self._step(padded, active_t, batch)[:active]
         else:
             graph, tok_buf, active_buf, out = self._graph_for(batch)
             tok_buf[:active].copy_(tokens)
@@ -120,12 +126,12 @@ class FixedShapeDecode:
         side.wait_stream(torch.cuda.current_stream(device))
         with torch.cuda.stream(side):
             for _ in range(WARMUP_STEPS):
-                runner.decode_fixed(tok_buf, active_buf, batch)
+                self._step(tok_buf, active_buf, batch)
         torch.cuda.current_stream(device).wait_stream(side)
         if self._pool is None:
             self._pool = torch.cuda.graph_pool_handle()
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=self._pool):
-            out = runner.decode_fixed(tok_buf, active_buf, batch)
+            out = self._step(tok_buf, active_buf, batch)
         self.captures += 1
         return graph, tok_buf, active_buf, out

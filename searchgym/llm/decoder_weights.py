@@ -86,6 +86,7 @@ class DecoderWeights:
         if fp == self._fingerprint and self.layers:
             return
         self._used = set()
+        bound = (self.embed, self.layers, self.norm, self.head)
 
         def conv(t):
             if t is None or t.dtype == self.dtype:
@@ -117,6 +118,8 @@ class DecoderWeights:
         if binding != self._binding:
             self._binding = binding
             self.version += 1
+        elif bound[1]:  # the same memory and path: keep the bound calls (a compiled step's guards hold them)
+            self.embed, self.layers, self.norm, self.head = bound
 
     def _binding_now(self) -> int:
         """A hash of where the bound layers read their weights (each parameter's and each derived tensor's

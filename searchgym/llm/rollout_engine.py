@@ -126,7 +126,11 @@ class EngineConfig:
     (CUDA only; :mod:`searchgym.llm.decode_graphs`); ``fixed`` runs those fixed-shape steps eagerly (what
     the tests check on a CPU); ``auto`` = ``graphs`` on CUDA, ``exact`` elsewhere. ``memory_fraction``: on
     CUDA the slot cache takes at most this share of the device memory free when a call starts (plus what the
-    kept cache holds); more rows than fit wait for a slot.
+    kept cache holds); more rows than fit wait for a slot. ``compile_steps``: a ``torch.compile`` backend
+    (``"inductor"``) that traces the fixed-shape step before it is captured, dynamic in the slots, so its ~45
+    kernels a layer are fused into a few (on an H200 the captured step of SmolLM2 took 2.9 ms at one row
+    against 1.6 ms for transformers' compiled step); compiled once per process and cache, on first use (tens
+    of seconds); ``None`` (the default until measured on a GPU) runs the step as it is.
     """
 
     dtype: str = "auto"
@@ -140,6 +144,7 @@ class EngineConfig:
     keep_cache_mb: int = 512
     decode_steps: str = "auto"
     memory_fraction: float = 0.9
+    compile_steps: Optional[str] = None
 
     def __post_init__(self) -> None:
         if self.decode_steps not in DECODE_STEPS:
@@ -654,8 +659,16 @@ class RolloutEngine:
             steps = "exact"
         #: how decode steps run: ``exact`` (:meth:`DecoderRunner.decode`), ``fixed`` or ``graphs``
         self.decode_steps = steps
+        if self.config.compile_steps is not None and steps == "exact":
+            raise InvalidArgumentError(
+                f"compile_steps={self.config.compile_steps!r} compiles the fixed-shape steps, but this engine runs "
+                f"exact ones (decode_steps={self.config.decode_steps!r} on {self.runner.device.type}); use "
+                "decode_steps='graphs' (CUDA) or 'fixed', or compile_steps=None"
+            )
         self.fixed: Optional[FixedShapeDecode] = (
-            None if steps == "exact" else FixedShapeDecode(self.runner, graphs=steps == "graphs")
+            None
+            if steps == "exact"
+            else FixedShapeDecode(self.runner, graphs=steps == "graphs", compile_backend=self.config.compile_steps)
         )
 
     def generate(
