@@ -105,7 +105,7 @@ ARMS = {
 _GPU_TRAIN = dict(
     # 6 steps x 32 games; on an H200 (2026-11-28) one step took 185 s with transformers' loop (rollouts 94 %), the
     # engine (auto's choice on CUDA since) played the learning benchmark's rollouts 7.8x faster at temperature 1;
-    # the three arms x three seeds run as nine processes on the one GPU (benchmarks/gpu_checks.sh)
+    # a seed's three arms run as three processes on the one GPU, a seed per lent node (benchmarks/gpu_checks.sh)
     batch_size=32,
     mini_batch_size=80,
     max_turns=4,

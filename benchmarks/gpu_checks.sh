@@ -5,34 +5,39 @@
 #             benchmark's episodes (issue 29: >= 10x the loop's ~900 tok/s at batch 160)
 #   trainer   2 steps of `searchgym train --recipe kg-wcr --size gpu` (the engine, the default on CUDA): the
 #             per-step rollout / env / update split from metrics.jsonl (issue 29: rollouts < 50 % of a step)
-#   selfplay  bench_selfplay.py --size gpu: the three arms x three seeds as nine processes at once, one host
-#             thread each, sharing the one GPU and one workdir (a 135M model leaves the card idle between the
-#             host's steps; the host has 16 cores), then the collection (issue 31)
+#   selfplay  bench_selfplay.py --size gpu: the three arms of each seed in SELFPLAY_SEEDS as processes at once,
+#             one host thread each, sharing the one GPU and one workdir (a 135M model leaves the card idle
+#             between the host's steps; the host has 16 cores), then the collection (issue 31)
 #
 # On the development machine first: `bash benchmarks/gpu_bundle.sh` (fills .gpu/ and prints the transfers: the
 # wheels and the model in parts under the 64 MiB cap). Each transfer sources .gpu/node-setup.sh; the last one
 # (or the next, while the node is warm) runs this script:
 #
 #     bash benchmarks/gpu_checks.sh 560                  # seconds this command may take (default 540)
-#     bash benchmarks/gpu_checks.sh 280 selfplay         # only some stages (comma list, default all three)
+#     bash benchmarks/gpu_checks.sh 280 rollout,trainer  # some stages, run in this order (default
+#                                                        # selfplay,rollout,trainer: issue 31's runs first)
+#
+# A stage gets a share of the time left (self-play 70 %, rollout 50 %, trainer 40 %; the last stage all of it).
+# SELFPLAY_SEEDS (default "0") sets the seeds run at once, three processes each: a node's 15 minutes hold about
+# one seed (the first GPU step took 185 s with transformers' loop), so each node runs the next seed and the
+# workdirs are collected together here.
 #
 # Everything it writes goes to $OUT (the device machine's output folder; out/gpu here when unset), packed so it
 # fits the 8 files that come back: rollout_gpu.json and selfplay_gpu.json as they are, results.tgz (every log,
 # metrics file and nvidia-smi), selfplay_workdir.tgz (the self-play workdir without checkpoints or weights: untar
 # it into a workdir here and `bench_selfplay.py --size gpu --collect` merges it with other nodes' runs) and
-# adapter_<arm>_s0.tgz (seed 0's LoRA adapters; SELFPLAY_SEEDS="0" runs that seed only).
+# adapter_<arm>_s<seed>.tgz (the first seed's LoRA adapters, one file each).
 # Each stage has a deadline from the budget, so a slow stage leaves the next its share, and what finished comes
 # back; self-play runs cut off resume from their checkpoints when the stage runs again on the same node.
 set -uo pipefail
 budget=${1:-540}
-stages=${2:-rollout,trainer,selfplay}
+stages=${2:-selfplay,rollout,trainer}
 dest=${OUT:-out/gpu}
 out=/tmp/searchgym_gpu_checks # staged here, packed into $dest at the end
 rm -rf "$out"
 mkdir -p "$out" "$dest"
 start=$SECONDS
 left() { echo $((budget - (SECONDS - start) - 20)); } # 20 s kept to pack the results
-has() { [[ ",$stages," == *",$1,"* ]]; }
 
 if [ ! -f .gpu/node-setup.sh ]; then
   echo "gpu_checks: no .gpu/node-setup.sh here; run benchmarks/gpu_bundle.sh in the checkout and carry .gpu/" >&2
@@ -46,32 +51,28 @@ if [ "${SEARCHGYM_HAVE_MODEL:-0}" != 1 ]; then
 fi
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
 
-if has rollout; then
-  t=$(($(left) * 35 / 100))
-  echo "gpu_checks: rollout engine (up to $t s)"
-  timeout "$t" python3 benchmarks/bench_rollout.py --size gpu --device cuda --repeats 1 --sides static,static-compiled \
+stage_rollout() { # $1: seconds
+  echo "gpu_checks: rollout engine (up to $1 s)"
+  timeout "$1" python3 benchmarks/bench_rollout.py --size gpu --device cuda --repeats 1 --sides static,static-compiled \
     --out "$out/rollout_gpu.json" > "$out/rollout_gpu.log" 2>&1
   echo "gpu_checks: bench_rollout exit $?"
-fi
+}
 
-if has trainer; then
-  t=$(($(left) * 20 / 100))
-  echo "gpu_checks: 2 trainer steps, kg-wcr at the gpu size (up to $t s)"
-  timeout "$t" python3 -m searchgym.cli train --recipe kg-wcr --size gpu --steps 2 --no-resume \
+stage_trainer() { # $1: seconds
+  echo "gpu_checks: 2 trainer steps, kg-wcr at the gpu size (up to $1 s)"
+  timeout "$1" python3 -m searchgym.cli train --recipe kg-wcr --size gpu --steps 2 --no-resume \
     --output-dir /tmp/searchgym_trainer > "$out/trainer.log" 2>&1
   echo "gpu_checks: trainer exit $?"
   cp /tmp/searchgym_trainer/metrics.jsonl "$out/trainer_metrics.jsonl" 2>/dev/null
-fi
+}
 
-if has selfplay; then
-  work=/tmp/searchgym_selfplay
-  seeds=${SELFPLAY_SEEDS:-0 1 2}
-  size=${SELFPLAY_SIZE:-gpu}   # toy (with SELFPLAY_ARGS="--model DIR"): this stage's flow on a CPU in a minute
-  extra=${SELFPLAY_ARGS:-}
-  t=$(($(left) - 40)) # 40 s for the collection and the packing
+stage_selfplay() { # $1: seconds
+  local work=/tmp/searchgym_selfplay seeds=${SELFPLAY_SEEDS:-0} size=${SELFPLAY_SIZE:-gpu} extra=${SELFPLAY_ARGS:-}
+  # SELFPLAY_SIZE=toy with SELFPLAY_ARGS="--model DIR": this stage's flow on a CPU in a minute
+  local t=$(($1 - 40)) # 40 s for the collection and the packing
   if [ "$t" -gt 60 ]; then
     echo "gpu_checks: self-play $size size, arms c,b,a x seeds $seeds at once (up to $t s)"
-    pids=()
+    local pids=() seed arm p
     for seed in $seeds; do
       for arm in c b a; do
         OMP_NUM_THREADS=1 timeout "$t" python3 benchmarks/bench_selfplay.py --size "$size" $extra --seeds "$seed" \
@@ -82,21 +83,35 @@ if has selfplay; then
     done
     for p in "${pids[@]}"; do wait "$p"; echo "gpu_checks: a self-play process exited $?"; done
   else
-    echo "gpu_checks: $(left) s left, self-play not started"
+    echo "gpu_checks: $1 s left, self-play not started"
   fi
   timeout 60 python3 benchmarks/bench_selfplay.py --size "$size" $extra --collect --workdir "$work" \
     --out "$out/selfplay_gpu.json" > "$out/selfplay_collect.log" 2>&1
   echo "gpu_checks: self-play collection exit $?"
   # the workdir without checkpoints and weights (what --collect reads: evaluations, metrics, done markers), so
-  # runs from several nodes can be collected together here; the adapters of seed 0, one file each (<= 16 MiB)
+  # runs from several nodes can be collected together here; the adapters of the first seed, one file each
   [ -d "$work/$size" ] && tar czf "$dest/selfplay_workdir.tgz" -C "$work" --exclude=checkpoints \
     --exclude='*.safetensors' "$size"
-  for final in "$work/$size"/*_s0/final; do
+  local first=${seeds%% *} final run
+  for final in "$work/$size"/*_s"$first"/final; do
     [ -f "$final/adapter_model.safetensors" ] || continue
     run=$(basename "$(dirname "$final")")
     tar czf "$dest/adapter_$run.tgz" -C "$final" .
   done
-fi
+}
+
+IFS=, read -ra order <<< "$stages"
+for i in "${!order[@]}"; do
+  name=${order[$i]}
+  case $name in
+    selfplay) share=70 ;; rollout) share=50 ;; trainer) share=40 ;;
+    *) echo "gpu_checks: unknown stage $name (use selfplay, rollout, trainer)" >&2; exit 2 ;;
+  esac
+  [ "$i" -eq $((${#order[@]} - 1)) ] && share=100
+  t=$(($(left) * share / 100))
+  if [ "$t" -lt 30 ]; then echo "gpu_checks: $t s left, $name not started"; continue; fi
+  "stage_$name" "$t"
+done
 for f in rollout_gpu.json selfplay_gpu.json; do [ -f "$out/$f" ] && cp "$out/$f" "$dest/"; done
 tar czf "$dest/results.tgz" -C "$out" .
 echo "gpu_checks: done in $((SECONDS - start)) s; results in $dest: $(ls "$dest" | tr '\n' ' ')"
