@@ -35,6 +35,18 @@ def test_answer_variants(text, answer):
     assert parse_action(text).answer == answer
 
 
+@pytest.mark.parametrize("cut", ["</question", "</ Question", "</", "<", "</q"])
+def test_a_closing_tag_cut_off_by_the_token_cap_is_not_part_of_the_question(cut):
+    act = parse_action(f"<think>ok</think><question>Where was Ostrel born?{cut}")
+    assert act.question == "Where was Ostrel born?"
+    assert any("cut-off </question>" in w for w in act.warnings)
+
+
+def test_text_that_only_looks_like_a_cut_tag_is_kept():
+    assert parse_action("<question>Is 3 < 4").question == "Is 3 < 4"
+    assert parse_action("<answer>a</b").answer == "a</b"
+
+
 def test_unclosed_search_at_end_is_a_search():
     act = parse_action("<think>hmm</think><search> Merovia founded")
     assert act.searches == [SearchRequest("Merovia founded")]

@@ -231,9 +231,25 @@ def _spans(text: str) -> tuple[list[tuple[str, str, bool]], list[str]]:
         else:
             warnings.append(f"<{name}> inside <{open_name}> treated as text")
     if open_name is not None:
-        warnings.append(f"unclosed <{open_name}> at end of text")
-        spans.append((open_name, text[open_end:], False))
+        content = text[open_end:]
+        cut = _PARTIAL_CLOSE_RE.search(content)
+        if cut and _is_close_prefix(cut.group(0), open_name):  # generation cut inside its closing tag
+            content = content[: cut.start()]
+            warnings.append(f"unclosed <{open_name}> at end of text, ending in a cut-off </{open_name}>")
+        else:
+            warnings.append(f"unclosed <{open_name}> at end of text")
+        spans.append((open_name, content, False))
     return spans, warnings
+
+
+#: a text's end that may be the start of a closing tag (``</quest``, ``</ question``, ``<``)
+_PARTIAL_CLOSE_RE = re.compile(r"<\s*(?:/\s*[A-Za-z]*\s*)?$")
+
+
+def _is_close_prefix(tail: str, name: str) -> bool:
+    """Whether ``tail`` (spaces and case ignored) begins ``</name>``: a closing tag the generation was cut inside."""
+    squeezed = "".join(tail.split()).lower()
+    return f"</{name}>".startswith(squeezed)
 
 
 def _str_list(value, what: str) -> list[str]:
