@@ -234,7 +234,11 @@ class StopChecker:
     def __init__(self, tokenizer, stops: Sequence[str]) -> None:
         self.tokenizer = tokenizer
         self.stops = tuple(s for s in stops if s)
-        self.enders = stop_enders(tokenizer, frozenset(s[-1] for s in self.stops)) if self.stops else frozenset()
+        last = frozenset(s[-1] for s in self.stops)
+        try:
+            self.enders = stop_enders(tokenizer, last) if self.stops else frozenset()
+        except TypeError:  # an unhashable tokenizer: not cached, decoded once for this checker
+            self.enders = stop_enders.__wrapped__(tokenizer, last)
 
     def __bool__(self) -> bool:
         return bool(self.stops)
