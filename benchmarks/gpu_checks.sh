@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU figures the README owes, in one command on a lent offline CUDA node:
 #   rollout   bench_rollout.py --size gpu --device cuda --repeats 1: the engine's CUDA-graph steps, as they are and
-#             traced by inductor (compile_steps), against transformers' loop at batch 1/40/160 and on the learning
-#             benchmark's episodes (issue 29: >= 10x the loop's ~900 tok/s at batch 160)
+#             traced by inductor (compile_steps), against transformers' loop at batch 160, 40, 1 (each saved as it
+#             ends; issue 29: >= 10x the loop's ~900 tok/s at batch 160; the episodes were measured 2026-11-28)
 #   trainer   2 steps of `searchgym train --recipe kg-wcr --size gpu` (the engine, the default on CUDA): the
 #             per-step rollout / env / update split from metrics.jsonl (issue 29: rollouts < 50 % of a step)
 #   selfplay  bench_selfplay.py --size gpu: the three arms of each seed in SELFPLAY_SEEDS as processes at once,
@@ -17,7 +17,7 @@
 #     bash benchmarks/gpu_checks.sh 280 rollout,trainer  # some stages, run in this order (default
 #                                                        # selfplay,rollout,trainer: issue 31's runs first)
 #
-# A stage gets a share of the time left (self-play 70 %, rollout 50 %, trainer 40 %; the last stage all of it).
+# A stage gets a share of the time left (self-play 80 %, rollout 60 %, trainer 40 %; the last stage all of it).
 # SELFPLAY_SEEDS (default "0") sets the seeds run at once, three processes each: a node's 15 minutes hold about
 # one seed (the first GPU step took 185 s with transformers' loop), so each node runs the next seed and the
 # workdirs are collected together here.
@@ -54,7 +54,7 @@ nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
 stage_rollout() { # $1: seconds
   echo "gpu_checks: rollout engine (up to $1 s)"
   timeout "$1" python3 benchmarks/bench_rollout.py --size gpu --device cuda --repeats 1 --sides static,static-compiled \
-    --out "$out/rollout_gpu.json" > "$out/rollout_gpu.log" 2>&1
+    --batches 160 40 1 --no-episodes --out "$out/rollout_gpu.json" > "$out/rollout_gpu.log" 2>&1
   echo "gpu_checks: bench_rollout exit $?"
 }
 
@@ -104,7 +104,7 @@ IFS=, read -ra order <<< "$stages"
 for i in "${!order[@]}"; do
   name=${order[$i]}
   case $name in
-    selfplay) share=70 ;; rollout) share=50 ;; trainer) share=40 ;;
+    selfplay) share=80 ;; rollout) share=60 ;; trainer) share=40 ;;
     *) echo "gpu_checks: unknown stage $name (use selfplay, rollout, trainer)" >&2; exit 2 ;;
   esac
   [ "$i" -eq $((${#order[@]} - 1)) ] && share=100
