@@ -226,6 +226,14 @@ def first_turn_contexts(gen, world, n: int) -> list[list[int]]:
 
 
 # ====================================================================== sides
+#: the engine's settings of the sides that set one (``EngineConfig`` fields besides ``max_batch``)
+ENGINE_SETTINGS: dict[str, dict[str, Any]] = {
+    "static-exact": dict(decode_steps="exact"),
+    "static-compiled": dict(compile_steps="inductor"),
+    "static-plain": dict(pack=False),
+}
+
+
 def make_side(name: str, model, tok, max_batch: int):
     """The generator of one side."""
     from searchgym.llm.rollout_engine import EngineConfig
@@ -235,14 +243,8 @@ def make_side(name: str, model, tok, max_batch: int):
         return TransformersGenerator(model, tok, engine="hf", max_batch_size=max_batch)
     if name == "static":
         return TransformersGenerator(model, tok, engine="static", max_batch_size=max_batch)
-    if name == "static-exact":
-        cfg = EngineConfig(max_batch=max_batch, decode_steps="exact")
-        return TransformersGenerator(model, tok, engine="static", engine_config=cfg, max_batch_size=max_batch)
-    if name == "static-compiled":
-        cfg = EngineConfig(max_batch=max_batch, compile_steps="inductor")
-        return TransformersGenerator(model, tok, engine="static", engine_config=cfg, max_batch_size=max_batch)
-    if name == "static-plain":
-        cfg = EngineConfig(max_batch=max_batch, pack=False)
+    if name in ENGINE_SETTINGS:
+        cfg = EngineConfig(max_batch=max_batch, **ENGINE_SETTINGS[name])
         return TransformersGenerator(model, tok, engine="static", engine_config=cfg, max_batch_size=max_batch)
     if name == "static-bf16":
         return TransformersGenerator(model, tok, engine="static", rollout_dtype="bfloat16", max_batch_size=max_batch)
