@@ -75,3 +75,21 @@ def test_benchmark_answers_never_answer_a_default_training_task(world, bench):
 def test_a_world_without_training_answers_still_gets_a_default_pool(tiny_world):
     # the tiny fixture world's only answer is held out: the pool falls back rather than vanishing
     assert default_pool(tiny_world)
+
+
+def test_a_world_without_training_answers_is_not_over_generated(tiny_world, monkeypatch):
+    """A build with no answer on the asked side ends the search: doubling 5 times more would extract 32x as many
+    subgraphs for nothing (15 s a pool on the tiny world, paid by every env made from it)."""
+    import searchgym.construction as construction
+
+    calls = []
+    build = construction.build_pool
+
+    def counted(world, n, **kw):
+        calls.append(n)
+        return build(world, n, **kw)
+
+    monkeypatch.setattr(construction, "build_pool", counted)
+    assert training_subgraphs(tiny_world, 100, seed=0) == []
+    assert len(calls) == 1
+    assert len(training_subgraphs(tiny_world, 100, seed=0, split="any")) == 100  # the fallback still fills

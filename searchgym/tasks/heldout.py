@@ -110,7 +110,8 @@ def training_subgraphs(
 
     ``hops`` fixes the path length (else ``config``'s range, default 3–7). Over-generates with
     :func:`~searchgym.construction.build_pool` and filters, doubling until ``n`` are found or the
-    world has no more; returns fewer (with a warning) when the world runs out.
+    world has no more (or none of a build's answers is on ``split``'s side); returns fewer (with a warning) when
+    the world runs out.
     """
     from ..construction import build_pool
 
@@ -126,6 +127,8 @@ def training_subgraphs(
         kept = [sg for sg in result.subgraphs if _on_side(sg, split)]
         if len(kept) >= n or len(result.subgraphs) < want:
             break
+        if not kept:  # none of `want` answers on this side: a small world whose names hash to the other side
+            break  # doubling would extract 32x as many for nothing (seconds to minutes), so stop here
         want *= 2
     if len(kept) < n:
         logger.warning(
