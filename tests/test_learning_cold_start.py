@@ -47,8 +47,9 @@ N_EVAL, MAX_TURNS, MAX_NEW_TOKENS = 32, 3, 64
 N_BASE = 8
 MIN_COLD_START_EM, MAX_BASE_EM = 0.25, 0.05
 #: the test's cold start: 160 one-hop Solver demonstrations asked for (126 written), then 20 LoRA steps of 4 (the
-#: Solver-only adapter shipped until 2026-11-27 took steps of 8: about 1.7x the time), under bfloat16 autocast where the CPU has bf16 hardware (fp32 weights and optimizer state;
-#: about 1.6x faster on an AVX-512 BF16 CPU, many times slower without one, docs/sft.md), else in float32
+#: Solver-only adapter shipped until 2026-11-27 took steps of 8: about 1.7x the time), under bfloat16 autocast
+#: where the CPU has bf16 hardware (fp32 weights and optimizer state; about 1.6x faster on an AVX-512 BF16 CPU,
+#: many times slower without one, docs/sft.md), else in float32
 TEST_DEMOS = {"solver": {1: 160}}
 TEST_SFT = {
     "lora": True,
