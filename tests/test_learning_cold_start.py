@@ -16,9 +16,10 @@ worker); with the SFT under bfloat16 autocast (``TEST_SFT``) 0.00 -> 0.375 in 34
 on a Zen 3 (AVX2 only) bfloat16 autocast is emulated and this test ran past its 40-minute limit; in float32 there it
 took 847 s beside a self-play run, 1177 s in a fresh clone's ``make test`` beside one, 790 s in an idle one.
 Steps of 4 demonstrations instead of 8 (2026-11-29, Zen 3, float32, one thread, the other core busy): held-out EM
-0.41 -> 0.34 for seed 0, 0.34 for seed 1, the SFT 670 s -> 360-460 s; fewer steps of 8 taught less (12 steps at
-lr 6e-4: 0.16; 10 at 8e-4: 0.25); LoRA on the MLP too (rank 8, as the shipped adapter's every linear layer) gave
-0.44 in 12 steps of 8 and 0.34 in 20 of 4, in about the same time. The threshold leaves
+0.41 -> 0.34 for seed 0 (0.34 and 0.31 for seeds 1 and 2), the SFT 670 s -> 360-460 s; fewer steps of 8
+taught less (12 steps at lr 6e-4: 0.16; 10 at 8e-4: 0.25); LoRA on the MLP too (rank 8, as the shipped adapter's
+every linear layer) gave 0.44 in 12 steps of 8 (0.34 for seed 1) and 0.34 in 20 of 4, in about the same time.
+The threshold leaves
 room for the spread between seeds and machines while staying far above what an unchanged model scores (0 of
 all 32, measured; the test scores it on the leading 8: it never writes a valid answer).
 """
