@@ -19,9 +19,8 @@ Steps of 4 demonstrations instead of 8 (2026-11-29, Zen 3, float32, one thread, 
 0.41 -> 0.34 for seed 0 (0.34 and 0.31 for seeds 1 and 2), the SFT 670 s -> 360-460 s; fewer steps of 8
 taught less (12 steps at lr 6e-4: 0.16; 10 at 8e-4: 0.25); LoRA on the MLP too (rank 8, as the shipped adapter's
 every linear layer) gave 0.44 in 12 steps of 8 (0.34 for seed 1) and 0.34 in 20 of 4, in about the same time.
-The threshold leaves
-room for the spread between seeds and machines while staying far above what an unchanged model scores (0 of
-all 32, measured; the test scores it on the leading 8: it never writes a valid answer).
+The threshold leaves room for the spread between seeds and machines while staying far above what an unchanged
+model scores (0 of all 32, measured; the test scores it on the leading 8: it never writes a valid answer).
 """
 
 from __future__ import annotations
