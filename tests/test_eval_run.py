@@ -346,3 +346,24 @@ def test_cli_vllm_without_vllm_is_a_clear_error(capsys):
         assert "pip install 'searchgym[vllm]'" in capsys.readouterr().err
     else:
         pytest.skip("vllm is installed")
+
+
+def test_a_model_named_for_a_model_free_agent_is_refused_not_ignored(capsys):
+    """``searchgym eval --model DIR`` without ``--agent`` once evaluated the scripted expert and printed its scores
+    as if they were the model's (exit 0); what names a model now needs an LLM agent, in one line naming the fix."""
+    from searchgym.cli import main
+    from searchgym.errors import InvalidArgumentError
+
+    assert main(["eval", "--model", "runs/ssp/final", "--limit", "2", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--model is for an LLM agent, but --agent is 'scripted'" in err
+    assert "--agent transformers" in err and "Traceback" not in err
+    with pytest.raises(InvalidArgumentError, match="--endpoint and --api-key are for an LLM agent"):
+        AgentSpec("random", endpoint="http://127.0.0.1:1/v1", api_key="k")
+    with pytest.raises(InvalidArgumentError, match="--device is for an LLM agent"):
+        AgentSpec("scripted", device="cuda")
+    with pytest.raises(InvalidArgumentError, match="--device is for a local model .* --agent openai does not read it"):
+        AgentSpec("openai", endpoint="http://127.0.0.1:1/v1", device="cuda")
+    with pytest.raises(InvalidArgumentError, match="--endpoint and --api-key are for a served model"):
+        AgentSpec("transformers", model="smollm2", endpoint="http://127.0.0.1:1/v1", api_key="k")
+    assert AgentSpec("scripted").record_settings() == {}  # the model-free agents still need nothing

@@ -41,6 +41,10 @@ __all__ = [
 
 #: the model-free agent kinds (the LLM ones are the backends of searchgym.llm.registry that can evaluate)
 SCRIPTED_AGENTS = ("scripted", "random")
+#: the AgentSpec fields (None unless given) each kind of agent reads: given to an agent that does not read them,
+#: they would be silently ignored (``eval --model DIR`` scoring the scripted expert), so they are refused instead
+_READS = {None: (), "model": ("model", "device"), "server": ("model", "endpoint", "api_key")}
+_OPTIONAL_SETTINGS = ("model", "endpoint", "api_key", "device")
 
 
 def agent_kinds() -> tuple[str, ...]:
@@ -118,6 +122,7 @@ class AgentSpec:
         if self.kind not in agent_kinds():
             raise InvalidArgumentError(f"unknown agent {self.kind!r}; choose one of {', '.join(agent_kinds())}")
         backend = self.backend
+        self._refuse_ignored_settings(backend)
         if backend is not None and backend.needs == "server" and not self.endpoint:
             raise InvalidArgumentError(f"agent {self.kind!r} needs --endpoint URL (e.g. http://127.0.0.1:8000/v1)")
         if backend is not None and backend.needs == "model" and not self.model:
@@ -136,6 +141,29 @@ class AgentSpec:
             raise InvalidArgumentError(
                 "--rollout-dtype runs in the static rollout engine of --agent transformers; use --engine auto or static"
             )
+
+    def _refuse_ignored_settings(self, backend: Optional[BackendSpec]) -> None:
+        """One line naming the flags this kind of agent would ignore, and the agent that reads them."""
+        reads = _READS[backend.needs if backend is not None else None]
+        given = [
+            f"--{name.replace('_', '-')}"
+            for name in _OPTIONAL_SETTINGS
+            if name not in reads and getattr(self, name) is not None
+        ]
+        if not given:
+            return
+        said = f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'}"
+        if backend is None:
+            raise InvalidArgumentError(
+                f"{said} for an LLM agent, but --agent is {self.kind!r} (model-free); add --agent transformers "
+                "(a local model or 'smollm2') or --agent openai (a served one)"
+            )
+        where = (
+            "a served model (--agent openai)" if backend.needs == "model" else "a local model (--agent transformers)"
+        )
+        raise InvalidArgumentError(
+            f"{said} for {where}; --agent {self.kind} does not read {'it' if len(given) == 1 else 'them'}"
+        )
 
     @property
     def backend(self) -> Optional[BackendSpec]:
