@@ -367,3 +367,13 @@ def test_a_model_named_for_a_model_free_agent_is_refused_not_ignored(capsys):
     with pytest.raises(InvalidArgumentError, match="--endpoint and --api-key are for a served model"):
         AgentSpec("transformers", model="smollm2", endpoint="http://127.0.0.1:1/v1", api_key="k")
     assert AgentSpec("scripted").record_settings() == {}  # the model-free agents still need nothing
+
+
+@pytest.mark.parametrize("command", ["play", "eval"])
+def test_zero_turns_is_refused_not_read_as_the_default(command, capsys):
+    """``--max-turns 0`` once played the default 10 turns (``args.max_turns or DEFAULT``) and exited 0."""
+    from searchgym.cli import main
+
+    assert main([command, "--max-turns", "0", *(["--games", "1"] if command == "play" else ["--limit", "1"])]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and ("max_turns=0" in err or "got 0" in err), err

@@ -165,7 +165,7 @@ def _run(args: argparse.Namespace) -> int:
 
     config = EvalConfig(
         metrics=args.metrics,
-        max_turns=args.max_turns or DEFAULT_MAX_TURNS,
+        max_turns=DEFAULT_MAX_TURNS if args.max_turns is None else args.max_turns,
         top_k=args.top_k,
         layout=args.layout,
         concurrency=args.concurrency,

@@ -50,7 +50,7 @@ def run_play(args: argparse.Namespace) -> int:
         kwargs["export_path"] = args.export
     if args.world:
         kwargs["world"] = args.world
-    if args.max_turns:
+    if args.max_turns is not None:  # 0 is refused by the env, not read as "the default"
         kwargs["max_turns"] = args.max_turns
     env = gym.make(args.env, **kwargs)
     if args.reward:

@@ -123,8 +123,13 @@ class EvalConfig:
         check_layout(self.layout)
         if self.doc_max_chars == "auto":
             self.doc_max_chars = None if self.layout == "search-r1" else DEFAULT_DOC_MAX_CHARS
-        if self.concurrency < 1 or self.max_turns < 1 or self.top_k < 1 or self.n_boot < 1:
-            raise InvalidArgumentError("need concurrency, max_turns, top_k and n_boot >= 1")
+        bad = [
+            f"{name}={getattr(self, name)}"
+            for name in ("concurrency", "max_turns", "top_k", "n_boot")
+            if getattr(self, name) < 1
+        ]
+        if bad:
+            raise InvalidArgumentError(f"{', '.join(bad)}: concurrency, max_turns, top_k and n_boot must be >= 1")
 
     def fingerprint(self) -> dict:
         """The settings a resumed run must share with the run it continues: those that change a record
