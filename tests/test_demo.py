@@ -99,3 +99,14 @@ def test_the_demo_says_when_the_benchmark_started_from_another_shipped_adapter(t
     assert "earlier shipped adapter" in note and now in note
     copy = shutil.copytree(shipped_adapter(), tmp_path / "copy")
     assert weights_fingerprint(copy) == now and weights_fingerprint("smollm2") == "smollm2"
+
+
+def test_bad_counts_are_refused_before_the_world_is_built(capsys):
+    """``--threads 0`` once meant torch's default and ``--games 0`` failed only after the world, the searches and
+    the subgraphs had been printed: every count is checked first, all named in one line."""
+    from searchgym.cli import main
+
+    assert main(["demo", "--threads", "0", "--games", "0", "--no-picture"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # nothing shown, nothing built
+    assert captured.err.count("\n") == 1 and "--games 0 (at least 1), --threads 0 (at least 1)" in captured.err

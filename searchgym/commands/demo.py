@@ -62,6 +62,37 @@ def _print_world(world, out):
     return retriever
 
 
+#: the demo's counts and the least each may be (checked before the world is built, so a typo costs no waiting)
+_DEMO_MINIMUMS = {
+    "games": 1,
+    "max_games": 1,
+    "threads": 1,
+    "pool_size": 1,
+    "max_turns": 1,
+    "max_new_tokens": 1,
+    "group_size": 1,
+    "rl_steps": 0,
+    "rl_group": 2,
+    "eval_1hop": 0,
+    "eval_2hop": 0,
+    "eval_base": 0,
+}
+
+
+def check_demo_args(args: argparse.Namespace) -> None:
+    """One line naming every count below its least (``--threads 0`` once meant torch's default, ``--games 0`` failed
+    only after the world, the searches and the subgraphs had been shown)."""
+    from ..errors import InvalidArgumentError
+
+    bad = [
+        f"--{name.replace('_', '-')} {getattr(args, name)} (at least {least})"
+        for name, least in _DEMO_MINIMUMS.items()
+        if getattr(args, name) is not None and getattr(args, name) < least
+    ]
+    if bad:
+        raise InvalidArgumentError(f"{', '.join(bad)}: give a larger value")
+
+
 def run_demo(args: argparse.Namespace) -> int:
     """Run the demo with parsed CLI arguments; returns an exit code."""
     import sys
@@ -74,8 +105,9 @@ def run_demo(args: argparse.Namespace) -> int:
     from ..wrappers import WaypointCoverageReward
     from ..wrappers.recording import RecordGames
 
+    check_demo_args(args)
     out = sys.stdout
-    if args.threads:
+    if args.threads is not None:
         import torch
 
         torch.set_num_threads(args.threads)
