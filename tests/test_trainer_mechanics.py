@@ -11,6 +11,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from searchgym.core.types import Task, Trajectory  # noqa: E402
+from searchgym.errors import InvalidArgumentError  # noqa: E402
 from searchgym.llm.sequences import collate, encode_trajectory  # noqa: E402
 from searchgym.training.checkpoints import CheckpointManager, CheckpointMismatchError  # noqa: E402
 from searchgym.training.losses import baseline_advantages, group_advantages, policy_loss, token_logprobs  # noqa: E402
@@ -245,6 +246,11 @@ def test_config_defaults_yaml_roundtrip_and_overrides(tmp_path):
         cfg.with_overrides(["reward=dense"])
     with pytest.raises(FileNotFoundError, match="dump-config"):
         TrainConfig.load(tmp_path / "missing.yaml")
+    cfg.save(tmp_path / "new" / "folder" / "c.yaml")  # --dump-config into a folder not made yet (was a traceback)
+    assert TrainConfig.load(tmp_path / "new" / "folder" / "c.yaml") == cfg
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(InvalidArgumentError, match="a_file/c.yaml: a file is in the way of its folder"):
+        cfg.save(tmp_path / "a_file" / "c.yaml")
 
 
 # ---------------------------------------------------------------- metrics

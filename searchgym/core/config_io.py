@@ -71,10 +71,17 @@ class ConfigIO:
         return data
 
     def save(self, path: str | Path) -> None:
-        """Write as YAML."""
+        """Write as YAML (its folder made if missing; an unwritable path is one line naming it)."""
         import yaml
 
-        Path(path).write_text(yaml.safe_dump(self.to_dict(), sort_keys=False))
+        target = Path(path)
+        text = yaml.safe_dump(self.to_dict(), sort_keys=False)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+        except OSError as exc:
+            why = "a file is in the way of its folder" if isinstance(exc, FileExistsError) else exc.strerror
+            raise InvalidArgumentError(f"cannot write the config to {target}: {why}; give a writable path") from exc
 
     def with_overrides(self: _Config, items: Sequence[str]) -> _Config:
         """Apply ``key=value`` strings (values parsed as YAML, checked against the field's type)."""
