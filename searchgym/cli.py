@@ -80,17 +80,17 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"searchgym {args.command}: {interrupted_message()}", file=sys.stderr)
         return 130
-    except Exception as exc:  # a full disk is not a bug; anything else is and keeps its traceback
-        target = disk_full_target(exc)
-        if target is None:
+    except Exception as exc:  # a full disk or an unusable path is not a bug; anything else is and keeps its traceback
+        target, path = disk_full_target(exc), unusable_path(exc)
+        if target is None and path is None:
             raise
         if args.debug:
             traceback.print_exc()
-        print(
-            f"searchgym {args.command}: error: disk full writing {target}; free space and rerun the same command "
-            "to resume",
-            file=sys.stderr,
-        )
+        if target is not None:
+            message = f"disk full writing {target}; free space and rerun the same command to resume"
+        else:
+            message = f"cannot use {path}; give another path"
+        print(f"searchgym {args.command}: error: {message}", file=sys.stderr)
         return 2
 
 
@@ -110,11 +110,7 @@ def disk_full_target(exc: BaseException) -> Optional[str]:
     file object (or ``filename`` argument) being written in the innermost frame of the traceback that holds
     one, else ``"a file"``.
     """
-    chain: list[BaseException] = []
-    e: Optional[BaseException] = exc
-    while e is not None and e not in chain and len(chain) < 8:
-        chain.append(e)
-        e = e.__cause__ or e.__context__
+    chain = _chain(exc)
     hit = next(
         (e for e in chain if (isinstance(e, OSError) and e.errno in DISK_FULL_ERRNOS) or _OS_ERROR_TEXT.search(str(e))),
         None,
@@ -128,6 +124,39 @@ def disk_full_target(exc: BaseException) -> Optional[str]:
         if name:
             return name
     return "a file"
+
+
+#: errno values of a path the command was given but cannot use, and why, in words: the user's to fix, not a bug
+_UNUSABLE_PATH = {
+    errno.ENOTDIR: "a file is in the way of a folder",
+    errno.EEXIST: "a file is in the way of a folder",  # mkdir(exist_ok=True) over a file
+    errno.EISDIR: "a folder where a file was expected",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.EROFS: "a read-only file system",
+}
+
+
+def unusable_path(exc: BaseException) -> Optional[str]:
+    """``"<path>: <why>"`` when ``exc`` (or an error in its chain) is an ``OSError`` on a path the command cannot use
+    (a file in the way of an output folder, no permission, a read-only file system), else None. An ``EEXIST`` on
+    a folder is a code bug (a ``mkdir`` without ``exist_ok``), so it is not one of these."""
+    for e in _chain(exc):
+        if isinstance(e, OSError) and e.errno in _UNUSABLE_PATH and e.filename:
+            if e.errno == errno.EEXIST and os.path.isdir(e.filename):
+                continue
+            return f"{os.fsdecode(e.filename)}: {_UNUSABLE_PATH[e.errno]}"
+    return None
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the errors it was raised from or during (at most 8)."""
+    chain: list[BaseException] = []
+    e: Optional[BaseException] = exc
+    while e is not None and e not in chain and len(chain) < 8:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    return chain
 
 
 def _file_in_traceback(exc: BaseException) -> Optional[str]:

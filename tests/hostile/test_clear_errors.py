@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 import re
 import resource
 import signal
@@ -406,3 +407,40 @@ def test_dependency_warnings_are_kept_out_of_a_command_unless_verbose(tmp_path):
     res = _run(["eval", "--agent", "scripted", "--limit", "20", "--output-dir", str(tmp_path / "ev")])
     assert res.returncode == 0 and "Warning" not in res.stderr and "\r" not in res.stderr
     assert res.stderr.startswith("eval: 20/20 questions (100%)")  # its own progress: one line in a log
+
+
+# ------------------------------------------------------------------ an output path that cannot be used
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["eval", "--limit", "1", "--output-dir", "{blocked}/run"],
+        ["play", "--games", "1", "--export", "{blocked}/games.jsonl"],
+        ["demos", "--solver", "1:1", "--out", "{blocked}/demos.jsonl"],
+        ["world", "build", "--entities", "200", "--output-dir", "{blocked}/world"],
+    ],
+    ids=lambda c: c[0],
+)
+def test_a_file_in_the_way_of_an_output_folder_is_one_line_naming_it(tmp_path, capsys, command):
+    """A file where a command must make its output folder was a FileExistsError / NotADirectoryError traceback."""
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file, not a folder")
+    assert main([part.format(blocked=blocked) for part in command]) == 2
+    line = _one_line_error(capsys.readouterr().err, command[0])
+    assert str(blocked) in line and "a file is in the way of a folder; give another path" in line
+    assert blocked.read_text() == "a file, not a folder"  # nothing lost
+
+
+def test_an_os_error_that_is_a_code_bug_keeps_its_traceback(tmp_path):
+    from searchgym.cli import unusable_path
+
+    try:
+        os.mkdir(tmp_path)  # a mkdir without exist_ok over a folder: searchgym's bug, not the user's path
+    except FileExistsError as exc:
+        assert unusable_path(exc) is None
+    try:
+        (tmp_path / "f").write_text("")
+        os.mkdir(tmp_path / "f")
+    except FileExistsError as exc:
+        assert unusable_path(RuntimeError("wrapped")) is None and unusable_path(exc).endswith(
+            "f: a file is in the way of a folder"
+        )
