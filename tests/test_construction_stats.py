@@ -166,6 +166,12 @@ def test_cli_errors_are_clear(saved_world, tmp_path):
     out = tmp_path / "p.jsonl"
     with pytest.raises(ValueError, match="--endpoint"):
         cli_main(["subgraphs", "build", "--world", str(saved_world), "--out", str(out), "--selector", "llm"])
+    base = ["subgraphs", "build", "--world", str(saved_world), "--out", str(out), "--no-progress"]
+    with pytest.raises(ValueError, match="--api-key: only used with --selector llm"):  # was silently ignored
+        cli_main([*base, "--api-key", "secret"])
+    with pytest.raises(ValueError, match="--n must be >= 1, got 0"):  # was an empty pool file and exit 0
+        cli_main([*base, "--n", "0"])
+    assert not out.exists()
     with pytest.raises(ValueError, match="no eligible relation"):
         cli_main(
             [

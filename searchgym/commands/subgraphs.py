@@ -100,8 +100,9 @@ def _make_selector(args, concurrency: int):
     from ..construction.selectors import HeuristicSelector, LLMSelector, LLMSelectorConfig
 
     if args.selector == "heuristic":
-        if args.endpoint:
-            raise InvalidArgumentError("--endpoint is only used with --selector llm")
+        given = [flag for flag, value in (("--endpoint", args.endpoint), ("--api-key", args.api_key)) if value]
+        if given:
+            raise InvalidArgumentError(f"{' and '.join(given)}: only used with --selector llm")
         return HeuristicSelector(args.seed)
     if not args.endpoint:
         raise InvalidArgumentError(
@@ -120,6 +121,8 @@ def _cmd_build(args) -> int:
     from ..construction.extract import DEFAULT_RELATION_BLOCKLIST, ExtractionConfig
     from ..construction.pool import build_pool, rejections_path
 
+    if args.n < 1:  # an empty pool file would pass for a built one
+        raise InvalidArgumentError(f"--n must be >= 1, got {args.n}")
     config = ExtractionConfig(
         min_hops=args.min_hops,
         max_hops=args.max_hops,
