@@ -568,3 +568,23 @@ def test_trainable_modules_freezes_all_but_those_linear_layers(tmp_path, tok):
         SFTRun(cfg, train, [], model=build_model(tok), tokenizer=tok)
     with pytest.raises(ValueError, match="full fine-tune"):
         SFTConfig(lora=True, trainable_modules=["q_proj"]).validate()
+
+
+def test_sampling_settings_without_source_self_are_refused_not_ignored(tmp_path, capsys):
+    """``searchgym sft --data D --rounds 3`` (no ``--source self``) once trained on D once and ignored the rounds."""
+    from searchgym.cli import main
+
+    data = write_demos(tmp_path / "d.jsonl", n=4)
+    out = tmp_path / "run"
+    args = ["sft", "--model", "tiny", "--data", str(data), "--output-dir", str(out), "--rounds", "3"]
+    assert main([*args, "--set", "temperature=0.7"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.count("\n") == 1
+        and "rounds=3, temperature=0.7: rejection-sampling settings" in err
+        and "--source self" in err
+    )
+    assert not out.exists()
+    assert main([*args, "--source", "self", "--dump-config", str(tmp_path / "c.yaml")]) == 0  # read there
+    with pytest.raises(ValueError, match="rounds=3: rejection-sampling settings"):  # a round's own config may carry
+        SFTConfig(source="data", rounds=3).refuse_unread_sampling_settings()  # them; the command line refuses them

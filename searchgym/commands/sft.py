@@ -122,6 +122,7 @@ def _sft(args: argparse.Namespace) -> int:
     from .train import dump_config
 
     cfg = resolve_sft_config(args)
+    cfg.refuse_unread_sampling_settings()
     if dump_config(cfg, args.dump_config):
         return 0
     from ..core.artefacts import check_output

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Optional
 
 from ..core.config_io import ConfigIO
@@ -12,6 +12,20 @@ from .model_config import DTYPES, ModelOptions
 LR_SCHEDULES = ("constant", "cosine")
 MIXED_PRECISION = ("none", "bfloat16", "auto")
 SOURCES = ("data", "self")
+#: the fields only rejection sampling (source=self) reads
+SAMPLING_FIELDS = (
+    "env_id",
+    "env_kwargs",
+    "max_turns",
+    "num_tasks",
+    "samples_per_task",
+    "reward_threshold",
+    "rounds",
+    "max_new_tokens",
+    "temperature",
+    "max_batch_generate",
+    "rollout_engine",
+)
 
 
 @dataclass
@@ -285,6 +299,20 @@ class SFTConfig(ModelOptions, ConfigIO):
             raise InvalidArgumentError("save_adapter=true needs lora=true (a full fine-tune has no adapter to save)")
         if self.patience and not (self.val_data or self.val_fraction > 0):
             raise InvalidArgumentError("patience > 0 needs held-out data: set val_fraction > 0 or val_data")
+
+    def refuse_unread_sampling_settings(self) -> None:
+        """With ``source=data`` no sampling setting is read: one the user changed (``searchgym sft --rounds 3``
+        without ``--source self``) is refused by name instead of ignored. (A rejection-sampling round's own
+        data-source config carries them on purpose, so this is the command line's check, not :meth:`validate`'s.)"""
+        if self.source != "data":
+            return
+        defaults = {f.name: f.default if f.default is not MISSING else f.default_factory() for f in fields(self)}
+        given = [name for name in SAMPLING_FIELDS if getattr(self, name) != defaults[name]]
+        if given:
+            raise InvalidArgumentError(
+                f"{', '.join(f'{n}={getattr(self, n)!r}' for n in given)}: rejection-sampling settings, read only "
+                "with source=self (--source self); drop them to train on --data files"
+            )
 
 
 @dataclass
