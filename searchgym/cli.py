@@ -7,6 +7,7 @@ sub-commands and sets ``func`` (a callable taking the parsed args and returning 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import errno
 import importlib
 import io
@@ -57,7 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``searchgym`` console script."""
     parser = build_parser()
     show_renamed_warnings()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # the command's own usage and the flags it has that look alike, not the top-level usage
+        refuse_unknown_flags(parser, sys.argv[1:] if argv is None else argv, unknown)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
@@ -92,6 +95,52 @@ def main(argv: list[str] | None = None) -> int:
             message = f"cannot use {path}; give another path"
         print(f"searchgym {args.command}: error: {message}", file=sys.stderr)
         return 2
+
+
+def refuse_unknown_flags(parser: argparse.ArgumentParser, argv: list[str], unknown: list[str]) -> None:
+    """Exit 2 with the usage of the (sub-)command ``argv`` runs, naming the ``unknown`` arguments and, for each
+    unknown flag, what the user may have meant (:func:`flag_hints`), not the top-level usage argparse gives."""
+    command = _command_parser(parser, argv)
+    hints = [f"{name}: did you mean {' or '.join(close)}?" for name in unknown if (close := flag_hints(command, name))]
+    command.error(f"unrecognized arguments: {' '.join(unknown)}" + "".join(f"; {h}" for h in hints))
+
+
+def flag_hints(command: argparse.ArgumentParser, arg: str) -> list[str]:
+    """Up to 3 of ``command``'s flags like the unknown ``arg``: a config field of that name first (``train`` and
+    ``sft`` take every field as ``--set KEY=...``: ``--kl-coef`` -> ``--set kl_coef=...``), then flags spelled
+    alike (``--limt`` -> ``--limit``) or sharing a word (``--hops`` -> ``--min-hops``; ``--top-k`` -> ``-k``), then
+    config fields spelled alike."""
+    import difflib
+
+    name = arg.split("=", 1)[0]
+    if not name.startswith("--"):
+        return []
+    key = name[2:].replace("-", "_")
+    config_class = command.get_default("config_class")
+    fields = [f.name for f in dataclasses.fields(config_class)] if config_class is not None else []
+    if key in fields:
+        return [f"--set {key}=..."]
+    flags = {  # the flag to suggest -> the setting it sets
+        a.option_strings[-1]: a.dest
+        for a in command._actions
+        if a.option_strings and not isinstance(a, argparse._HelpAction)
+    }
+    close = difflib.get_close_matches(name, list(flags), n=3, cutoff=0.6)
+    close += [f for f, dest in flags.items() if f not in close and (dest in key.split("_") or key in dest.split("_"))]
+    close += [f"--set {k}=..." for k in difflib.get_close_matches(key, fields, n=2, cutoff=0.7)]
+    return close[:3]
+
+
+def _command_parser(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.ArgumentParser:
+    """The deepest sub-command parser that ``argv`` names (``searchgym subgraphs build ...`` -> ``build``'s)."""
+    current = parser
+    for token in argv:
+        sub = next((a for a in current._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if sub is None:
+            break
+        if token in sub.choices:
+            current = sub.choices[token]
+    return current
 
 
 #: errno values of a write that found no room: no space left on the device, or the file-size limit reached.

@@ -82,3 +82,26 @@ def test_any_other_exception_is_a_bug_and_keeps_its_traceback(tmp_path, monkeypa
     monkeypatch.setattr(report, "compare_runs", broken)
     with pytest.raises(ZeroDivisionError, match="a bug"):
         cli.main(["eval", "--compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")])
+
+
+@pytest.mark.parametrize(
+    "argv, said",
+    [
+        (
+            ["subgraphs", "build", "--synthetic", "--out", "p.jsonl", "--hops", "2"],
+            "--hops: did you mean --min-hops or --max-hops?",
+        ),
+        (["eval", "--limt", "3"], "--limt: did you mean --limit"),
+        (["search", "--synthetic", "--top-k", "3", "capital"], "--top-k: did you mean -k?"),
+        (["train", "--kl-coef", "0.1"], "--kl-coef: did you mean --set kl_coef=...?"),
+        (["sft", "--lora-r", "8"], "--lora-r: did you mean --set lora_r=...?"),
+    ],
+)
+def test_an_unknown_flag_gets_the_commands_usage_and_what_was_meant(argv, said, capsys):
+    """argparse reported an unknown flag with the top-level usage (``searchgym: error: unrecognized arguments``)."""
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    err = capsys.readouterr().err
+    command = " ".join(argv[:2] if argv[0] == "subgraphs" else argv[:1])
+    assert exit_info.value.code == 2 and f"usage: searchgym {command} " in err
+    assert f"searchgym {command}: error: unrecognized arguments: " in err and said in err, err

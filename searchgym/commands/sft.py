@@ -95,7 +95,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("--no-resume", action="store_true", help="ignore checkpoints already in the output dir")
     p.add_argument("--dump-config", metavar="PATH", help="write the resolved config as YAML and exit")
-    p.set_defaults(func=_sft)
+    p.set_defaults(func=_sft, config_class=SFTConfig)  # config_class: --set names for a mistyped flag's hint
 
 
 def resolve_sft_config(args: argparse.Namespace):

@@ -83,7 +83,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("--no-resume", action="store_true", help="ignore checkpoints already in the output dir")
     p.add_argument("--dump-config", metavar="PATH", help="write the resolved config as YAML and exit")
-    p.set_defaults(func=_train)
+    p.set_defaults(func=_train, config_class=TrainConfig)  # config_class: --set names for a mistyped flag's hint
 
     q = subparsers.add_parser("plot", help="draw training curves from a metrics.jsonl as PNG")
     q.add_argument("metrics", help="metrics JSONL written by `searchgym train`")
