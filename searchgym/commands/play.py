@@ -75,7 +75,7 @@ def run_play(args: argparse.Namespace) -> int:
     env.close()
     dt = time.perf_counter() - t0
     means = "; ".join(f"mean {role} reward {sum(xs) / len(xs):.3f}" for role, xs in totals.items() if xs)
-    print(f"{args.games} games in {dt:.2f} s ({args.games / dt:.1f} games/s); {means}")
+    print(f"{args.games} game{'s' if args.games != 1 else ''} in {dt:.2f} s ({args.games / dt:.1f} games/s); {means}")
     if args.reward and components:
         print(
             "mean solver reward components: "
