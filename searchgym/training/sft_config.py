@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Optional
 
 from ..core.config_io import ConfigIO
@@ -306,8 +306,8 @@ class SFTConfig(ModelOptions, ConfigIO):
         data-source config carries them on purpose, so this is the command line's check, not :meth:`validate`'s.)"""
         if self.source != "data":
             return
-        defaults = {f.name: f.default if f.default is not MISSING else f.default_factory() for f in fields(self)}
-        given = [name for name in SAMPLING_FIELDS if getattr(self, name) != defaults[name]]
+        defaults = type(self)()
+        given = [name for name in SAMPLING_FIELDS if getattr(self, name) != getattr(defaults, name)]
         if given:
             raise InvalidArgumentError(
                 f"{', '.join(f'{n}={getattr(self, n)!r}' for n in given)}: rejection-sampling settings, read only "
