@@ -546,16 +546,25 @@ def train_curve(run: Path) -> dict:
 
 def tally_valid(cells: dict, hops: Any, valid: bool, searches: Optional[int] = None) -> None:
     """Count one question (or target) of ``hops`` hops in ``cells`` (hop count as a string -> ``{"valid", "n"}``);
-    with the Proposer's ``searches`` for it, also their total (``searches_total``) and how many questions it wrote
+    with the Proposer's ``searches`` for it, also their total (``searches_total``), how many questions it wrote
     after fewer searches than the path has hops (``short``: a question written one hop short of a 3-hop target
     asks for the intermediate entity, which the verifier then answers -- the way the KG Proposer forgot 3-hop
-    questions in the ``cpu`` runs)."""
+    questions in the ``cpu`` runs) or after more (``long``: a 3-hop habit on a 2-hop target), and how many of
+    those written after exactly as many searches as hops were valid (``matched_valid`` of ``matched``): whether
+    a Proposer's valid rate moved because it searched the path's length more often or wrote better questions once
+    it did."""
     cell = cells.setdefault(str(hops), {"valid": 0, "n": 0})
     cell["valid"] += int(bool(valid))
     cell["n"] += 1
     if searches is not None and isinstance(hops, int):
-        cell["searches_total"] = cell.get("searches_total", 0) + searches
-        cell["short"] = cell.get("short", 0) + int(searches < hops)
+        for key, count in (
+            ("searches_total", searches),
+            ("short", int(searches < hops)),
+            ("long", int(searches > hops)),
+            ("matched", int(searches == hops)),
+            ("matched_valid", int(searches == hops and bool(valid))),
+        ):
+            cell[key] = cell.get(key, 0) + count
 
 
 def valid_by_hops(rows: Sequence[Mapping]) -> dict:

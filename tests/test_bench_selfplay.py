@@ -265,6 +265,21 @@ def test_valid_by_hops_counts_questions_per_hop_count_per_step_and_in_all():
     cell = lambda valid, n: {"valid": valid, "n": n}  # noqa: E731
     assert got["steps"] == [{"2": cell(1, 2), "3": cell(0, 1)}, {"3": cell(1, 1)}, {}]
     assert got["total"] == {"2": cell(1, 2), "3": cell(1, 2)}
-    # with the searches behind each question: their total, and the questions written short of the path's hops
-    rows = [{"proposer/questions": [{**q(3, False), "searches": 2}, {**q(3, True), "searches": 3}, q(2, True)]}]
-    assert bs.valid_by_hops(rows)["total"] == {"2": cell(1, 1), "3": {**cell(1, 2), "searches_total": 5, "short": 1}}
+    # with the searches behind each question: their total, the questions written short of the path's hops or past
+    # it, and how many of those written after exactly the path's searches were valid
+    rows = [
+        {
+            "proposer/questions": [
+                {**q(3, False), "searches": 2},
+                {**q(3, True), "searches": 3},
+                {**q(3, False), "searches": 3},
+                {**q(2, False), "searches": 3},
+                q(2, True),
+            ]
+        }
+    ]
+    searched = {"searches_total": 8, "short": 1, "long": 0, "matched": 2, "matched_valid": 1}
+    assert bs.valid_by_hops(rows)["total"] == {
+        "2": {**cell(1, 2), "searches_total": 3, "short": 0, "long": 1, "matched": 0, "matched_valid": 0},
+        "3": {**cell(1, 3), **searched},
+    }
