@@ -44,7 +44,7 @@ SCRIPTED_AGENTS = ("scripted", "random")
 #: the AgentSpec fields (None unless given) each kind of agent reads: given to an agent that does not read them,
 #: they would be silently ignored (``eval --model DIR`` scoring the scripted expert), so they are refused instead
 _READS = {None: (), "model": ("model", "device"), "server": ("model", "endpoint", "api_key")}
-_OPTIONAL_SETTINGS = ("model", "endpoint", "api_key", "device")
+_OPTIONAL_SETTINGS = tuple(dict.fromkeys(name for names in _READS.values() for name in names))
 
 
 def agent_kinds() -> tuple[str, ...]:
