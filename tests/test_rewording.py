@@ -187,12 +187,30 @@ def test_heldout_report_scores_both_wordings_paired(world, tmp_path):
     assert set(plain["by_hops"]) == set(other["by_hops"]) == {"1", "2"}
     assert other["paired"]["n"] == 16 and other["paired"]["plain_only"] == other["paired"]["reworded_only"] == 0
     assert plain["by_hops"] == other["by_hops"]
+    # it searches once per hop, so every rollout searched to the question's length
+    assert plain["searched_to_length_by_hops"] == {"1": 1.0, "2": 1.0}
     records = [json.loads(x) for x in (tmp_path / "eval" / "eval.jsonl").read_text().splitlines()]
     assert sum(r["dataset"].endswith("-reworded") for r in records) == 16 and len(records) == 32
     assert "solver_reworded" not in heldout_report(agent, world, per_hop={1: 2})  # off unless asked
     assert [t.id for t in heldout_solver_tasks(world, per_hop, wording="heldout")] == [
         t.id for t in heldout_solver_tasks(world, per_hop)
     ]
+
+
+def test_heldout_summary_counts_rollouts_searched_to_the_questions_length():
+    """A Solver that plans a 1-hop question as two steps searches twice: the summary's per-hop share of rollouts
+    that searched exactly as many times as the question has hops shows it, apart from accuracy."""
+    from searchgym.training.learning_checks import _solver_summary
+
+    records = [
+        {"hops": 1, "searches": 2, "em": 1.0},
+        {"hops": 1, "searches": 2, "em": 0.0},
+        {"hops": 1, "searches": 1, "em": 1.0},
+        {"hops": 2, "searches": 2, "em": 0.0},
+    ]
+    summary = _solver_summary(records, seed=0)
+    assert summary["searched_to_length_by_hops"] == {"1": 1 / 3, "2": 1.0}
+    assert summary["searches_by_hops"]["1"] == 5 / 3
 
 
 def test_a_template_parsing_reader_answers_fewer_reworded_questions(world, bench, reworded):

@@ -154,18 +154,36 @@ def proposer_records_name(mode: str = "kg") -> str:
 
 
 def _solver_summary(records: Sequence[dict], seed: int) -> dict:
-    """EM overall and by hop (95 % intervals), searches and invalid-format rate of evaluation ``records``."""
+    """EM overall and by hop (95 % intervals), searches and invalid-format rate of evaluation ``records``, and per
+    hop count the share of rollouts that searched exactly as many times as the question has hops
+    (``searched_to_length_by_hops``): a Solver that plans every question as two steps shows there as a low
+    1-hop share, whatever its accuracy."""
     from ..evaluation.metrics import group_records, summarize
 
     overall = summarize(records, ("em",), seed=seed)
-    by_hops = {str(h): summarize(recs, ("em",), seed=seed) for h, recs in group_records(records, "hops").items()}
+    groups = group_records(records, "hops")
+    by_hops = {str(h): summarize(recs, ("em",), seed=seed) for h, recs in groups.items()}
     return {
         "overall": overall["em"],
         "searches": overall.get("searches"),
         "invalid_format": overall.get("invalid_format"),
         "by_hops": {h: v["em"] for h, v in by_hops.items()},
         "searches_by_hops": {h: v.get("searches") for h, v in by_hops.items()},
+        "searched_to_length_by_hops": {str(h): _searched_to_length(recs, h) for h, recs in groups.items()},
     }
+
+
+def _searched_to_length(records: Sequence[dict], hops) -> Optional[float]:
+    """The share of ``records`` (one hop count's) that searched exactly ``hops`` times; None without records
+    or hop count."""
+    try:
+        n_hops = int(hops)
+    except (TypeError, ValueError):
+        return None
+    counted = [r for r in records if r.get("searches") is not None]
+    if not counted:
+        return None
+    return sum(int(r["searches"]) == n_hops for r in counted) / len(counted)
 
 
 def _paired_wordings(plain: Sequence[dict], reworded: Sequence[dict]) -> dict:
