@@ -1,0 +1,61 @@
+"""``benchmarks/bench_plan_length.py`` reads the plan-length decision exactly where the demonstrations make it,
+and writes a result for any model folder."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("transformers")
+
+from searchgym.core.types import Trajectory  # noqa: E402
+from searchgym.training.demonstrations import SolverExpert  # noqa: E402
+from searchgym.training.learning_checks import heldout_solver_tasks  # noqa: E402
+from searchgym.world.synthetic import default_world  # noqa: E402
+from tests.support.tiny_lm import save_tiny  # noqa: E402
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _bench():
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))
+    import bench_plan_length
+
+    return bench_plan_length
+
+
+@pytest.fixture(scope="module")
+def world():
+    return default_world()
+
+
+def test_the_prefix_is_the_experts_first_thought_up_to_the_plans_first_step(world):
+    """The decision is read after the very text the Solver demonstrations open with, and the next character
+    there is the choice: ``;`` for a longer question, ``.`` for a 1-hop one."""
+    bench = _bench()
+    tasks = heldout_solver_tasks(world, {1: 3, 2: 3, 3: 2})
+    for task in tasks:
+        prompt = bench.solver_prompt(world, task)
+        assert prompt.rstrip().endswith(task.question)
+        traj = Trajectory(role="solver", task=task, prompt=prompt, metadata={"max_turns": 5})
+        first = SolverExpert(0, p_question_query=0.0).turn(traj, 0)
+        prefix = bench.plan_prefix(task)
+        assert first.startswith(prefix), (first, prefix)
+        assert first[len(prefix)] == (";" if task.subgraph.hops > 1 else ".")
+
+
+def test_a_run_writes_each_wordings_cells(tmp_path):
+    """Any model folder can be scored: every held-out question is counted once per wording, with a probability."""
+    bench = _bench()
+    tiny = save_tiny(tmp_path / "tiny")
+    out = tmp_path / "plan.json"
+    bench.main(["--adapter", str(tiny), "--out", str(out)])
+    cells = json.loads(out.read_text())["adapters"][str(tiny)]
+    assert set(cells) == set(bench.WORDINGS)
+    for by_hops in cells.values():
+        assert {h: c["n"] for h, c in by_hops.items()} == {str(h): n for h, n in bench.EVAL_HOPS.items()}
+        assert all(0.0 <= c["p_more_steps"] <= 1.0 and 0 <= c["right"] <= c["n"] for c in by_hops.values())
