@@ -67,7 +67,8 @@ def more_steps_probability(model, tok, text: str, semi: int, dot: int) -> float:
 
 
 def score_adapter(adapter: str, world, prompts: dict) -> dict:
-    """Per wording and hop count: the mean ``P(more steps)``, its spread and the share on the right side."""
+    """Per wording: by hop count the mean ``P(more steps)``, its spread and the share on the right side, and the
+    :func:`separation` of 1-hop questions from longer ones."""
     from searchgym.llm.pretrained import open_model
     from searchgym.llm.sequences import render_prompt
 
@@ -80,7 +81,7 @@ def score_adapter(adapter: str, world, prompts: dict) -> dict:
         for task, prompt in items:
             p = more_steps_probability(model, tok, render_prompt(tok, prompt) + plan_prefix(task), semi, dot)
             by_hops.setdefault(task.subgraph.hops, []).append(p)
-        out[wording] = {
+        cells = {
             str(h): {
                 "n": len(ps),
                 "p_more_steps": round(statistics.fmean(ps), 3),
@@ -89,7 +90,20 @@ def score_adapter(adapter: str, world, prompts: dict) -> dict:
             }
             for h, ps in sorted(by_hops.items())
         }
+        longer = [p for h, ps in by_hops.items() if h > 1 for p in ps]
+        out[wording] = {"by_hops": cells, "separation": separation(by_hops.get(1, []), longer)}
     return out
+
+
+def separation(one_hop: list[float], longer: list[float]) -> float | None:
+    """The chance that a longer question's ``P(more steps)`` is above a 1-hop one's (ties count half): 1.0 when the
+    model tells them apart at some threshold, 0.5 when it plans them alike. Where ``right`` is low but this is
+    high, the model reads the question and only its threshold is off (a matter of the data's mix); where both are
+    low, it does not read the hop count from the question."""
+    if not one_hop or not longer:
+        return None
+    wins = sum((b > a) + 0.5 * (b == a) for a in one_hop for b in longer)
+    return round(wins / (len(one_hop) * len(longer)), 3)
 
 
 def main(argv=None) -> dict:
@@ -112,11 +126,12 @@ def main(argv=None) -> dict:
     results = {"what": __doc__.split("\n\n")[0], "machine": machine_info(), "eval_hops": EVAL_HOPS, "adapters": {}}
     for adapter in args.adapter:
         results["adapters"][adapter] = scores = score_adapter(adapter, world, prompts)
-        for wording, by_hops in scores.items():
+        for wording, score in scores.items():
             cells = "  ".join(
-                f"{h}-hop P(more) {c['p_more_steps']:.2f} right {c['right']}/{c['n']}" for h, c in by_hops.items()
+                f"{h}-hop P(more) {c['p_more_steps']:.2f} right {c['right']}/{c['n']}"
+                for h, c in score["by_hops"].items()
             )
-            print(f"{adapter}  {wording:8s}  {cells}")
+            print(f"{adapter}  {wording:8s}  {cells}  separation {score['separation']}")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1))

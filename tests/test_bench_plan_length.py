@@ -56,6 +56,16 @@ def test_a_run_writes_each_wordings_cells(tmp_path):
     bench.main(["--adapter", str(tiny), "--out", str(out)])
     cells = json.loads(out.read_text())["adapters"][str(tiny)]
     assert set(cells) == set(bench.WORDINGS)
-    for by_hops in cells.values():
+    for score in cells.values():
+        by_hops = score["by_hops"]
+        assert 0.0 <= score["separation"] <= 1.0
         assert {h: c["n"] for h, c in by_hops.items()} == {str(h): n for h, n in bench.EVAL_HOPS.items()}
         assert all(0.0 <= c["p_more_steps"] <= 1.0 and 0 <= c["right"] <= c["n"] for c in by_hops.values())
+
+
+def test_separation_is_one_when_a_threshold_splits_the_hop_counts_and_a_half_when_it_cannot():
+    bench = _bench()
+    assert bench.separation([0.6, 0.7], [0.8, 0.9]) == 1.0  # all planned long, yet told apart
+    assert bench.separation([0.5, 0.5], [0.5, 0.5]) == 0.5
+    assert bench.separation([0.9], [0.1]) == 0.0
+    assert bench.separation([], [0.1]) is None
