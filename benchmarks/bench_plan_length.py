@@ -21,11 +21,9 @@ pass per question: about a minute on one CPU thread for both adapters.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-from pathlib import Path
 
-from machine import machine_info
+from machine import machine_info, write_result
 
 #: held-out questions per hop count: the self-play benchmark's ``cpu`` size
 EVAL_HOPS = {1: 32, 2: 32, 3: 16}
@@ -111,7 +109,7 @@ def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--adapter", action="append", required=True, help="a cold-start adapter or model folder")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "plan_length_cpu.json"))
+    ap.add_argument("--out", default=None, help="results JSON (default benchmarks/results/plan_length_cpu.json)")
     args = ap.parse_args(argv)
     import torch
 
@@ -132,10 +130,7 @@ def main(argv=None) -> dict:
                 for h, c in score["by_hops"].items()
             )
             print(f"{adapter}  {wording:8s}  {cells}  separation {score['separation']}")
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1))
-    print(f"wrote {out}")
+    print(f"wrote {write_result(results, args.out, 'plan_length_cpu.json')}")
     return results
 
 
