@@ -31,11 +31,13 @@ WORDINGS = ("template", "heldout")
 
 
 def plan_prefix(task) -> str:
-    """The first thought up to the end of the plan's step 1, as the demonstrations write it for ``task``."""
-    from searchgym.training.demonstrations import hop_phrase
+    """The first thought up to the end of the plan's step 1, cut from the plan the demonstrations write for ``task``
+    (:func:`~searchgym.training.demonstrations.plan_text`), so a change to the plan's wording moves the cut with it."""
+    from searchgym.training.demonstrations import hop_phrase, plan_text
 
     sg = task.subgraph
-    return "<think>Plan: 1) " + hop_phrase(sg, 0, sg.nodes[sg.path[0]].title)
+    plan, first_step = plan_text(sg), hop_phrase(sg, 0, sg.nodes[sg.path[0]].title)
+    return "<think>" + plan[: plan.index(first_step) + len(first_step)]
 
 
 def solver_prompt(world, task) -> str:

@@ -4,8 +4,6 @@ and writes a result for any model folder."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -15,17 +13,12 @@ from searchgym.core.types import Trajectory  # noqa: E402
 from searchgym.training.demonstrations import SolverExpert  # noqa: E402
 from searchgym.training.learning_checks import heldout_solver_tasks  # noqa: E402
 from searchgym.world.synthetic import default_world  # noqa: E402
+from tests.support.selfplay_bench import benchmark_module  # noqa: E402
 from tests.support.tiny_lm import save_tiny  # noqa: E402
-
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def _bench():
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))
-    import bench_plan_length
-
-    return bench_plan_length
+    return benchmark_module("bench_plan_length")
 
 
 @pytest.fixture(scope="module")

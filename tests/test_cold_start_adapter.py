@@ -72,14 +72,11 @@ def test_the_recipe_commands_parse_to_the_recipe_settings():
 def test_the_rejection_sampling_size_continues_the_shipped_adapters_shape(tmp_path):
     """``bench_learning.py --size shipped-rft`` runs its round on the SFT adapter of the shipped recipe: the round's
     settings are a valid ``--source self`` config whose LoRA shape is the recipe's, so ``lora_init`` accepts it."""
-    import importlib
-
     from searchgym.training.cold_start import RECIPE_SFT
     from searchgym.training.sft_config import SFTConfig
-    from tests.support.selfplay_bench import bench_selfplay
+    from tests.support.selfplay_bench import benchmark_module
 
-    bench_selfplay()  # puts benchmarks/ on sys.path
-    bl = importlib.import_module("bench_learning")
+    bl = benchmark_module("bench_learning")
     size = bl._shipped_rft_size()
     cfg = SFTConfig(model="smollm2", lora_init=str(tmp_path / "sft" / "final"), data=["replay.jsonl"], **size["rft"])
     assert cfg.source == "self" and cfg.env_id == "KGProposer-v0" and cfg.env_kwargs["pool_hops"] == [2, 3]

@@ -1,8 +1,10 @@
-"""``benchmarks/bench_selfplay.py`` for the tests: the script as a module, and its ``toy`` size's command line
-(a tiny random Llama on CPU: a real results JSON in seconds)."""
+"""The benchmark scripts for the tests: any of them as a module (``benchmark_module``), and
+``benchmarks/bench_selfplay.py``'s ``toy`` size's command line (a tiny random Llama on CPU: a real results JSON in
+seconds)."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -11,14 +13,17 @@ from tests.support.tiny_lm import save_tiny
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
-def bench_selfplay():
-    """The ``bench_selfplay`` module, imported with ``benchmarks/`` on ``sys.path`` (the benchmarks import each
-    other the way ``python benchmarks/x.py`` finds them)."""
+def benchmark_module(name: str):
+    """The script ``benchmarks/<name>.py`` as a module, imported with ``benchmarks/`` on ``sys.path`` (the
+    benchmarks import each other, and ``machine``, the way ``python benchmarks/x.py`` finds them)."""
     if str(BENCH) not in sys.path:
         sys.path.insert(0, str(BENCH))
-    import bench_selfplay
+    return importlib.import_module(name)
 
-    return bench_selfplay
+
+def bench_selfplay():
+    """The ``bench_selfplay`` module (:func:`benchmark_module`)."""
+    return benchmark_module("bench_selfplay")
 
 
 def toy_args(tmp_path: Path) -> list[str]:
