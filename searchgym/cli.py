@@ -19,6 +19,7 @@ import traceback
 import warnings
 from typing import Optional
 
+from .core.path_errors import unusable_path_reason
 from .core.progress import interrupted_message, reset_phases
 from .core.renamed import RenamedWarning
 from .errors import SearchGymError
@@ -175,26 +176,14 @@ def disk_full_target(exc: BaseException) -> Optional[str]:
     return "a file"
 
 
-#: errno values of a path the command was given but cannot use, and why, in words: the user's to fix, not a bug
-_UNUSABLE_PATH = {
-    errno.ENOTDIR: "a file is in the way of a folder",
-    errno.EEXIST: "a file is in the way of a folder",  # mkdir(exist_ok=True) over a file
-    errno.EISDIR: "a folder where a file was expected",
-    errno.EACCES: "permission denied",
-    errno.EPERM: "operation not permitted",
-    errno.EROFS: "a read-only file system",
-}
-
-
 def unusable_path(exc: BaseException) -> Optional[str]:
     """``"<path>: <why>"`` when ``exc`` (or an error in its chain) is an ``OSError`` on a path the command cannot use
     (a file in the way of an output folder, no permission, a read-only file system), else None. An ``EEXIST`` on
     a folder is a code bug (a ``mkdir`` without ``exist_ok``), so it is not one of these."""
     for e in _chain(exc):
-        if isinstance(e, OSError) and e.errno in _UNUSABLE_PATH and e.filename:
-            if e.errno == errno.EEXIST and os.path.isdir(e.filename):
-                continue
-            return f"{os.fsdecode(e.filename)}: {_UNUSABLE_PATH[e.errno]}"
+        why = unusable_path_reason(e) if isinstance(e, OSError) and e.filename else None
+        if why is not None:
+            return f"{os.fsdecode(e.filename)}: {why}"
     return None
 
 

@@ -249,7 +249,7 @@ def test_config_defaults_yaml_roundtrip_and_overrides(tmp_path):
     cfg.save(tmp_path / "new" / "folder" / "c.yaml")  # --dump-config into a folder not made yet (was a traceback)
     assert TrainConfig.load(tmp_path / "new" / "folder" / "c.yaml") == cfg
     (tmp_path / "a_file").write_text("")
-    with pytest.raises(InvalidArgumentError, match="a_file/c.yaml: a file is in the way of its folder"):
+    with pytest.raises(InvalidArgumentError, match="a_file/c.yaml: a file is in the way of a folder"):
         cfg.save(tmp_path / "a_file" / "c.yaml")
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Sequence, TypeVar, get_type_hints
 
 from ..errors import InvalidArgumentError, MissingFileError
+from .path_errors import unusable_path_reason
 from .renamed import rename_keys
 
 _Config = TypeVar("_Config", bound="ConfigIO")
@@ -80,7 +81,7 @@ class ConfigIO:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text)
         except OSError as exc:
-            why = "a file is in the way of its folder" if isinstance(exc, FileExistsError) else exc.strerror
+            why = unusable_path_reason(exc) or exc.strerror
             raise InvalidArgumentError(f"cannot write the config to {target}: {why}; give a writable path") from exc
 
     def with_overrides(self: _Config, items: Sequence[str]) -> _Config:

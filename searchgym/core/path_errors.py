@@ -1,0 +1,31 @@
+"""Why a path cannot be used, in words: the ``OSError`` numbers that are the user's to fix (a file in the way
+of a folder, no permission, a read-only file system), not a bug. The CLI's last-resort error line and every
+writer that names its own path read the same table, so one failure reads the same wherever it is met."""
+
+from __future__ import annotations
+
+import errno
+import os
+from typing import Optional
+
+__all__ = ["UNUSABLE_PATH_REASONS", "unusable_path_reason"]
+
+#: errno values of a path the command was given but cannot use, and why, in words
+UNUSABLE_PATH_REASONS = {
+    errno.ENOTDIR: "a file is in the way of a folder",
+    errno.EEXIST: "a file is in the way of a folder",  # mkdir(exist_ok=True) over a file
+    errno.EISDIR: "a folder where a file was expected",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.EROFS: "a read-only file system",
+}
+
+
+def unusable_path_reason(exc: OSError) -> Optional[str]:
+    """Why ``exc``'s path cannot be used, or None when ``exc`` is not one of :data:`UNUSABLE_PATH_REASONS`. An
+    ``EEXIST`` on an existing folder is a code bug (a ``mkdir`` without ``exist_ok``), so it is not one of them."""
+    if exc.errno not in UNUSABLE_PATH_REASONS:
+        return None
+    if exc.errno == errno.EEXIST and exc.filename is not None and os.path.isdir(exc.filename):
+        return None
+    return UNUSABLE_PATH_REASONS[exc.errno]
