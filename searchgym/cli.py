@@ -181,9 +181,10 @@ def unusable_path(exc: BaseException) -> Optional[str]:
     (a file in the way of an output folder, no permission, a read-only file system), else None. An ``EEXIST`` on
     a folder is a code bug (a ``mkdir`` without ``exist_ok``), so it is not one of these."""
     for e in _chain(exc):
-        why = unusable_path_reason(e) if isinstance(e, OSError) and e.filename else None
-        if why is not None:
-            return f"{os.fsdecode(e.filename)}: {why}"
+        if isinstance(e, OSError) and e.filename:
+            why = unusable_path_reason(e)
+            if why is not None:
+                return f"{os.fsdecode(e.filename)}: {why}"
     return None
 
 
