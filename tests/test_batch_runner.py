@@ -190,3 +190,49 @@ def test_play_games_reports_each_game_as_it_ends_and_stops_when_asked():
     # game g was reset with seed + g: replaying game 3 alone gives the same question
     (again,) = play_games(gym.make("KGSolver-v0", max_turns=3), PathFollowingSolver(), 1, seed=13)
     assert again["question"] == summaries[1]["question"]
+
+
+class CountingBatches:
+    """``act_batch`` over a per-turn agent, recording how many turns each call carried."""
+
+    def __init__(self, agent) -> None:
+        self.agent, self.sizes = agent, []
+
+    def act_batch(self, turns):
+        self.sizes.append(len(turns))
+        return [self.agent.act(obs, info) for obs, info in turns]
+
+
+def test_play_games_on_clones_plays_them_at_once_and_each_game_is_the_one_its_seed_names():
+    agent = CountingBatches(PathFollowingSolver())
+    clones = [gym.make("KGSolver-v0", max_turns=3) for _ in range(3)]
+    played = []
+    summaries = play_games(clones, agent, 3, seed=20, seed_each_game=True, on_game=played.append)
+    assert sorted(g.game for g in played) == [0, 1, 2] and len(summaries) == 3
+    assert agent.sizes[0] == 3  # the three games' first turns went to the agent in one call
+    for game in played:  # the same game as played alone on one env with its seed
+        (alone,) = play_games(gym.make("KGSolver-v0", max_turns=3), PathFollowingSolver(), 1, seed=20 + game.game)
+        assert alone["question"] == game.summary["question"]
+    # without seed_each_game clone j starts from seed + j: distinct games, not three copies of one
+    firsts = play_games([gym.make("KGSolver-v0", max_turns=3) for _ in range(3)], PathFollowingSolver(), 3, seed=20)
+    assert sorted(s["question"] for s in firsts) == sorted(s["question"] for s in summaries)
+
+
+def test_play_games_on_self_play_clones_shares_the_batch_state_when_asked_and_stops_starting_games():
+    clones = [gym.make("KGSelfPlay-v0") for _ in range(2)]
+    played = []
+    play_games(
+        clones,
+        ScriptedSelfPlayAgent(),
+        6,
+        seed=4,
+        seed_each_game=True,
+        on_game=played.append,
+        until=lambda game: True,  # the first game to end stops new starts; the other one under way finishes
+        share_batch_state=True,
+    )
+    assert sorted(g.game for g in played) == [0, 1]
+    first, second = (c.unwrapped for c in clones)
+    assert first.replay is second.replay and first.validation.batch is second.validation.batch is not None
+    with pytest.raises(InvalidArgumentError, match="non-empty list"):
+        play_games([], ScriptedSelfPlayAgent(), 1)

@@ -588,3 +588,24 @@ def test_sampling_settings_without_source_self_are_refused_not_ignored(tmp_path,
     assert main([*args, "--source", "self", "--dump-config", str(tmp_path / "c.yaml")]) == 0  # read there
     with pytest.raises(ValueError, match="rounds=3: rejection-sampling settings"):  # a round's own config may carry
         SFTConfig(source="data", rounds=3).refuse_unread_sampling_settings()  # them; the command line refuses them
+
+
+def test_rejection_sampling_plays_a_group_env_on_clones_at_once(tmp_path, tiny_dir, tiny_world, monkeypatch):
+    """A group env's tasks play on as many clones as max_batch_generate holds groups, their turns in one batch."""
+    import searchgym.evaluation.games as games
+
+    seen: list[int] = []
+    play = games.play_games
+
+    def recording(env, *a, **k):
+        seen.append(len(env))
+        return play(env, *a, **k)
+
+    monkeypatch.setattr(games, "play_games", recording)
+    kw = dict(model=str(tiny_dir), **_sampling(tmp_path, tiny_world))
+    kw.update(env_id="KGSolverGroup-v0", num_tasks=3, max_batch_generate=4, reward_threshold=0.0)
+    run_sft(_cfg(tmp_path / "group", None, **kw))
+    samples = [
+        json.loads(x) for x in (tmp_path / "group" / "run" / "round_0" / "samples.jsonl").read_text().splitlines()
+    ]
+    assert seen == [2] and len(samples) == 6  # 4 rows hold 2 groups of 2; 3 tasks x 2 samples

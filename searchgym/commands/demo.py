@@ -1,7 +1,8 @@
 """``searchgym demo``: the main job on the embedded default world, end to end.
 
 Builds the default world, indexes it with BM25, prints world statistics and a few searches,
-builds a subgraph pool and draws one subgraph, then plays ``KGSelfPlay-v0`` games with the
+builds a subgraph pool and draws one subgraph, then plays ``KGSelfPlay-v0`` games (``--games`` at once, one
+batch sharing its replay buffer and verification noise as a training step's games do) with the
 Waypoint Coverage Reward wrapper and prints each game -- its question, whether it was verified (and
 why not, in words) and every reward with its components (:mod:`searchgym.evaluation.game_text`) -- while
 writing every game's trajectories to JSONL.
@@ -100,6 +101,7 @@ def run_demo(args: argparse.Namespace) -> int:
     import gymnasium as gym
 
     from ..core.progress import Progress
+    from ..envs.export import TrajectoryWriter
     from ..tasks.heldout import training_subgraphs
     from ..world.synthetic import default_world
     from ..wrappers import WaypointCoverageReward
@@ -138,53 +140,64 @@ def run_demo(args: argparse.Namespace) -> int:
         env_kwargs.update(cold_start_env_kwargs(world, max_turns=args.max_turns), group_size=args.group_size)
         model = show_learning(args, world, outdir, out)
     show_selfplay_benchmark(args.selfplay_results, outdir if args.picture else None, out)
-    # recording outermost: the file holds the WCR-shaped rewards the game lines print
-    env = RecordGames(WaypointCoverageReward(gym.make("KGSelfPlay-v0", **env_kwargs)), outdir / "trajectories.jsonl")
+    # recording outermost: the file holds the WCR-shaped rewards the game lines print; one clone per game played at
+    # once (a batch, as a training step plays it: every pending turn in one model call), one file for all
+    writer = TrajectoryWriter(outdir / "trajectories.jsonl")
+    envs = [
+        RecordGames(WaypointCoverageReward(gym.make("KGSelfPlay-v0", **env_kwargs)), writer) for _ in range(args.games)
+    ]
     agent = _make_agent(args, model)
 
     limit = max(args.games, args.max_games)
     print(
-        f"\nPlaying {args.games} KGSelfPlay-v0 games with the {args.agent} agent (more, up to {limit}, until one "
-        "question is verified) ...",
+        f"\nPlaying {args.games} KGSelfPlay-v0 games at once with the {args.agent} agent (more, up to {limit}, until "
+        "one question is verified) ...",
         file=out,
     )
-    with Progress(args.games, "games", unit="game", enabled=args.agent == "llm") as bar:  # ~a minute each
-        verified, game = _play_demo_games(env, agent, args, bar, out)
+    with Progress(args.games, "games", unit="game", enabled=args.agent == "llm") as bar:  # ~a minute a batch
+        verified, game = _play_demo_games(envs, agent, args, bar, out)
     print(f"\n{verified} of {game} questions verified", file=out)
-    env.close()
+    for env in envs:
+        env.close()
     print(f"\nTrajectories written to {outdir / 'trajectories.jsonl'}", file=out)
     return 0
 
 
-def _play_demo_games(env, agent, args, bar, out) -> tuple[int, int]:
-    """Play ``--games`` games (seed ``--seed`` + game), then more, up to ``--max-games``, until one question is
-    verified; print each game as it ends. Returns ``(verified questions, games played)``."""
+def _play_demo_games(envs, agent, args, bar, out) -> tuple[int, int]:
+    """Play ``--games`` games (seed ``--seed`` + game) at once, one on each of ``envs``, as one batch sharing its
+    replay buffer and verification noise (SSP's training batch), then more in batches of as many, up to
+    ``--max-games``, until one question is verified; print each game as it ends. Returns ``(verified questions,
+    games played)``."""
     from ..evaluation.game_text import game_lines
     from ..evaluation.games import PlayedGame, play_games
 
     verified: list[bool] = []
 
+    def was_verified(game: PlayedGame) -> bool:
+        return bool((game.info.get("validation") or {}).get("valid"))
+
     def show(game: PlayedGame) -> None:
-        verified.append(bool((game.info.get("validation") or {}).get("valid")))
+        verified.append(was_verified(game))
         lines = game_lines(game.game, game.events, game.info)
         lines[0] += f" ({game.seconds:.1f} s)"
         bar.update(1)
         bar.write("\n".join(lines), file=out)
 
-    play_games(env, agent, args.games, seed=args.seed, seed_each_game=True, on_game=show)
+    play_games(envs, agent, args.games, seed=args.seed, seed_each_game=True, on_game=show, share_batch_state=True)
     limit = max(args.games, args.max_games)
     if not any(verified) and limit > args.games:
         bar.total = limit
         bar.write(f"no question verified in {args.games} games: playing on, up to {limit}", file=out)
         play_games(
-            env,
+            envs[: limit - args.games],
             agent,
             limit - args.games,
             seed=args.seed,
             seed_each_game=True,
             first_game=args.games,
             on_game=show,
-            until=lambda game: verified[-1],
+            until=was_verified,
+            share_batch_state=True,
         )
     return sum(verified), len(verified)
 
@@ -393,12 +406,18 @@ def register(sub) -> None:
     p.add_argument(
         "--model", default="smollm2", help="model for --agent llm: 'smollm2' (bundled) or a local HF directory"
     )
-    p.add_argument("--games", type=int, default=2, help="self-play games to play")
+    p.add_argument(
+        "--games",
+        type=int,
+        default=2,
+        help="self-play games to play at once, as one batch (every pending turn in one model call)",
+    )
     p.add_argument(
         "--max-games",
         type=int,
         default=4,
-        help="when none of the --games games has a verified question, play on until one has, up to this many",
+        help="when none of the --games games has a verified question, play on (in batches of --games) until one "
+        "has, up to this many",
     )
     p.add_argument(
         "--threads",

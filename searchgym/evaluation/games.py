@@ -2,7 +2,9 @@
 rejection sampling).
 
 ``play_games(env, agent, n)`` runs the user loop of the env contract through the
-:class:`~searchgym.evaluation.batch_runner.BatchRunner` on one env; the agent is anything with
+:class:`~searchgym.evaluation.batch_runner.BatchRunner` on one env, or on a list of clones of one: their games
+then run at once, in lock step, every pending turn in one agent call (an LLM agent decodes them as one batch);
+the agent is anything with
 ``act(obs, info)`` or ``act_batch(turns)`` (:class:`~searchgym.agents.llm_agent.LLMAgent`, the scripted agent,
 ...). The summary per game holds the proposer reward, the solver rewards, their WCR terms when a WCR wrapper
 is in place, the question and the gold answer, why a question was rejected, and the game in words.
@@ -52,45 +54,62 @@ def play_games(
     first_game: int = 0,
     on_game: Optional[Callable[[PlayedGame], None]] = None,
     until: Optional[Callable[[PlayedGame], bool]] = None,
+    share_batch_state: bool = False,
 ) -> list[dict]:
-    """Play up to ``n_games`` games numbered from ``first_game``; returns one summary dict per game.
+    """Play up to ``n_games`` games numbered from ``first_game``; returns one summary dict per game, in the
+    order the games ended.
 
-    The first reset uses ``seed`` and later ones continue the env's own sequence; ``seed_each_game`` resets
-    game ``g`` with ``seed + g`` instead. ``on_game`` is called with each game as it ends; ``until(game)``
-    true stops after that game. ``max_steps`` guards against an env that never ends a game (raises naming
-    the game).
+    ``env``: an env, or a list of clones of one that play ``len(env)`` games at a time, in lock step (the
+    games are then a function of the list's length too: it sets which turns share a sampling call and, with
+    ``share_batch_state``, what the games share). ``share_batch_state``: the clones share one replay buffer and
+    the verification noise of each other's Proposer rollouts, as a self-play training batch does
+    (:class:`~searchgym.evaluation.batch_runner.BatchRunner`). The first reset uses ``seed`` and later ones
+    continue each env's own sequence (clone ``j``'s first reset uses ``seed + j``); ``seed_each_game`` resets game
+    ``g`` with ``seed + g`` instead.
+    ``on_game`` is called with each game as it ends; once ``until(game)`` is true for a game that ended, no
+    further game starts (games already under way finish). ``max_steps`` guards against an env that never
+    ends a game (raises naming the game).
     """
     if n_games < 1:
         raise InvalidArgumentError(f"n_games must be >= 1, got {n_games}")
+    envs = list(env) if isinstance(env, (list, tuple)) else [env]
+    if not envs:
+        raise InvalidArgumentError("play_games needs an env (or a non-empty list of clones)")
     out = Path(export_path) if export_path is not None else None
     fh = None
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         fh = open(out, "w")
     played: list[PlayedGame] = []
-    clock = [time.perf_counter()]
+    stop = [False]
+    began: dict[int, float] = {}
 
     def starts() -> Iterator[EpisodeStart]:
         for game in range(first_game, first_game + n_games):
-            if played and until is not None and until(played[-1]):
+            if stop[0]:
                 return
-            reset_seed = seed + game if seed_each_game and seed is not None else (seed if game == first_game else None)
-            clock[0] = time.perf_counter()
+            if seed_each_game and seed is not None:
+                reset_seed: Optional[int] = seed + game
+            else:  # the first game on env j (game first_game + j) seeds it with seed + j; later ones go on from there
+                j = game - first_game
+                reset_seed = seed + j if seed is not None and j < len(envs) else None
+            began[game] = time.perf_counter()
             yield EpisodeStart(key=game, seed=reset_seed)
 
     def finished(episodes: list[Episode]) -> None:
         for ep in episodes:
-            record = PlayedGame(
-                ep.key, ep.events, ep.info, summarise_game(ep.key, ep.events, ep.info), time.perf_counter() - clock[0]
-            )
+            seconds = time.perf_counter() - began.pop(ep.key)
+            record = PlayedGame(ep.key, ep.events, ep.info, summarise_game(ep.key, ep.events, ep.info), seconds)
             played.append(record)
             if fh is not None:
                 _export_game(fh, record)
             if on_game is not None:
                 on_game(record)
+            stop[0] = stop[0] or (until is not None and until(record))
 
     try:
-        BatchRunner([env], max_steps=max_steps).play(agent, starts(), on_finished=finished, keep=False)
+        runner = BatchRunner(envs, share_batch_state=share_batch_state, max_steps=max_steps)
+        runner.play(agent, starts(), on_finished=finished, keep=False)
     finally:
         if fh is not None:
             fh.close()

@@ -3,7 +3,8 @@
 Each round samples the current model with :class:`~searchgym.agents.llm_agent.LLMAgent` through the batch
 runner on ``num_tasks`` tasks of ``env_id``, ``samples_per_task`` rollouts each (a single-role env plays them as
 separate episodes, up to ``max_batch_generate`` in flight so each turn is one batched call; a group env gets
-``group_size = samples_per_task`` and the ordinary play loop, :func:`~searchgym.evaluation.games.play_games`),
+``group_size = samples_per_task`` and the ordinary play loop, :func:`~searchgym.evaluation.games.play_games`, on as
+many clones as ``max_batch_generate`` holds groups, their turns batched the same way),
 writes them to ``round_<r>/samples.jsonl`` and fine-tunes on those with reward >= ``reward_threshold``
 (:class:`searchgym.training.sft_trainer.SFTRun` on that file, plus the config's ``data`` files when it names any:
 demonstrations replayed in every round, so the skills the sampled env does not exercise are kept). The next round
@@ -21,8 +22,6 @@ import random
 import shutil
 from dataclasses import replace
 from pathlib import Path
-
-import gymnasium as gym
 
 from ..errors import InvalidArgumentError
 from .model_loading import resolve_init
@@ -44,6 +43,7 @@ def sample_rollouts(config: SFTConfig, model_name: str, out_path: Path, round_in
     from ..llm.pretrained import open_model
     from ..llm.transformers_backend import TransformersGenerator
     from .model_loading import resolve_device
+    from .selfplay_envs import make_env_copies
 
     if config.threads:  # sampling is most of a round: it keeps the thread budget too
         torch.set_num_threads(config.threads)
@@ -66,11 +66,14 @@ def sample_rollouts(config: SFTConfig, model_name: str, out_path: Path, round_in
         os.replace(tmp, out_path)
         return out_path
     kwargs.setdefault("group_size", config.samples_per_task)  # a group env samples its G rollouts itself
-    env = gym.make(config.env_id, **kwargs)
+    # as many groups at once as max_batch_generate holds rows (clone j's first task drawn with seed + j)
+    clones = max(1, min(config.num_tasks, config.max_batch_generate // max(1, int(kwargs["group_size"]))))
+    envs = make_env_copies(config.env_id, kwargs, clones)
     try:
-        play_games(env, agent, config.num_tasks, export_path=tmp, seed=seed)
+        play_games(envs, agent, config.num_tasks, export_path=tmp, seed=seed)
     finally:
-        env.close()
+        for env in envs:
+            env.close()
     os.replace(tmp, out_path)
     return out_path
 
