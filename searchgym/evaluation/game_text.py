@@ -91,7 +91,7 @@ def _solver_text(reward: float, c: Mapping) -> str:
     if "wcr_bonus" in c:
         terms.append(("WCR bonus", c["wcr_bonus"]))
         notes.append(
-            f"WCR bonus = α·g̃ for a wrong answer, 0 for a right one (waypoint coverage g "
+            f"WCR bonus = α·g̃ for a wrong answer, 0 for a right one or none (waypoint coverage g "
             f"{_fmt(c.get('wcr_coverage', 0))}, g̃ {_fmt(c.get('wcr_normalised_coverage', 0))})"
         )
     if "gdcr_total" in c:
