@@ -25,9 +25,10 @@ def test_bad_dtype_is_refused(tmp_path):
 
 
 @pytest.mark.slow
-def test_bundled_model_converts_once_and_generates(tmp_path, monkeypatch):
+def test_bundled_model_converts_once_and_generates(tmp_path, monkeypatch, capfd):
     cache = tmp_path / "cache"
     path = smollm.ensure_smollm2(cache)
+    assert "dequantising its GGUF" in capfd.readouterr().err  # the minute it takes is never silent
     assert (path / "config.json").is_file() and (path / smollm._COMPLETE).is_file()
     assert not [p for p in cache.iterdir() if p.name.startswith(".float32.tmp")]  # no half-written leftovers
 

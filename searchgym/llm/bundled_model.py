@@ -77,9 +77,14 @@ def ensure_smollm2(cache_dir: str | os.PathLike | None = None, *, dtype: str = "
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        from ..core.progress import Progress
+
         tmp = Path(tempfile.mkdtemp(prefix=f".{dtype}.tmp-", dir=root))
+        # about 50 s on 2 CPU cores, once per cache: never silent (the tokenizer and the config each re-read the GGUF)
+        bar = Progress(3, f"bundled SmolLM2-135M: dequantising its GGUF into {target} (once)", unit="part")
         try:
             tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+            bar.update()
             loaded = AutoModelForCausalLM.from_pretrained(
                 str(gguf.parent), gguf_file=gguf.name, dtype=getattr(torch, dtype)
             )
@@ -92,13 +97,16 @@ def ensure_smollm2(cache_dir: str | os.PathLike | None = None, *, dtype: str = "
             model.load_state_dict(loaded.state_dict())
             model.generation_config = loaded.generation_config
             del loaded
+            bar.update()
             model.save_pretrained(tmp)
             tok.save_pretrained(tmp)
             (tmp / _COMPLETE).write_text(f"{gguf.name}\n")
             if target.exists():  # a stale, incomplete folder from an older layout
                 shutil.rmtree(target)
             os.replace(tmp, target)
+            bar.update()
         finally:
+            bar.close()
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
     return target
