@@ -51,49 +51,21 @@ class CountingAgent:
         return actions
 
 
-def make_envs(n: int, seed: int):
-    """``n`` ``KGSelfPlay-v0`` envs as the demo makes them (WCR on top; no recording)."""
-    import gymnasium as gym
-
-    import searchgym  # noqa: F401  (registration)
-    from searchgym.retrieval.bm25 import BM25Retriever
-    from searchgym.tasks.heldout import training_subgraphs
-    from searchgym.training.demonstrations import cold_start_env_kwargs
-    from searchgym.world.synthetic import default_world
-    from searchgym.wrappers import WaypointCoverageReward
-
-    world = default_world(seed=seed)
-    kw = dict(
-        world=world, retriever=BM25Retriever.from_world(world), pool=training_subgraphs(world, 200, seed=seed, hops=2)
-    )
-    kw.update(cold_start_env_kwargs(world, max_turns=4), group_size=3)
-    return [WaypointCoverageReward(gym.make("KGSelfPlay-v0", **kw)) for _ in range(n)]
-
-
 def play_side(side: str, model, games: int, seed: int) -> dict:
-    """Play ``games`` games on one side; its figures."""
-    from searchgym.agents.llm_agent import LLMAgent
-    from searchgym.core.llm import GenerationConfig
+    """Play ``games`` games on one side, with the demo's own pool, envs and agent; its figures."""
+    from searchgym.commands.demo import default_args, demo_agent, demo_pool, game_envs
     from searchgym.evaluation.games import play_games
-    from searchgym.llm.transformers_backend import TransformersGenerator
+    from searchgym.retrieval.bm25 import BM25Retriever
+    from searchgym.world.synthetic import default_world
 
-    envs = make_envs(1 if side == "one-at-a-time" else games, seed)
-    agent = CountingAgent(
-        LLMAgent(
-            TransformersGenerator(*model, seed=seed),
-            config=GenerationConfig(max_new_tokens=96, temperature=1.0, seed=seed),
-        )
-    )
+    args = default_args(games=1 if side == "one-at-a-time" else games, seed=seed)
+    world = default_world(seed=seed)
+    envs = game_envs(args, world, BM25Retriever.from_world(world), demo_pool(args, world))
+    agent = CountingAgent(demo_agent(args, model))
     played: list[dict] = []
 
     def done(game) -> None:
-        played.append(
-            {
-                "game": game.game,
-                "seconds": round(game.seconds, 2),
-                "verified": bool((game.info.get("validation") or {}).get("valid")),
-            }
-        )
+        played.append({"game": game.game, "seconds": round(game.seconds, 2), "verified": game.verified})
         print(f"  {side}: game {game.game} {game.seconds:.1f} s, verified {played[-1]['verified']}", flush=True)
 
     c0, t0 = time.process_time(), time.perf_counter()
@@ -137,9 +109,11 @@ def main(argv=None) -> dict:
     import torch
 
     torch.set_num_threads(args.threads)
+    from searchgym.commands.demo import default_args
     from searchgym.training.cold_start import load_cold_start
 
     model = load_cold_start()
+    demo = default_args()
     rows = [play_side(side, model, args.games, args.seed) for side in SIDES]
     base = rows[0]
     for row in rows:
@@ -155,7 +129,11 @@ def main(argv=None) -> dict:
         "torch": torch.__version__,
         "threads": args.threads,
         "model": "SmolLM2-135M + shipped cold start (merged)",
-        "settings": {"games": args.games, "seed": args.seed, "max_turns": 4, "max_new_tokens": 96, "group_size": 3},
+        "settings": {
+            "games": args.games,
+            "seed": args.seed,
+            **{k: vars(demo)[k] for k in ("pool_size", "max_turns", "max_new_tokens", "group_size")},
+        },
         "sides": rows,
         "note": "the sides sample different tokens (a row's draws depend on its batch), so their games differ; "
         "compare seconds per model call and calls per game as well as the totals",

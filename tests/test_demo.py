@@ -110,3 +110,14 @@ def test_bad_counts_are_refused_before_the_world_is_built(capsys):
     captured = capsys.readouterr()
     assert captured.out == ""  # nothing shown, nothing built
     assert captured.err.count("\n") == 1 and "--games 0 (at least 1), --threads 0 (at least 1)" in captured.err
+
+
+def test_default_args_are_the_demos_own_and_refuse_an_unknown_name():
+    """A script measuring the demo's games gets the demo's defaults, with only what it overrides changed."""
+    from searchgym.commands.demo import default_args
+    from searchgym.errors import InvalidArgumentError
+
+    args = default_args(games=4)
+    assert args.games == 4 and args.max_new_tokens == 96 and args.group_size == 3 and args.agent == "llm"
+    with pytest.raises(InvalidArgumentError, match="not a demo argument: gamez"):
+        default_args(gamez=4)

@@ -98,13 +98,9 @@ def run_demo(args: argparse.Namespace) -> int:
     """Run the demo with parsed CLI arguments; returns an exit code."""
     import sys
 
-    import gymnasium as gym
-
     from ..core.progress import Progress
     from ..envs.export import TrajectoryWriter
-    from ..tasks.heldout import training_subgraphs
     from ..world.synthetic import default_world
-    from ..wrappers import WaypointCoverageReward
     from ..wrappers.recording import RecordGames
 
     check_demo_args(args)
@@ -118,10 +114,7 @@ def run_demo(args: argparse.Namespace) -> int:
     world = default_world(seed=args.seed)
     retriever = _print_world(world, out)
 
-    # training-side answers only, so the built-in benchmark stays held out from what the demo plays; the LLM agent
-    # plays subgraphs of the hop count its cold start reaches (2), the scripted experts the paper's 3-7
-    hops = args.pool_hops if args.pool_hops is not None else (2 if args.agent == "llm" else None)
-    pool = training_subgraphs(world, args.pool_size, seed=args.seed, hops=hops)
+    pool = demo_pool(args, world)
     if args.picture:  # matplotlib (~1.5 s to import on 2 cores) is imported only here, when drawing
         from ..construction.plot import plot_subgraph
 
@@ -132,21 +125,12 @@ def run_demo(args: argparse.Namespace) -> int:
         where = "first one (not drawn: --no-picture)"
     print(f"\nSubgraph pool: {len(pool)} subgraphs; {where}:\n{pool[0].describe()}", file=out)
 
-    env_kwargs = dict(world=world, retriever=retriever, pool=pool)
-    model = None
-    if args.agent == "llm":  # the cold-start settings: short passages keep a game near a minute on 2 CPU cores
-        from ..training.demonstrations import cold_start_env_kwargs
-
-        env_kwargs.update(cold_start_env_kwargs(world, max_turns=args.max_turns), group_size=args.group_size)
-        model = show_learning(args, world, outdir, out)
+    model = show_learning(args, world, outdir, out) if args.agent == "llm" else None
     show_selfplay_benchmark(args.selfplay_results, outdir if args.picture else None, out)
-    # recording outermost: the file holds the WCR-shaped rewards the game lines print; one clone per game played at
-    # once (a batch, as a training step plays it: every pending turn in one model call), one file for all
+    # recording outermost: the file holds the WCR-shaped rewards the game lines print; one file for all the clones
     writer = TrajectoryWriter(outdir / "trajectories.jsonl")
-    envs = [
-        RecordGames(WaypointCoverageReward(gym.make("KGSelfPlay-v0", **env_kwargs)), writer) for _ in range(args.games)
-    ]
-    agent = _make_agent(args, model)
+    envs = [RecordGames(env, writer) for env in game_envs(args, world, retriever, pool)]
+    agent = demo_agent(args, model)
 
     limit = max(args.games, args.max_games)
     print(
@@ -163,6 +147,48 @@ def run_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def demo_pool(args: argparse.Namespace, world) -> list:
+    """The demo's subgraph pool: ``--pool-size`` training-side subgraphs (so the built-in benchmark stays held out
+    from what the demo plays), of ``--pool-hops`` hops, by default the hop count the shipped cold start reaches (2)
+    for the LLM agent and the paper's 3-7 for the scripted experts."""
+    from ..tasks.heldout import training_subgraphs
+
+    hops = args.pool_hops if args.pool_hops is not None else (2 if args.agent == "llm" else None)
+    return training_subgraphs(world, args.pool_size, seed=args.seed, hops=hops)
+
+
+def game_envs(args: argparse.Namespace, world, retriever, pool: list) -> list:
+    """One ``KGSelfPlay-v0`` clone per game of ``--games`` (they play at once, as one batch: every pending turn in one
+    model call), each under the Waypoint Coverage Reward; for the LLM agent with the cold-start settings (short
+    passages keep a game near a minute on 2 CPU cores), ``--max-turns`` and ``--group-size``."""
+    import gymnasium as gym
+
+    from ..wrappers import WaypointCoverageReward
+
+    kwargs: dict[str, Any] = dict(world=world, retriever=retriever, pool=pool)
+    if args.agent == "llm":
+        from ..training.demonstrations import cold_start_env_kwargs
+
+        kwargs.update(cold_start_env_kwargs(world, max_turns=args.max_turns), group_size=args.group_size)
+    return [WaypointCoverageReward(gym.make("KGSelfPlay-v0", **kwargs)) for _ in range(args.games)]
+
+
+def default_args(**overrides: Any) -> argparse.Namespace:
+    """The demo's arguments at their defaults, ``overrides`` replacing some: what a script measuring the demo's
+    games plays (``benchmarks/bench_games.py``). An unknown name is refused."""
+    from ..errors import InvalidArgumentError
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    args = parser.parse_args(["demo"])
+    unknown = sorted(set(overrides) - set(vars(args)))
+    if unknown:
+        raise InvalidArgumentError(f"not a demo argument: {', '.join(unknown)}")
+    for name, value in overrides.items():
+        setattr(args, name, value)
+    return args
+
+
 def _play_demo_games(envs, agent, args, bar, out) -> tuple[int, int]:
     """Play ``--games`` games (seed ``--seed`` + game) at once, one on each of ``envs``, as one batch sharing its
     replay buffer and verification noise (SSP's training batch), then more in batches of as many, up to
@@ -173,11 +199,8 @@ def _play_demo_games(envs, agent, args, bar, out) -> tuple[int, int]:
 
     verified: list[bool] = []
 
-    def was_verified(game: PlayedGame) -> bool:
-        return bool((game.info.get("validation") or {}).get("valid"))
-
     def show(game: PlayedGame) -> None:
-        verified.append(was_verified(game))
+        verified.append(game.verified)
         lines = game_lines(game.game, game.events, game.info)
         lines[0] += f" ({game.seconds:.1f} s)"
         bar.update(1)
@@ -196,7 +219,7 @@ def _play_demo_games(envs, agent, args, bar, out) -> tuple[int, int]:
             seed_each_game=True,
             first_game=args.games,
             on_game=show,
-            until=was_verified,
+            until=lambda game: game.verified,
             share_batch_state=True,
         )
     return sum(verified), len(verified)
@@ -382,7 +405,9 @@ def _plot_learning(rows, path: Path) -> None:
     plt.close(fig)
 
 
-def _make_agent(args, model):
+def demo_agent(args: argparse.Namespace, model):
+    """The agent that plays the demo's games: the scripted experts, or ``LLMAgent`` on ``model`` (``(model,
+    tokenizer)``) sampling at temperature 1 with ``--max-new-tokens`` a turn, seeded with ``--seed``."""
     if args.agent == "scripted":
         from ..agents.scripted import ScriptedSelfPlayAgent
 

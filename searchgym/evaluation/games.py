@@ -41,6 +41,12 @@ class PlayedGame:
     summary: dict
     seconds: float
 
+    @property
+    def verified(self) -> bool:
+        """Whether the game's proposed question passed the rule filters and RAG verification (False for a game
+        without a Proposer)."""
+        return bool((self.info.get("validation") or {}).get("valid"))
+
 
 def play_games(
     env,
