@@ -20,11 +20,28 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+#: the instruction-set features that decide this package's CPU kernels, as ``/proc/cpuinfo`` spells them: the
+#: same model name can hide different ones under a hypervisor (an "Intel(R) Xeon(R) Processor" with or without AMX)
+ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16")
+
+
+def cpu_isa() -> list[str]:
+    """Which of :data:`ISA_FLAGS` this CPU has (empty where ``/proc/cpuinfo`` cannot be read)."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            flags = next((line.split(":", 1)[1].split() for line in fh if line.startswith("flags")), [])
+    except OSError:
+        return []
+    return [f for f in ISA_FLAGS if f in flags]
+
+
 def machine_info() -> dict:
-    """CPU model, core count, total memory (GB) and Python version, for result JSON files."""
+    """CPU model, its kernel-relevant ISA features, core count, total memory (GB) and Python version, for result
+    JSON files."""
     mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     return {
         "cpu": cpu_model(),
+        "isa": cpu_isa(),
         "cores": os.cpu_count(),
         "memory_gb": round(mem_gb, 1),
         "python": platform.python_version(),
@@ -32,8 +49,9 @@ def machine_info() -> dict:
 
 
 def machine_line() -> str:
-    """``"<CPU model>, <N> cores"`` for printed tables."""
-    return f"{cpu_model()}, {os.cpu_count()} cores"
+    """``"<CPU model> (<ISA features>), <N> cores"`` for printed tables."""
+    isa = " ".join(cpu_isa())
+    return f"{cpu_model()}{f' ({isa})' if isa else ''}, {os.cpu_count()} cores"
 
 
 def add_device_argument(parser) -> None:

@@ -53,3 +53,13 @@ def test_server_concurrency_is_validated():
         OpenAIServer(DelayedScript(lambda p: "x"), "m", concurrency=0)
     with pytest.raises(ValueError, match="delay must be >= 0"):
         DelayedScript(lambda p: "x", delay=-1)
+
+
+def test_machine_info_names_the_kernel_relevant_isa_of_this_cpu():
+    # the same "Intel(R) Xeon(R) Processor" name has hidden CPUs with and without AMX: figures state the features
+    from benchmarks.machine import ISA_FLAGS, cpu_isa, machine_info, machine_line
+
+    flags = Path("/proc/cpuinfo").read_text().split("flags", 1)[1].split("\n", 1)[0].split()
+    assert cpu_isa() == [f for f in ISA_FLAGS if f in flags]
+    assert machine_info()["isa"] == cpu_isa()
+    assert all(f in machine_line() for f in cpu_isa())
