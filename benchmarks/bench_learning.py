@@ -84,18 +84,25 @@ _CPU_SCORING = dict(
 
 
 def _shipped_size() -> dict:
-    """The shipped adapter's recipe (``searchgym.training.cold_start.RECIPE_DEMOS`` / ``RECIPE_SFT``), scored like
-    the other sizes: ``--size shipped --check-shipped`` re-makes the adapter and compares it with the shipped one."""
-    from searchgym.training.cold_start import RECIPE_DEMOS, RECIPE_SFT
+    """The shipped adapter's recipe (``searchgym.training.cold_start``: ``RECIPE_DEMOS`` / ``RECIPE_SFT``, then the
+    second stage and the interpolation, :func:`stage_second`), scored like the other sizes: ``--size shipped
+    --check-shipped`` re-makes the adapter and compares it with the shipped one."""
+    from searchgym.training import cold_start as cs
 
     return dict(
-        demo_solver=RECIPE_DEMOS["solver"],
-        demo_kg=RECIPE_DEMOS["proposer"],
-        demo_vanilla=RECIPE_DEMOS["vanilla"],
-        demo_openings=RECIPE_DEMOS["openings"],
-        demo_proposer_openings=RECIPE_DEMOS["proposer_openings"],
+        demo_solver=cs.RECIPE_DEMOS["solver"],
+        demo_kg=cs.RECIPE_DEMOS["proposer"],
+        demo_vanilla=cs.RECIPE_DEMOS["vanilla"],
+        demo_openings=cs.RECIPE_DEMOS["openings"],
+        demo_proposer_openings=cs.RECIPE_DEMOS["proposer_openings"],
         eval_proposer=64,
-        sft=RECIPE_SFT,
+        sft=cs.RECIPE_SFT,
+        second=dict(
+            seed=cs.RECIPE_SECOND_SEED,
+            demos=cs.RECIPE_SECOND_DEMOS,
+            sft=cs.RECIPE_SECOND_SFT,
+            weight=cs.RECIPE_INTERPOLATION_WEIGHT,
+        ),
         **_CPU_SCORING,
     )
 
@@ -138,6 +145,7 @@ def _shipped_rft_size() -> dict:
     """``--size shipped-rft``: :func:`_shipped_size` plus the rejection-sampling round (:data:`RFT_ROUND`, on the
     SFT adapter's own LoRA shape)."""
     size = _shipped_size()
+    size.pop("second")  # the round continues the first stage, as measured before the second stage was shipped
     shape = {k: v for k, v in size["sft"].items() if k.startswith("lora") or k == "save_adapter"}
     return {**size, "replay": RFT_REPLAY, "rft": {**RFT_ROUND, **shape}}
 
@@ -296,6 +304,46 @@ def stage_rft(size: dict, work: Path, device: str, world, sft_final: str) -> dic
             **size["rft"],
         ),
     )
+
+
+def stage_second(size: dict, work: Path, device: str, world, sft_final: str) -> dict:
+    """The shipped recipe's second stage on top of the SFT adapter (``size["second"]``): its demonstrations (made
+    with their own seed), a short SFT continuing the adapter (``lora_init``), then the point ``weight`` of the way
+    from the first stage to the second (:func:`~searchgym.training.adapter_interpolation.interpolate_adapters`),
+    which is the cold start. Cached in ``work/second_demos.json``, ``work/second.json`` and ``work/mixed``."""
+    from searchgym.training.adapter_interpolation import interpolate_adapters
+    from searchgym.training.demonstrations import demonstrations_by_hops
+    from searchgym.training.sft_trainer import SFTConfig
+
+    spec = size["second"]
+    data, meta = work / "second.jsonl", work / "second_demos.json"
+    if not meta.is_file():
+        tmp = data.with_name(data.name + ".tmp")
+        stats = demonstrations_by_hops(world, tmp, **spec["demos"], seed=spec["seed"], progress=True)
+        os.replace(tmp, data)
+        meta.write_text(json.dumps(stats.as_dict(), indent=1))
+    second = _sft_stage(
+        work / "second.json",
+        lambda: SFTConfig(
+            model="smollm2",
+            device=device,
+            data=[str(data)],
+            lora_init=sft_final,
+            output_dir=str(work / "second"),
+            seed=0,
+            progress=True,
+            **spec["sft"],
+        ),
+    )
+    mixed = work / "mixed"
+    if not (mixed / "adapter_model.safetensors").is_file():
+        interpolate_adapters(sft_final, second["final_dir"], spec["weight"], mixed)
+    return {
+        "demos": json.loads(meta.read_text()),
+        "sft": {k: second.get(k) for k in ("steps", "val_loss_initial", "val_loss_best", "seconds", "final_dir")},
+        "weight": spec["weight"],
+        "final_dir": str(mixed),
+    }
 
 
 def stage_extract(size: dict, work: Path, sft_final: str) -> dict:
@@ -643,6 +691,9 @@ def main() -> None:
         if "rft" in size:  # a rejection-sampling round continues the adapter: the cold start is its result
             results["rft"] = rft = stage_rft(size, work, args.device, world, sft["final_dir"])
             sft = {**sft, "final_dir": rft["final_dir"]}
+        if "second" in size:  # the shipped recipe's second stage and interpolation: the cold start is their result
+            results["second"] = second = stage_second(size, work, args.device, world, sft["final_dir"])
+            sft = {**sft, "final_dir": second["final_dir"]}
         if "extract_rank" in size:  # the shippable form is what gets scored
             results["extract"] = extract = stage_extract(size, work, sft["final_dir"])
             label = f"cold start (rank-{size['extract_rank']} LoRA)"

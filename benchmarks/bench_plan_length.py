@@ -28,6 +28,23 @@ from machine import machine_info, write_result
 #: held-out questions per hop count: the self-play benchmark's ``cpu`` size
 EVAL_HOPS = {1: 32, 2: 32, 3: 16}
 WORDINGS = ("template", "heldout")
+#: ``--split training``: as many training-side questions per hop count, drawn with a seed no demonstration set of
+#: the shipped recipe uses, in the template and the training rewordings -- what a setting (the weight of
+#: ``interpolate_adapters``) is chosen on, so that the held-out sets only score the choice
+TRAINING_SEED = 11
+TRAINING_WORDINGS = ("template", "train")
+
+
+def split_tasks(world, split: str) -> dict[str, list]:
+    """The questions scored, by wording: the held-out benchmark's (``heldout``) or training-side draws
+    (``training``, :data:`TRAINING_SEED`)."""
+    if split == "training":
+        from searchgym.training.demonstrations import demo_tasks
+
+        return {w: demo_tasks(world, EVAL_HOPS, seed=TRAINING_SEED, wording=w) for w in TRAINING_WORDINGS}
+    from searchgym.training.learning_checks import heldout_solver_tasks
+
+    return {w: heldout_solver_tasks(world, EVAL_HOPS, wording=w) for w in WORDINGS}
 
 
 def plan_prefix(task) -> str:
@@ -112,18 +129,27 @@ def main(argv=None) -> dict:
     ap.add_argument("--adapter", action="append", required=True, help="a cold-start adapter or model folder")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     ap.add_argument("--out", default=None, help="results JSON (default benchmarks/results/plan_length_cpu.json)")
+    ap.add_argument(
+        "--split",
+        choices=("heldout", "training"),
+        default="heldout",
+        help="the held-out benchmark's questions (default) or training-side ones, to choose a setting on",
+    )
     args = ap.parse_args(argv)
     import torch
 
     torch.set_num_threads(args.threads)
-    from searchgym.training.learning_checks import heldout_solver_tasks
     from searchgym.world.synthetic import default_world
 
     world = default_world()
-    prompts = {
-        w: [(t, solver_prompt(world, t)) for t in heldout_solver_tasks(world, EVAL_HOPS, wording=w)] for w in WORDINGS
+    prompts = {w: [(t, solver_prompt(world, t)) for t in tasks] for w, tasks in split_tasks(world, args.split).items()}
+    results = {
+        "what": __doc__.split("\n\n")[0],
+        "machine": machine_info(),
+        "split": args.split,
+        "eval_hops": EVAL_HOPS,
+        "adapters": {},
     }
-    results = {"what": __doc__.split("\n\n")[0], "machine": machine_info(), "eval_hops": EVAL_HOPS, "adapters": {}}
     for adapter in args.adapter:
         results["adapters"][adapter] = scores = score_adapter(adapter, world, prompts)
         for wording, score in scores.items():

@@ -62,3 +62,21 @@ def test_separation_is_one_when_a_threshold_splits_the_hop_counts_and_a_half_whe
     assert bench.separation([0.5, 0.5], [0.5, 0.5]) == 0.5
     assert bench.separation([0.9], [0.1]) == 0.0
     assert bench.separation([], [0.1]) is None
+
+
+def test_the_training_split_scores_training_side_questions_in_training_wordings(world):
+    """``--split training`` is what a setting is chosen on: none of its questions is a held-out one (by answer or
+    by text), every hop count is full, and both wordings ask the same questions."""
+    from searchgym.tasks.heldout import answer_name, is_heldout_name
+
+    bench = _bench()
+    split = bench.split_tasks(world, "training")
+    assert set(split) == set(bench.TRAINING_WORDINGS)
+    heldout = {t.question for w in bench.WORDINGS for t in heldout_solver_tasks(world, bench.EVAL_HOPS, wording=w)}
+    template, train = split["template"], split["train"]
+    for tasks in split.values():
+        assert {h: sum(t.subgraph.hops == h for t in tasks) for h in bench.EVAL_HOPS} == bench.EVAL_HOPS
+        assert not any(is_heldout_name(answer_name(t.subgraph)) for t in tasks)
+        assert not heldout & {t.question for t in tasks}
+    assert [t.subgraph.path for t in template] == [t.subgraph.path for t in train]
+    assert sum(a.question != b.question for a, b in zip(template, train)) > len(train) // 2

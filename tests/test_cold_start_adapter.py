@@ -55,18 +55,32 @@ def test_the_recipe_commands_parse_to_the_recipe_settings():
 
     from searchgym.cli import build_parser
     from searchgym.commands.sft import resolve_sft_config
-    from searchgym.training.cold_start import RECIPE, RECIPE_DEMOS, RECIPE_SFT
+    from searchgym.training import cold_start as cs
 
-    demos_cmd, sft_cmd, ship_cmd = RECIPE
+    demos_cmd, sft_cmd, second_demos_cmd, second_sft_cmd, ship_cmd = cs.RECIPE
     parser = build_parser()
-    demos = parser.parse_args(shlex.split(demos_cmd)[1:])
-    for role, counts in RECIPE_DEMOS.items():
-        assert getattr(demos, role) == ",".join(f"{h}:{n}" for h, n in counts.items())
-    cfg = resolve_sft_config(parser.parse_args(shlex.split(sft_cmd)[1:]))
-    for key, value in RECIPE_SFT.items():
-        assert getattr(cfg, key) == value, key
-    assert cfg.model == "smollm2" and cfg.data == ["runs/cold_start/demos.jsonl"]
-    assert "ship_adapter('runs/cold_start/sft/final')" in ship_cmd
+    for cmd, counts_by_role, seed in ((demos_cmd, cs.RECIPE_DEMOS, 0), (second_demos_cmd, cs.RECIPE_SECOND_DEMOS, 7)):
+        demos = parser.parse_args(shlex.split(cmd)[1:])
+        assert demos.seed == seed == (cs.RECIPE_SECOND_SEED if counts_by_role is cs.RECIPE_SECOND_DEMOS else 0)
+        for role, counts in counts_by_role.items():
+            assert getattr(demos, role) == ",".join(f"{h}:{n}" for h, n in counts.items()), role
+    first = resolve_sft_config(parser.parse_args(shlex.split(sft_cmd)[1:]))
+    second = resolve_sft_config(parser.parse_args(shlex.split(second_sft_cmd)[1:]))
+    for cfg, settings in ((first, cs.RECIPE_SFT), (second, cs.RECIPE_SECOND_SFT)):
+        for key, value in settings.items():
+            assert getattr(cfg, key) == value, key
+        assert cfg.model == "smollm2"
+    assert first.data == ["runs/cold_start/demos.jsonl"] and first.lora_init is None
+    assert second.data == ["runs/cold_start/second.jsonl"] and second.lora_init == "runs/cold_start/sft/final"
+    assert second.output_dir == "runs/cold_start/second"
+    assert all(second.lora_init and getattr(second, k) == v for k, v in cs.RECIPE_SFT.items() if k.startswith("lora"))
+    assert (
+        f"interpolate_adapters('runs/cold_start/sft/final', 'runs/cold_start/second/final', "
+        f"{cs.RECIPE_INTERPOLATION_WEIGHT}, 'runs/cold_start/mixed')" in ship_cmd
+    )
+    python, flag, code = shlex.split(ship_cmd)
+    assert (python, flag) == ("python", "-c") and "ship_adapter(interpolate_adapters(" in code
+    compile(code, "ship_cmd", "exec")  # a shell that runs it hands Python valid code
 
 
 def test_the_rejection_sampling_size_continues_the_shipped_adapters_shape(tmp_path):
@@ -84,3 +98,61 @@ def test_the_rejection_sampling_size_continues_the_shipped_adapters_shape(tmp_pa
     for key in ("lora_r", "lora_alpha", "lora_target_modules", "lora_dropout"):
         assert getattr(cfg, key) == RECIPE_SFT[key]
     assert set(size["replay"]) <= {"solver", "proposer"} and size["sft"] == RECIPE_SFT
+
+
+def test_interpolate_adapters_lies_on_the_line_between_two_adapters_of_one_run(tmp_path):
+    """WiSE-FT along the factors: weight 0 is the start adapter, 1 the end one, 0.25 a quarter of the way for every
+    tensor; the result loads as an ordinary adapter whose output lies between the two ends' on a prompt, its metadata
+    names both ends, and bad input is refused in one line naming the fix."""
+    from safetensors.torch import load_file
+
+    from searchgym.errors import InvalidArgumentError
+    from searchgym.training.adapter_interpolation import interpolate_adapters
+
+    tiny = save_tiny(tmp_path / "tiny")
+    data = write_demos(tmp_path / "d.jsonl", n=8)
+    kw = dict(model=str(tiny), lora=True, lora_r=4, lora_alpha=8, lora_dropout=0.0, save_adapter=True, epochs=1)
+    first = run_sft(_cfg(tmp_path / "first", data, **kw))
+    second = run_sft(_cfg(tmp_path / "second", data, lora_init=first.final_dir, lr=3e-2, **kw))
+    a = load_file(f"{first.final_dir}/adapter_model.safetensors")
+    b = load_file(f"{second.final_dir}/adapter_model.safetensors")
+    assert any(not torch.equal(a[k], b[k]) for k in a)  # the second stage moved the weights
+    for w in (0.0, 0.25, 1.0):
+        mixed = interpolate_adapters(first.final_dir, second.final_dir, w, tmp_path / f"mix{w}")
+        m = load_file(str(mixed / "adapter_model.safetensors"))
+        assert m.keys() == a.keys()
+        assert all(torch.allclose(m[k], a[k] + w * (b[k] - a[k]), atol=1e-6) for k in a)
+    meta = json.loads((tmp_path / "mix0.25" / MODEL_META).read_text())
+    assert meta["interpolation"] == {"start": first.final_dir, "end": second.final_dir, "weight": 0.25}
+    ids = torch.tensor([[5, 9, 14, 3]])
+    with torch.no_grad():
+        ends = [open_model(str(d))[0](input_ids=ids).logits for d in (first.final_dir, second.final_dir)]
+        mid = open_model(str(tmp_path / "mix0.25"))[0](input_ids=ids).logits
+    assert (mid - ends[0]).abs().max() < (ends[1] - ends[0]).abs().max()  # nearer the start, yet moved
+    assert (mid - ends[0]).abs().max() > 0
+    with pytest.raises(InvalidArgumentError, match=r"weight=1.5: use a value in \[0, 1\]"):
+        interpolate_adapters(first.final_dir, second.final_dir, 1.5, tmp_path / "bad")
+    other = run_sft(_cfg(tmp_path / "other", data, **{**kw, "lora_r": 2}))
+    with pytest.raises(InvalidArgumentError, match="different shapes .*r differ.*lora_init"):
+        interpolate_adapters(first.final_dir, other.final_dir, 0.5, tmp_path / "bad")
+    with pytest.raises(MissingFileError, match="not a saved LoRA adapter"):
+        interpolate_adapters(tiny, second.final_dir, 0.5, tmp_path / "bad")
+
+
+def test_the_shipped_size_re_makes_the_second_stage_and_the_interpolation(tmp_path):
+    """``bench_learning.py --size shipped`` re-makes what is shipped: the second stage's settings are a valid SFT
+    config continuing the first stage's LoRA shape, with the recipe's seed and weight; the rejection-sampling size
+    keeps continuing the first stage, as it was measured."""
+    from searchgym.training import cold_start as cs
+    from searchgym.training.sft_config import SFTConfig
+    from tests.support.selfplay_bench import benchmark_module
+
+    bl = benchmark_module("bench_learning")
+    second = bl._shipped_size()["second"]
+    assert second == dict(
+        seed=cs.RECIPE_SECOND_SEED, demos=cs.RECIPE_SECOND_DEMOS, sft=cs.RECIPE_SECOND_SFT, weight=0.3
+    )
+    cfg = SFTConfig(model="smollm2", lora_init=str(tmp_path / "sft" / "final"), data=["s.jsonl"], **second["sft"])
+    cfg.validate()
+    assert all(getattr(cfg, k) == v for k, v in cs.RECIPE_SFT.items() if k.startswith("lora"))
+    assert "second" not in bl._shipped_rft_size()

@@ -1,7 +1,9 @@
 """The cold start shipped for the bundled model: a small LoRA adapter and the commands that make it.
 
 Training SmolLM2-135M on enough demonstrations to follow the search protocol takes longer on 2 CPU
-cores than a demo may, so the package ships the adapter that :data:`RECIPE` makes (9.8 MB, fp16).
+cores than a demo may, so the package ships the adapter that :data:`RECIPE` makes (9.8 MB, fp16): an SFT on
+demonstrations of both roles, a short second stage of one-step plans continuing it, and the point 0.3 of the way
+from the first to the second (:func:`~searchgym.training.adapter_interpolation.interpolate_adapters`).
 ``benchmarks/bench_learning.py --size shipped --check-shipped`` re-runs the recipe and compares held-out accuracy.
 """
 
@@ -19,6 +21,10 @@ __all__ = [
     "RECIPE",
     "RECIPE_DEMOS",
     "RECIPE_SFT",
+    "RECIPE_SECOND_DEMOS",
+    "RECIPE_SECOND_SEED",
+    "RECIPE_SECOND_SFT",
+    "RECIPE_INTERPOLATION_WEIGHT",
     "shipped_adapter",
     "load_cold_start",
     "ship_adapter",
@@ -27,13 +33,13 @@ __all__ = [
 
 SHIPPED_ADAPTER = Path(__file__).resolve().parent.parent / "assets" / "smollm2_cold_start"
 
-#: the shipped adapter's demonstrations (``searchgym demos`` hop counts per role: Solver, KG Proposer, answer-only
-#: Proposer, Solver and KG Proposer openings) and SFT settings (``SFTConfig`` fields): a rank-16 LoRA on every
-#: linear layer (attention and MLP) without dropout, 120 steps of 8 under bfloat16 autocast where the device has
-#: bf16 hardware (``mixed_precision: auto``; 79 min on one CPU thread), 9.8 MB once stored as float16. It plays
-#: both roles: held-out Solver EM 1-hop 0.34, 2-hop 0.22 and KG Proposer valid 34/64 (docs/sft.md; the KG
-#: Proposer demonstrations end with ``nesting_text``). :data:`RECIPE` spells them as commands;
-#: ``benchmarks/bench_learning.py --size shipped --check-shipped`` trains from the same two dicts and scores the
+#: the shipped adapter's first stage: demonstrations (``searchgym demos`` hop counts per role: Solver, KG Proposer,
+#: answer-only Proposer, Solver and KG Proposer openings) and SFT settings (``SFTConfig`` fields): a rank-16 LoRA on
+#: every linear layer (attention and MLP) without dropout, 120 steps of 8 under bfloat16 autocast where the device
+#: has bf16 hardware (``mixed_precision: auto``; 79 min on one CPU thread), 9.8 MB once stored as float16. It plays
+#: both roles: held-out Solver EM 1-hop 0.34, 2-hop 0.22 and KG Proposer valid 34/64 (shipped alone 2026-11-28; the
+#: KG Proposer demonstrations end with ``nesting_text``). :data:`RECIPE` spells both stages as commands;
+#: ``benchmarks/bench_learning.py --size shipped --check-shipped`` trains from the same dicts and scores the
 #: re-made and the shipped adapter side by side on held-out questions.
 RECIPE_DEMOS = {
     "solver": {1: 200, 2: 160, 3: 60},
@@ -63,6 +69,39 @@ RECIPE_SFT = {
     "val_fraction": 0.05,
 }
 
+#: the second stage (2026-11-29): the first stage plans most one-hop questions as two steps (its 1-hop accuracy
+#: 0.34), so new demonstrations (seed :data:`RECIPE_SECOND_SEED`, other draws than the first's) weighted towards
+#: one-step plans -- one-hop Solver episodes and openings -- with multi-hop Solver and KG Proposer ones replayed,
+#: and a short SFT continuing the first stage's adapter (``lora_init``). Alone it overshoots (every question planned
+#: in one step: 1-hop 0.44, 2-hop 0.03, Proposer 18/64), so the adapter shipped is the point
+#: :data:`RECIPE_INTERPOLATION_WEIGHT` of the way from the first stage to it, the weight chosen on training-side
+#: questions (``benchmarks/bench_plan_length.py --split training``: the most plans of the right length there, 134
+#: of 160 against the first stage's 109): held-out Solver 1-hop 0.47, 2-hop 0.19, KG Proposer 38/64 (docs/sft.md)
+RECIPE_SECOND_SEED = 7
+RECIPE_SECOND_DEMOS = {
+    "solver": {1: 120, 2: 40},
+    "proposer": {2: 40, 3: 40},
+    "vanilla": {},
+    "openings": {1: 120},
+    "proposer_openings": {},
+}
+RECIPE_SECOND_SFT = {
+    **{k: v for k, v in RECIPE_SFT.items() if k.startswith("lora") or k == "save_adapter"},
+    "lr": 2e-4,
+    "lr_schedule": "constant",
+    "warmup_steps": 2,
+    "max_steps": 24,
+    "batch_size": 8,
+    "micro_batch_size": 4,
+    "mixed_precision": "auto",
+    "eval_every": 8,
+    "save_every": 8,
+    "patience": 0,
+    "max_tokens": 1024,
+    "val_fraction": 0.05,
+}
+RECIPE_INTERPOLATION_WEIGHT = 0.3
+
 
 def _hops(counts: dict) -> str:
     return ",".join(f"{h}:{n}" for h, n in counts.items()) or "''"
@@ -74,13 +113,24 @@ def _sft_args(settings: dict) -> str:
     return " ".join(f"--set {shlex.quote(f'{key}={json.dumps(value)}')}" for key, value in settings.items())
 
 
+def _demos_args(counts_by_role: dict) -> str:
+    return " ".join(f"--{role.replace('_', '-')} {_hops(counts)}" for role, counts in counts_by_role.items())
+
+
 #: the commands that made the shipped adapter, run from the repository root
 RECIPE = (
-    "searchgym demos --out runs/cold_start/demos.jsonl "
-    + " ".join(f"--{role.replace('_', '-')} {_hops(counts)}" for role, counts in RECIPE_DEMOS.items()),
+    "searchgym demos --out runs/cold_start/demos.jsonl " + _demos_args(RECIPE_DEMOS),
     "searchgym sft --model smollm2 --data runs/cold_start/demos.jsonl --output-dir runs/cold_start/sft "
     + _sft_args(RECIPE_SFT),
-    "python -c \"from searchgym.training.cold_start import ship_adapter; ship_adapter('runs/cold_start/sft/final')\"",
+    f"searchgym demos --out runs/cold_start/second.jsonl --seed {RECIPE_SECOND_SEED} "
+    + _demos_args(RECIPE_SECOND_DEMOS),
+    "searchgym sft --model smollm2 --data runs/cold_start/second.jsonl --output-dir runs/cold_start/second "
+    + "--set lora_init=runs/cold_start/sft/final "
+    + _sft_args(RECIPE_SECOND_SFT),
+    'python -c "from searchgym.training.adapter_interpolation import interpolate_adapters; '
+    "from searchgym.training.cold_start import ship_adapter; "
+    "ship_adapter(interpolate_adapters('runs/cold_start/sft/final', 'runs/cold_start/second/final', "
+    f"{RECIPE_INTERPOLATION_WEIGHT}, 'runs/cold_start/mixed'))\"",
 )
 
 
