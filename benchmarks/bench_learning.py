@@ -284,24 +284,31 @@ def stage_rft(size: dict, work: Path, device: str, world, sft_final: str) -> dic
     ``source="self"``; ``size["replay"]``: demonstrations per role replayed next to the kept samples, made with
     seed 1); the adapter carries on (``lora_init``). Cached in ``work/rft.json``, resumable."""
     from searchgym.training.demonstrations import demonstrations_by_hops
-    from searchgym.training.sft_trainer import SFTConfig
 
     replay = work / "replay.jsonl"
     if not replay.is_file() and not (work / "rft.json").is_file():
         tmp = replay.with_name(replay.name + ".tmp")
         demonstrations_by_hops(world, tmp, **size["replay"], seed=1)
         os.replace(tmp, replay)
+    return _continuation("rft", work, device, replay, sft_final, size["rft"])
+
+
+def _continuation(name: str, work: Path, device: str, data: Path, lora_init: str, settings: dict) -> dict:
+    """An SFT stage continuing the adapter ``lora_init`` (``SFTConfig`` fields ``settings``) on ``data``: trains into
+    ``work/<name>``, its result cached in ``work/<name>.json`` (:func:`_sft_stage`)."""
+    from searchgym.training.sft_trainer import SFTConfig
+
     return _sft_stage(
-        work / "rft.json",
+        work / f"{name}.json",
         lambda: SFTConfig(
             model="smollm2",
             device=device,
-            data=[str(replay)],
-            lora_init=sft_final,
-            output_dir=str(work / "rft"),
+            data=[str(data)],
+            lora_init=lora_init,
+            output_dir=str(work / name),
             seed=0,
             progress=True,
-            **size["rft"],
+            **settings,
         ),
     )
 
@@ -313,7 +320,6 @@ def stage_second(size: dict, work: Path, device: str, world, sft_final: str) -> 
     which is the cold start. Cached in ``work/second_demos.json``, ``work/second.json`` and ``work/mixed``."""
     from searchgym.training.adapter_interpolation import interpolate_adapters
     from searchgym.training.demonstrations import demonstrations_by_hops
-    from searchgym.training.sft_trainer import SFTConfig
 
     spec = size["second"]
     data, meta = work / "second.jsonl", work / "second_demos.json"
@@ -322,19 +328,7 @@ def stage_second(size: dict, work: Path, device: str, world, sft_final: str) -> 
         stats = demonstrations_by_hops(world, tmp, **spec["demos"], seed=spec["seed"], progress=True)
         os.replace(tmp, data)
         meta.write_text(json.dumps(stats.as_dict(), indent=1))
-    second = _sft_stage(
-        work / "second.json",
-        lambda: SFTConfig(
-            model="smollm2",
-            device=device,
-            data=[str(data)],
-            lora_init=sft_final,
-            output_dir=str(work / "second"),
-            seed=0,
-            progress=True,
-            **spec["sft"],
-        ),
-    )
+    second = _continuation("second", work, device, data, sft_final, spec["sft"])
     mixed = work / "mixed"
     if not (mixed / "adapter_model.safetensors").is_file():
         interpolate_adapters(sft_final, second["final_dir"], spec["weight"], mixed)

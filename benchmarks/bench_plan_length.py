@@ -10,12 +10,16 @@ high on 2- and 3-hop ones; one that plans every question alike puts it at the sa
 decoding takes the more likely side, so the share on the right side (``right``) is the share of plans of the
 right length, given a right first step.
 
-Measured on the shipped cold start it explained its 1-hop accuracy: P(more steps) 0.61 on 1-hop questions
+Measured on the cold start shipped 2026-11-28 it explained its 1-hop accuracy: P(more steps) 0.61 on 1-hop questions
 against 0.88 on 2-hop ones, so greedy plans 23 of 32 one-hop questions as two steps (docs/sft.md). One forward
 pass per question: about a minute on one CPU thread for both adapters.
 
     .venv/bin/python benchmarks/bench_plan_length.py --adapter searchgym/assets/smollm2_cold_start \\
         [--adapter OTHER ...] [--out benchmarks/results/plan_length_cpu.json]
+
+``--split training`` scores training-side questions instead (the same counts, a seed no demonstration set of the
+shipped recipe uses, template and training wordings): what the shipped adapter's interpolation weight was chosen on
+(``benchmarks/results/plan_length_training_cpu.json``), so that the held-out sets only score the choice.
 """
 
 from __future__ import annotations
