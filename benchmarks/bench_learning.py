@@ -318,6 +318,7 @@ def stage_second(size: dict, work: Path, device: str, world, sft_final: str) -> 
     with their own seed), a short SFT continuing the adapter (``lora_init``), then the point ``weight`` of the way
     from the first stage to the second (:func:`~searchgym.training.adapter_interpolation.interpolate_adapters`),
     which is the cold start. Cached in ``work/second_demos.json``, ``work/second.json`` and ``work/mixed``."""
+    from searchgym.llm.pretrained import MODEL_META
     from searchgym.training.adapter_interpolation import interpolate_adapters
     from searchgym.training.demonstrations import demonstrations_by_hops
 
@@ -330,7 +331,7 @@ def stage_second(size: dict, work: Path, device: str, world, sft_final: str) -> 
         meta.write_text(json.dumps(stats.as_dict(), indent=1))
     second = _continuation("second", work, device, data, sft_final, spec["sft"])
     mixed = work / "mixed"
-    if not (mixed / "adapter_model.safetensors").is_file():
+    if not (mixed / MODEL_META).is_file():  # written last: a folder with it is complete
         interpolate_adapters(sft_final, second["final_dir"], spec["weight"], mixed)
     return {
         "demos": json.loads(meta.read_text()),

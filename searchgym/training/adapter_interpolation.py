@@ -38,9 +38,10 @@ def _adapter_config(folder: Path) -> dict:
 def interpolate_adapters(start: str | Path, end: str | Path, weight: float, dest: str | Path) -> Path:
     """Write to ``dest`` the adapter ``(1 - weight) * start + weight * end``, tensor by tensor, in float32 (so
     ``ship_adapter`` rounds it once), with ``start``'s config and a ``searchgym_model.json`` that records the two
-    ends and the weight. ``weight`` 0 is ``start``, 1 is ``end``. Raises a one-line error when either folder is not
-    an adapter, when their shapes differ (rank, alpha, targets, tensor names or sizes), or when ``weight`` is
-    outside [0, 1] (an extrapolation is not a point between two trained models). Returns ``dest``."""
+    ends and the weight, written last (each file is renamed into place whole, so a folder with that file is
+    complete). ``weight`` 0 is ``start``, 1 is ``end``. Raises a one-line error when either folder is not an
+    adapter, when their shapes differ (rank, alpha, targets, tensor names or sizes), or when ``weight`` is outside
+    [0, 1] (an extrapolation is not a point between two trained models). Returns ``dest``."""
     import torch
     from safetensors.torch import load_file, save_file
 
@@ -60,14 +61,25 @@ def interpolate_adapters(start: str | Path, end: str | Path, weight: float, dest
     if a.keys() != b.keys() or any(a[k].shape != b[k].shape for k in a):
         raise InvalidArgumentError(f"{start} and {end} hold different tensors; interpolate two adapters of one run")
     mixed = {k: torch.lerp(a[k].float(), b[k].float(), weight).contiguous() for k in a}
-    dest.mkdir(parents=True, exist_ok=True)
-    (dest / _CONFIG).write_text(json.dumps(a_cfg, indent=2))
-    save_file(mixed, str(dest / _WEIGHTS))
     meta = json.loads((start / MODEL_META).read_text()) if (start / MODEL_META).is_file() else {}
     meta.pop("dtype_shipped", None)  # the float32 result is not what was shipped
     meta["interpolation"] = {"start": str(start), "end": str(end), "weight": weight}
-    (dest / MODEL_META).write_text(json.dumps(meta, indent=1))
+    dest.mkdir(parents=True, exist_ok=True)
+    # each file lands whole (written aside, then renamed); the metadata comes last, so a folder that has it is done
+    (dest / MODEL_META).unlink(missing_ok=True)
+    _replace(dest / _CONFIG, lambda tmp: tmp.write_text(json.dumps(a_cfg, indent=2)))
+    _replace(dest / _WEIGHTS, lambda tmp: save_file(mixed, str(tmp)))
+    _replace(dest / MODEL_META, lambda tmp: tmp.write_text(json.dumps(meta, indent=1)))
     return dest
+
+
+def _replace(path: Path, write) -> None:
+    """``write(tmp)`` to a temporary name beside ``path``, then rename it over ``path`` (atomic on one file system)."""
+    import os
+
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    write(tmp)
+    os.replace(tmp, path)
 
 
 def _norm(value):
