@@ -120,7 +120,8 @@ def test_interpolate_adapters_lies_on_the_line_between_two_adapters_of_one_run(t
     for w in (0.0, 0.25, 1.0):
         mixed = interpolate_adapters(first.final_dir, second.final_dir, w, tmp_path / f"mix{w}")
         m = load_file(str(mixed / "adapter_model.safetensors"))
-        assert sorted(p.name for p in mixed.iterdir()) == ["adapter_config.json", "adapter_model.safetensors", MODEL_META]
+        files = sorted(p.name for p in mixed.iterdir())
+        assert files == ["adapter_config.json", "adapter_model.safetensors", MODEL_META]  # no temporary left
         assert m.keys() == a.keys()
         assert all(torch.allclose(m[k], a[k] + w * (b[k] - a[k]), atol=1e-6) for k in a)
     meta = json.loads((tmp_path / "mix0.25" / MODEL_META).read_text())
