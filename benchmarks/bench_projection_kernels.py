@@ -43,9 +43,10 @@ def kernel(name: str, weight, rows: int):
 
     if name == "F.linear":
         return lambda x: F.linear(x, weight)
-    if name == "mkldnn_pack":
-        packed = torch.ops.mkldnn._reorder_linear_weight(weight, rows)
-        return lambda x: torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [None], "")
+    if name == "mkldnn_pack":  # the rollout engine's own kernel
+        from searchgym.llm.decoder_weights import packed_linear, prepack_linear
+
+        return packed_linear(prepack_linear(weight, rows))
     packed = torch.ops.mkl._mkl_reorder_linear_weight(weight, rows)
     return lambda x: torch.ops.mkl._mkl_linear(x, packed, weight, None, rows)
 

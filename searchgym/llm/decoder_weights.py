@@ -15,10 +15,26 @@ from typing import Any, Callable, Optional
 
 from .bf16_hardware import warn_if_bf16_emulated
 
-__all__ = ["DecoderWeights", "PACK_LIMIT_BYTES", "rollout_dtype"]
+__all__ = ["DecoderWeights", "PACK_LIMIT_BYTES", "packed_linear", "prepack_linear", "rollout_dtype"]
 
 #: prepack the weights by default when the linear layers' copies take at most this many bytes
 PACK_LIMIT_BYTES = 2 << 30
+
+
+def prepack_linear(weight, rows: int):
+    """oneDNN's copy of ``weight`` (out x in) laid out for ``rows``-row inputs: what the engine's dense calls read on
+    CPU (``benchmarks/bench_projection_kernels.py`` times the same kernel)."""
+    import torch
+
+    return torch.ops.mkldnn._reorder_linear_weight(weight.detach(), rows)
+
+
+def packed_linear(packed, bias=None) -> Callable:
+    """``x -> x @ weight.T + bias`` on a :func:`prepack_linear` copy."""
+    import torch
+
+    linear = torch.ops.mkldnn._linear_pointwise
+    return lambda x: linear(x, packed, bias, "none", [None], "")
 
 
 def rollout_dtype(name: str, model_dtype):
@@ -170,16 +186,11 @@ class DecoderWeights:
 
     def _dense(self, weight, bias, sources: tuple) -> Callable:
         """``x -> x @ weight.T + bias``: oneDNN on a prepacked copy when packing, else ``F.linear``."""
-        import torch
         import torch.nn.functional as F
 
         if self.pack:
             rows = self.pack_rows
-            packed = self._derived(
-                "pack", sources, lambda: torch.ops.mkldnn._reorder_linear_weight(weight.detach(), rows)
-            )
-            linear = torch.ops.mkldnn._linear_pointwise
-            return lambda x: linear(x, packed, bias, "none", [None], "")
+            return packed_linear(self._derived("pack", sources, lambda: prepack_linear(weight, rows)), bias)
         return lambda x: F.linear(x, weight, bias)
 
     def _linear(self, module, conv) -> Callable:
