@@ -37,7 +37,9 @@ has the commands. ``--proposer-baseline`` is an ablation: one Proposer baseline 
 recipe's own (``hop_group``: EVE's HRPO), recorded in the JSON (``proposer_baseline_override``). ``--set
 KEY=VALUE`` is the general form: any training config field in every arm (``--set kl_coef=0.01``: the KL term
 the ``cpu`` size turns off), named in each arm's label and recorded in the JSON (``overrides``); the fields the
-benchmark itself sets (model, start, seed, steps, pool, output) are refused.
+benchmark itself sets (model, start, seed, steps, pool, output) are refused. ``--eval-at 16`` also scores every
+run at training step 16 (the run keeps that checkpoint: ``keep_checkpoint_every``), in the JSON as each run's
+``checkpoints``.
 """
 
 from __future__ import annotations
@@ -360,6 +362,8 @@ def train_config(arm: Arm, seed: int, size: dict, opts: dict, pool: Path, work: 
         fields["total_steps"] = opts["steps"]
     if opts.get("proposer_baseline"):  # an ablation over every arm, e.g. hop_group (EVE's HRPO)
         fields["proposer_baseline"] = opts["proposer_baseline"]
+    if opts.get("eval_at"):  # the steps --eval-at scores stay on disk
+        fields["keep_checkpoint_every"] = math.gcd(*opts["eval_at"])
     cfg = recipe_config(arm.recipe, size["recipe_size"], env_kwargs={"pool": str(pool), "order": "given"}, **fields)
     return cfg.with_overrides(opts.get("overrides") or [])
 
@@ -476,6 +480,24 @@ def open_trained(start: str, final: Path):
 
     model, tok = open_model(start)
     return PeftModel.from_pretrained(model, str(final)).merge_and_unload(), tok
+
+
+def checkpoint_stage(name: str, step: int) -> str:
+    """The evaluation stage of run ``name`` at training step ``step`` (``--eval-at``)."""
+    return f"{name}_step{step}"
+
+
+def checkpoint_policy(work: Path, name: str, step: int) -> Path:
+    """The policy (adapter) run ``name`` saved at ``step``; refused when the run did not keep that checkpoint."""
+    from searchgym.training.checkpoints import CheckpointManager
+
+    policy = work / name / "checkpoints" / CheckpointManager.dir_name(step) / "policy"
+    if not policy.is_dir():
+        raise BenchError(
+            f"run {name} in {work} kept no checkpoint at step {step} (it trained without --eval-at {step}); give "
+            "another --workdir to score it there"
+        )
+    return policy
 
 
 def stage_eval(name: str, load, modes: Sequence[str], world, size: dict, work: Path, device: str, label: str) -> dict:
@@ -640,6 +662,25 @@ def seeds_note(runs_done: dict) -> str:
     return note
 
 
+def scored_stage(work: Path, name: str, modes: Sequence[str], target_hops: Mapping[str, int]) -> dict:
+    """A scored stage's held-out results with its Proposer cells and its paired flips against the cold start."""
+    ev = json.loads((work / f"eval_{name}.json").read_text())
+    ev["proposer_cells"] = proposer_cells(work, name, modes, target_hops)
+    ev["vs_cold_start"] = {
+        "solver": paired_flips(work, COLD, name),
+        "solver_reworded": paired_flips(work, COLD, name, reworded=True),
+        **{f"proposer_{m}": paired_counts(proposer_valid(work, COLD, m), proposer_valid(work, name, m)) for m in modes},
+    }
+    return ev
+
+
+def scored_checkpoints(work: Path, name: str) -> list[int]:
+    """The training steps at which run ``name`` was also scored (``--eval-at``), ascending."""
+    prefix = f"eval_{checkpoint_stage(name, 0)[:-1]}"
+    steps = (p.name[len(prefix) : -len(".json")] for p in work.glob(f"{prefix}*.json"))
+    return sorted(int(x) for x in steps if x.isdigit())
+
+
 def collect(work: Path, size_name: str, header: dict, target_hops: Mapping[str, int]) -> dict:
     """Every finished run of ``work`` against the cold start: curves, held-out results, paired flips, gains and
     the issue's targets (met or not, reported either way), with the seeds each arm finished; ``header``: what the
@@ -682,25 +723,19 @@ def collect(work: Path, size_name: str, header: dict, target_hops: Mapping[str, 
         runs = []
         for seed in seeds:
             name = run_name(key, seed)
-            ev = json.loads((work / f"eval_{name}.json").read_text())
-            ev["proposer_cells"] = proposer_cells(work, name, modes, target_hops)
             curve = train_curve(work / name)
             runs.append(
                 {
-                    **ev,
+                    **scored_stage(work, name, modes, target_hops),
                     "seed": seed,
                     "train": curve,
                     "train_s": round(sum(x or 0.0 for x in curve["step_s"]), 1),
                     "games": sum(x or 0 for x in curve["games"]),
                     "adapter": str(work / name / "final"),
-                    "vs_cold_start": {
-                        "solver": paired_flips(work, COLD, name),
-                        "solver_reworded": paired_flips(work, COLD, name, reworded=True),
-                        **{
-                            f"proposer_{m}": paired_counts(proposer_valid(work, COLD, m), proposer_valid(work, name, m))
-                            for m in modes
-                        },
-                    },
+                    "checkpoints": [
+                        {"step": step, **scored_stage(work, checkpoint_stage(name, step), modes, target_hops)}
+                        for step in scored_checkpoints(work, name)
+                    ],
                 }
             )
         config = configs[(key, seeds[0])].to_dict()
@@ -887,6 +922,13 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         help="an ablation: the self-play pool's subgraphs per hop count (e.g. 3=128; default: the size's), named in "
         "each arm's label; a workdir plays one pool, so give it its own --workdir",
     )
+    ap.add_argument(
+        "--eval-at",
+        default=None,
+        metavar="STEP,...",
+        help="also score every run on the held-out sets at these training steps (each a multiple of the size's "
+        "save_every and below the run's last step); the runs keep those checkpoints",
+    )
     ap.add_argument("--out", default=None, help="results JSON (default benchmarks/results/selfplay_<size>.json)")
     ap.add_argument("--collect", action="store_true", help="only write the JSON/PNG from the finished runs")
     ap.add_argument(
@@ -911,6 +953,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     if args.steps is not None and args.steps < 1:
         ap.error(f"--steps must be at least 1; got {args.steps}")
     args.device = args.device or size["device"]
+    args.eval_steps = parse_eval_at(
+        ap, args.eval_at, size["train"]["save_every"], args.steps or size["train"]["total_steps"]
+    )
     try:
         args.pool = parse_pool_hops(args.pool_hops) if args.pool_hops else dict(size["pool"])
     except ValueError as exc:
@@ -923,6 +968,23 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     if args.init not in (None, SHIPPED_INIT) and not Path(args.init).exists():
         ap.error(f"--init {args.init}: no such folder; give a cold-start folder, {SHIPPED_INIT} or none")
     return args
+
+
+def parse_eval_at(ap: argparse.ArgumentParser, text: Optional[str], save_every: int, steps: int) -> list[int]:
+    """``--eval-at`` as sorted steps, each a checkpointed step (a multiple of ``save_every``) before the last."""
+    if not text:
+        return []
+    try:
+        out = sorted({int(x) for x in text.split(",")})
+    except ValueError:
+        ap.error(f"--eval-at {text!r}: give comma-separated training steps, e.g. 8,16")
+    bad = [k for k in out if k < 1 or k >= steps or k % save_every]
+    if bad:
+        ap.error(
+            f"--eval-at {text!r}: step {bad[0]} is not a checkpointed step before the last ({steps}); use multiples of "
+            f"save_every={save_every} below {steps}"
+        )
+    return out
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -966,6 +1028,7 @@ def run(args: argparse.Namespace) -> None:
         "steps": args.steps,
         "proposer_baseline": args.proposer_baseline,
         "overrides": parse_overrides(args.set),
+        "eval_at": args.eval_steps,
     }
     if args.init:
         from searchgym.training.model_loading import resolve_init
@@ -992,6 +1055,18 @@ def run(args: argparse.Namespace) -> None:
                     args.device,
                     str(final),
                 )
+                for step in opts["eval_at"]:
+                    policy = checkpoint_policy(work, run_name(key, seed), step)
+                    stage_eval(
+                        checkpoint_stage(run_name(key, seed), step),
+                        lambda policy=policy: open_trained(start, policy),
+                        modes,
+                        world,
+                        size,
+                        work,
+                        args.device,
+                        str(policy),
+                    )
         from searchgym.llm.pretrained import open_model
 
         with wait_lock(work / f"{COLD}.stage"):  # the cold start once per workdir, whichever process gets here first
@@ -1041,7 +1116,10 @@ def ship(results: dict, path: Path) -> Path:
 def print_table(results: dict) -> None:
     """Held-out results per stage, one line each."""
     rows = [("cold start", results["cold_start"])]
-    rows += [(f"{a['label']} s{r['seed']}", r) for a in results["arms"].values() for r in a["runs"]]
+    for a in results["arms"].values():
+        for r in a["runs"]:
+            rows += [(f"{a['label']} s{r['seed']} at step {c['step']}", c) for c in r.get("checkpoints", [])]
+            rows.append((f"{a['label']} s{r['seed']}", r))
     for name, r in rows:
         by_hop = r["solver"]["by_hops"]
         hops = " ".join(f"{h}-hop {by_hop[str(h)]['mean']:.3f}" if str(h) in by_hop else f"{h}-hop   -  " for h in HOPS)

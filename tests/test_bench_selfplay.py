@@ -101,8 +101,8 @@ def test_toy_benchmark_trains_three_arms_collects_and_resumes(tmp_path, capsys):
     base = toy_args(tmp_path)
     work, out = tmp_path / "w", tmp_path / "res" / "selfplay_toy.json"
 
-    # two arms, one seed, in this process
-    assert bs.main([*base, "--arms", "a,b", "--seeds", "0"]) == 0
+    # two arms, one seed, in this process, each also scored half-way (--eval-at)
+    assert bs.main([*base, "--arms", "a,b", "--seeds", "0", "--eval-at", "1"]) == 0
     r = json.loads(out.read_text())
     assert set(r["arms"]) == {"a", "b"} and r["seeds"] == [0] and r["disjointness"]["disjoint"]
     assert r["arms"]["a"]["recipe"] == "ssp" and r["arms"]["a"]["proposer_mode"] == "vanilla"
@@ -136,6 +136,10 @@ def test_toy_benchmark_trains_three_arms_collects_and_resumes(tmp_path, capsys):
     assert set(r["solver_gain"]) == {"(a) vanilla SSP", "(b) KG Proposer, binary"}
     assert out.with_suffix(".png").stat().st_size > 10_000
     assert (work / "toy" / "a_s0" / "final" / "adapter_model.safetensors").is_file()
+    (mid,) = run["checkpoints"]  # step 1's checkpoint, scored like the final policy and paired with the cold start
+    assert mid["step"] == 1 and mid["model"].endswith("step_00000001/policy") and mid["solver"]["overall"]["n"] == 5
+    assert mid["vs_cold_start"]["proposer_kg"]["n"] == 2 and set(mid["proposer_cells"]) == {"kg", "vanilla"}
+    assert r["arms"]["a"]["config"]["keep_checkpoint_every"] == 1
     cold_made = (work / "toy" / "eval_cold_start.json").stat().st_mtime_ns
 
     # the third arm, both toy seeds, as a script in its own process: collected with the first two
@@ -177,6 +181,9 @@ def test_toy_benchmark_trains_three_arms_collects_and_resumes(tmp_path, capsys):
     assert "trained with proposer_baseline=none, not hop_group" in capsys.readouterr().err
     assert bs.main([*base, "--arms", "a", "--seeds", "0", "--set", "kl_coef=0.05"]) == 2
     assert "trained with --set (none), not kl_coef=0.05" in capsys.readouterr().err
+    shutil.rmtree(c0 / "checkpoints" / "step_00000001")
+    assert bs.main([*base, "--arms", "c", "--seeds", "0", "--eval-at", "1"]) == 2
+    assert "run c_s0 in" in (err := capsys.readouterr().err) and "kept no checkpoint at step 1" in err
     other = save_tiny(tmp_path / "other", seed=1)
     assert bs.main([*base[:2], "--model", str(other), *base[4:]]) == 2
     assert f"this command starts from {other}" in capsys.readouterr().err
@@ -226,6 +233,15 @@ def test_bad_input_is_a_one_line_error(tmp_path, capsys):
     assert proc.returncode == 2 and "--arms 'a,x': use a comma-separated subset of a,b,c" in proc.stderr
     proc = subprocess.run([*script, "--size", "toy"], capture_output=True, text=True)
     assert proc.returncode == 2 and "--size toy needs --model DIR" in proc.stderr
+    for bad, message in [
+        ("6", "step 6 is not a checkpointed step before the last (16); use multiples of save_every=4 below 16"),
+        ("16", "step 16 is not a checkpointed step before the last (16)"),
+        ("8,x", "--eval-at '8,x': give comma-separated training steps, e.g. 8,16"),
+    ]:
+        with pytest.raises(SystemExit) as info:
+            bs.parse_args(["--eval-at", bad])
+        assert info.value.code == 2 and message in capsys.readouterr().err
+    assert bs.parse_args(["--eval-at", "16,8", "--steps", "32"]).eval_steps == [8, 16]
     empty = ["--size", "toy", "--model", str(tmp_path / "m"), "--workdir", str(tmp_path / "w"), "--collect"]
     assert bs.main(empty) == 2
     err = capsys.readouterr().err

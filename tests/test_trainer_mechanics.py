@@ -353,6 +353,21 @@ def test_checkpoint_from_a_different_config_is_refused(tmp_path, tok):
     same_but_longer.load_checkpoint(path)
 
 
+def test_milestone_checkpoints_outlive_the_newest_kept(tmp_path, tok):
+    """keep_checkpoint_every keeps every multiple of it beyond keep_checkpoints, so a run can be scored half-way."""
+    tr = _trainer(tmp_path, tok, save_every=2, keep_checkpoints=1, keep_checkpoint_every=4)
+    for step in (2, 4, 6, 8, 10):
+        tr.step = step
+        tr.save_checkpoint()
+    kept = sorted(p.name for p in (tmp_path / "run" / "checkpoints").glob("step_*"))
+    assert kept == ["step_00000004", "step_00000008", "step_00000010"]
+    assert tr.checkpoints.latest().name == "step_00000010"
+    with pytest.raises(InvalidArgumentError, match="keep_checkpoint_every=3 .*multiple of save_every=2"):
+        _config(tmp_path, save_every=2, keep_checkpoint_every=3)
+    with pytest.raises(InvalidArgumentError, match="multiple of save_every=0"):
+        _config(tmp_path, save_every=0, keep_checkpoint_every=4)
+
+
 def test_interrupted_save_keeps_the_previous_checkpoint(tmp_path, tok, monkeypatch):
     tr = _trainer(tmp_path, tok)
     first = tr.save_checkpoint()

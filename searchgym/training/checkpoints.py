@@ -47,11 +47,13 @@ class CheckpointFormatError(SearchGymError, ValueError):
 
 
 class CheckpointManager:
-    """Save / find / load checkpoints in ``root``, keeping the newest ``keep``."""
+    """Save / find / load checkpoints in ``root``, keeping the newest ``keep`` and, when ``keep_every`` > 0, every
+    checkpoint whose step is a multiple of it (milestones a run is scored at afterwards)."""
 
-    def __init__(self, root: str | Path, keep: int = 2) -> None:
+    def __init__(self, root: str | Path, keep: int = 2, keep_every: int = 0) -> None:
         self.root = Path(root)
         self.keep = max(1, int(keep))
+        self.keep_every = max(0, int(keep_every))
 
     @staticmethod
     def dir_name(step: int) -> str:
@@ -104,10 +106,15 @@ class CheckpointManager:
     def _prune(self, keep_name: str) -> None:
         done = self._complete()
         for p in done[: max(0, len(done) - self.keep)]:
-            if p.name != keep_name:
+            if p.name != keep_name and not self._milestone(p):
                 shutil.rmtree(p, ignore_errors=True)
         for p in self.root.glob(".step_*"):  # leftovers of interrupted saves
             shutil.rmtree(p, ignore_errors=True)
+
+    def _milestone(self, path: Path) -> bool:
+        """Whether ``path`` is a checkpoint ``keep_every`` keeps for good."""
+        step = path.name.removeprefix("step_")
+        return bool(self.keep_every) and step.isdigit() and int(step) % self.keep_every == 0
 
     def latest(self) -> Path | None:
         """The newest complete and readable checkpoint, or None if there is none yet.

@@ -24,6 +24,7 @@ RESUME_MUTABLE = frozenset(
         "output_dir",
         "save_every",
         "keep_checkpoints",
+        "keep_checkpoint_every",
         "log_every",
         "val_every",
         "tensorboard",
@@ -297,6 +298,15 @@ class TrainConfig(ModelOptions, ConfigIO):
     keep_checkpoints: int = field(
         default=2, metadata={"help": "Most checkpoints kept in output_dir/checkpoints; older ones are deleted."}
     )
+    keep_checkpoint_every: int = field(
+        default=0,
+        metadata={
+            "help": (
+                "Also keep every checkpoint whose step is a multiple of N, beyond keep_checkpoints (0: none): "
+                "milestones to score later, e.g. held-out accuracy half-way through a run. A multiple of save_every."
+            )
+        },
+    )
     log_every: int = field(default=1, metadata={"help": "Append a metrics line every N training steps."})
     val_every: int = field(
         default=10, metadata={"help": "Validate the Solver on val_tasks every N training steps (0: never)."}
@@ -392,6 +402,7 @@ class TrainConfig(ModelOptions, ConfigIO):
             "total_steps",
             "weight_decay",
             "eval_every",
+            "keep_checkpoint_every",
         ):
             if getattr(self, name) < 0:
                 raise InvalidArgumentError(f"{name}={getattr(self, name)} must be >= 0")
@@ -416,6 +427,11 @@ class TrainConfig(ModelOptions, ConfigIO):
             raise InvalidArgumentError(f"top_p={self.top_p} must be in (0, 1]")
         if self.replay_reset_steps < 0:
             raise InvalidArgumentError(f"replay_reset_steps={self.replay_reset_steps} must be >= 0 (0 = never clear)")
+        if self.keep_checkpoint_every and (not self.save_every or self.keep_checkpoint_every % self.save_every):
+            raise InvalidArgumentError(
+                f"keep_checkpoint_every={self.keep_checkpoint_every} keeps checkpoints that are never written: use a "
+                f"multiple of save_every={self.save_every} (or 0)"
+            )
         self._check_env_kwargs()
 
     def _check_env_kwargs(self) -> None:

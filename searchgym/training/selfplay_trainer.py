@@ -133,7 +133,9 @@ class SelfPlayTrainer:
         self._val_envs: list = []
         self.step = 0
         self.out = Path(config.output_dir)
-        self.checkpoints = CheckpointManager(self.out / "checkpoints", keep=config.keep_checkpoints)
+        self.checkpoints = CheckpointManager(
+            self.out / "checkpoints", keep=config.keep_checkpoints, keep_every=config.keep_checkpoint_every
+        )
         self.metrics: Optional[MetricsLogger] = None
 
     # ================================================================ what the update owns
