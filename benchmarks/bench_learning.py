@@ -331,7 +331,7 @@ def stage_second(size: dict, work: Path, device: str, world, sft_final: str) -> 
         meta.write_text(json.dumps(stats.as_dict(), indent=1))
     second = _continuation("second", work, device, data, sft_final, spec["sft"])
     mixed = work / "mixed"
-    if not (mixed / MODEL_META).is_file():  # written last: a folder with it is complete
+    if not (mixed / MODEL_META).is_file():  # the folder lands whole (write_folder): one with it is complete
         interpolate_adapters(sft_final, second["final_dir"], spec["weight"], mixed)
     return {
         "demos": json.loads(meta.read_text()),

@@ -38,13 +38,15 @@ def _adapter_config(folder: Path) -> dict:
 def interpolate_adapters(start: str | Path, end: str | Path, weight: float, dest: str | Path) -> Path:
     """Write to ``dest`` the adapter ``(1 - weight) * start + weight * end``, tensor by tensor, in float32 (so
     ``ship_adapter`` rounds it once), with ``start``'s config and a ``searchgym_model.json`` that records the two
-    ends and the weight, written last (each file is renamed into place whole, so a folder with that file is
-    complete). ``weight`` 0 is ``start``, 1 is ``end``. Raises a one-line error when either folder is not an
-    adapter, when their shapes differ (rank, alpha, targets, tensor names or sizes), or when ``weight`` is outside
-    [0, 1] (an extrapolation is not a point between two trained models). Returns ``dest``."""
+    ends and the weight. The folder is put in place whole (:func:`~searchgym.core.folders.write_folder`, as
+    ``extract_lora`` does): ``dest`` is the old folder or the new one, never half of either. ``weight`` 0 is
+    ``start``, 1 is ``end``. Raises a one-line error when either folder is not an adapter, when their shapes differ
+    (rank, alpha, targets, tensor names or sizes), or when ``weight`` is outside [0, 1] (an extrapolation is not a
+    point between two trained models). Returns ``dest``."""
     import torch
     from safetensors.torch import load_file, save_file
 
+    from ..core.folders import write_folder
     from ..llm.pretrained import MODEL_META
 
     if not 0.0 <= weight <= 1.0:
@@ -64,22 +66,13 @@ def interpolate_adapters(start: str | Path, end: str | Path, weight: float, dest
     meta = json.loads((start / MODEL_META).read_text()) if (start / MODEL_META).is_file() else {}
     meta.pop("dtype_shipped", None)  # the float32 result is not what was shipped
     meta["interpolation"] = {"start": str(start), "end": str(end), "weight": weight}
-    dest.mkdir(parents=True, exist_ok=True)
-    # each file lands whole (written aside, then renamed); the metadata comes last, so a folder that has it is done
-    (dest / MODEL_META).unlink(missing_ok=True)
-    _replace(dest / _CONFIG, lambda tmp: tmp.write_text(json.dumps(a_cfg, indent=2)))
-    _replace(dest / _WEIGHTS, lambda tmp: save_file(mixed, str(tmp)))
-    _replace(dest / MODEL_META, lambda tmp: tmp.write_text(json.dumps(meta, indent=1)))
-    return dest
 
+    def write(folder: Path) -> None:
+        (folder / _CONFIG).write_text(json.dumps(a_cfg, indent=2))
+        save_file(mixed, str(folder / _WEIGHTS))
+        (folder / MODEL_META).write_text(json.dumps(meta, indent=1))
 
-def _replace(path: Path, write) -> None:
-    """``write(tmp)`` to a temporary name beside ``path``, then rename it over ``path`` (atomic on one file system)."""
-    import os
-
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    write(tmp)
-    os.replace(tmp, path)
+    return write_folder(dest, write)
 
 
 def _norm(value):
