@@ -174,6 +174,24 @@ def test_one_update_raises_positive_and_lowers_negative_completions(tmp_path, to
     assert stats["sequences"] == 2
 
 
+def test_lr_scale_multiplies_one_update_and_leaves_the_schedule(tmp_path, tok):
+    """proposer_lr_scale reaches the optimizer as lr_scale: Adam's first step moves each weight by about lr,
+    so a scale of 3 moves it 3 times as far, and the scheduled rate is back in place afterwards."""
+    traj = _traj(["<search> Alice Varn </search>", "<answer> Tarsk </answer>"])
+    moved = []
+    for scale in (1.0, 3.0):
+        tr = _trainer(tmp_path / str(scale), tok, lr=1e-4)
+        before = [p.detach().clone() for p in tr.policy.parameters() if p.requires_grad]
+        stats = tr.optimise([traj], [[1.0]], lr_scale=scale)
+        after = [p.detach() for p in tr.policy.parameters() if p.requires_grad]
+        moved.append(sum(float((a - b).abs().sum()) for a, b in zip(after, before)))
+        assert stats["lr"] == pytest.approx(1e-4 * scale)
+        assert [g["lr"] for g in tr.optimizer.param_groups] == [pytest.approx(1e-4)] * len(tr.optimizer.param_groups)
+    assert moved[1] == pytest.approx(3 * moved[0], rel=0.02)
+    with pytest.raises(InvalidArgumentError, match="proposer_lr_scale"):
+        _config(tmp_path, proposer_lr_scale=-1.0)
+
+
 def test_skip_zero_advantage_trains_only_on_informative_sequences(tmp_path, tok):
     """skip_zero_advantage drops all-zero-advantage sequences: an all-zero batch leaves the weights as they
     were (plain GRPO would still step through its KL term), a mixed one trains on the rest."""

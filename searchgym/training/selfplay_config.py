@@ -190,6 +190,16 @@ class TrainConfig(ModelOptions, ConfigIO):
     warmup_steps: int = field(
         default=5, metadata={"help": "Optimizer steps of linear learning-rate warm-up from 0 to lr."}
     )
+    proposer_lr_scale: float = field(
+        default=1.0,
+        metadata={
+            "help": (
+                "Multiplies lr for the Proposer's update (the roles share one AdamW; the Solver's update uses lr). The "
+                "papers use one rate for both roles (1.0); the Proposer gets a few sequences per step against the "
+                "Solvers' group, so a larger scale lets it move as fast."
+            )
+        },
+    )
     weight_decay: float = field(default=0.0, metadata={"help": "AdamW weight decay."})
     max_grad_norm: float = field(
         default=1.0, metadata={"help": "Clip the gradient's global norm to this value before each optimizer step."}
@@ -393,6 +403,7 @@ class TrainConfig(ModelOptions, ConfigIO):
                 raise InvalidArgumentError(f"{name}={getattr(self, name)} must be >= 1")
         for name in (
             "lr",
+            "proposer_lr_scale",
             "kl_coef",
             "clip_low",
             "clip_high",

@@ -234,9 +234,10 @@ class SelfPlayTrainer:
         step_advantages: Sequence[Sequence[float]],
         *,
         aggregation: str = "token_mean",
+        lr_scale: float = 1.0,
     ) -> dict:
         """PPO-clip + KL optimisation of the policy on ``trajectories`` (:meth:`PolicyUpdate.optimise`)."""
-        return self.policy_update.optimise(trajectories, step_advantages, aggregation=aggregation)
+        return self.policy_update.optimise(trajectories, step_advantages, aggregation=aggregation, lr_scale=lr_scale)
 
     # ================================================================ validation
     def validate(self, tasks: Optional[Sequence[Task]] = None) -> dict:

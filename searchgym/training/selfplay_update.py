@@ -155,6 +155,7 @@ class PolicyUpdate:
         c = self.config
         tables = selfplay_advantages(samples, c)
         aggregation = {"solver": c.solver_loss_aggregation, "proposer": c.proposer_loss_aggregation}
+        lr_scale = {"solver": 1.0, "proposer": c.proposer_lr_scale}
         stats: dict = {}
         for role, enabled in (("solver", c.train_solver), ("proposer", c.train_proposer)):
             idx = [i for i, s in enumerate(samples) if s.role == role]
@@ -164,7 +165,10 @@ class PolicyUpdate:
                 stats[f"{role}/skipped_no_signal"] = 1
                 continue
             result = self.optimise(
-                [samples[i].trajectory for i in idx], [tables[i] for i in idx], aggregation=aggregation[role]
+                [samples[i].trajectory for i in idx],
+                [tables[i] for i in idx],
+                aggregation=aggregation[role],
+                lr_scale=lr_scale[role],
             )
             stats.update({f"{role}/{k}": v for k, v in result.items()})
         return stats
@@ -201,11 +205,13 @@ class PolicyUpdate:
         step_advantages: Sequence[Sequence[float]],
         *,
         aggregation: str = "token_mean",
+        lr_scale: float = 1.0,
     ) -> dict:
         """PPO-clip + KL optimisation of the policy on ``trajectories`` with the given advantages.
 
         ``step_advantages[i]`` is a list of advantages per agent step (one value = sequence-level);
-        ``aggregation``: how each sequence's token losses combine (``token_mean`` or ``token_sum``).
+        ``aggregation``: how each sequence's token losses combine (``token_mean`` or ``token_sum``);
+        ``lr_scale`` multiplies the scheduled learning rate for these optimizer steps only (``proposer_lr_scale``).
         Runs ``epochs`` passes of mini-batches of ``mini_batch_size`` sequences (one optimizer step
         each), accumulating gradients over micro-batches of ``micro_batch_size``; within a mini-batch
         sequences of the same prompt are placed together so their micro-batch shares the prompt.
@@ -230,16 +236,23 @@ class PolicyUpdate:
             aggregation,
             _Mean(),
         )
-        for _ in range(c.epochs):
-            order = list(range(len(enc)))
-            self.rng.shuffle(order)
-            for mb in _chunks(order, c.mini_batch_size):
-                self._mini_batch(run, sorted(mb, key=rank.__getitem__))
+        scheduled = [group["lr"] for group in self.optimizer.param_groups]
+        for group in self.optimizer.param_groups:
+            group["lr"] *= lr_scale
+        try:
+            for _ in range(c.epochs):
+                order = list(range(len(enc)))
+                self.rng.shuffle(order)
+                for mb in _chunks(order, c.mini_batch_size):
+                    self._mini_batch(run, sorted(mb, key=rank.__getitem__))
+        finally:  # the scheduler owns the rate between updates
+            for group, lr in zip(self.optimizer.param_groups, scheduled):
+                group["lr"] = lr
         out = run.stats.means()
         out["sequences"] = len(enc)
         if c.skip_zero_advantage:
             out["skipped_zero_advantage"] = skipped
-        out["lr"] = self.scheduler.get_last_lr()[0]
+        out["lr"] = self.scheduler.get_last_lr()[0] * lr_scale
         return out
 
     def _old_logprobs(self, enc: list[EncodedTrajectory], adv: list, rank: list[int]) -> list:
