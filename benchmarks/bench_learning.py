@@ -30,13 +30,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from machine import machine_info
+
+from searchgym.core.atomic_writes import write_file
 
 RESULTS = Path(__file__).parent / "results"
 HOPS = (1, 2, 3)
@@ -287,9 +288,7 @@ def stage_rft(size: dict, work: Path, device: str, world, sft_final: str) -> dic
 
     replay = work / "replay.jsonl"
     if not replay.is_file() and not (work / "rft.json").is_file():
-        tmp = replay.with_name(replay.name + ".tmp")
-        demonstrations_by_hops(world, tmp, **size["replay"], seed=1)
-        os.replace(tmp, replay)
+        write_file(replay, lambda tmp: demonstrations_by_hops(world, tmp, **size["replay"], seed=1))
     return _continuation("rft", work, device, replay, sft_final, size["rft"])
 
 
@@ -325,9 +324,9 @@ def stage_second(size: dict, work: Path, device: str, world, sft_final: str) -> 
     spec = size["second"]
     data, meta = work / "second.jsonl", work / "second_demos.json"
     if not meta.is_file():
-        tmp = data.with_name(data.name + ".tmp")
-        stats = demonstrations_by_hops(world, tmp, **spec["demos"], seed=spec["seed"], progress=True)
-        os.replace(tmp, data)
+        stats = write_file(
+            data, lambda tmp: demonstrations_by_hops(world, tmp, **spec["demos"], seed=spec["seed"], progress=True)
+        )
         meta.write_text(json.dumps(stats.as_dict(), indent=1))
     second = _continuation("second", work, device, data, sft_final, spec["sft"])
     mixed = work / "mixed"

@@ -48,7 +48,6 @@ import argparse
 import json
 import logging
 import math
-import os
 import sys
 import time
 import traceback
@@ -61,6 +60,7 @@ from bench_learning import HOPS, eval_dir, evaluate_model, paired_counts, paired
 from machine import device_info, machine_info
 
 from searchgym.core.advantages import PROPOSER_BASELINES
+from searchgym.core.atomic_writes import write_file, write_text
 
 RESULTS = Path(__file__).parent / "results"
 #: where ``--ship`` writes the compact results (in the repository's package tree: `searchgym demo` reads them)
@@ -213,13 +213,6 @@ def wait_lock(path: Path, poll_s: float = 5.0) -> Iterator[None]:
         lock.release()
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename: a reader never sees half a file."""
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def stage_pool(world, hops: dict, work: Path) -> Path:
     """The self-play pool: training-side subgraphs of each hop count in ``hops``, written to ``work/pool.jsonl``
     in play order (``searchgym.construction.interleave_by_hops``: every step mixes the hop counts; ids prefixed
@@ -250,7 +243,7 @@ def stage_pool(world, hops: dict, work: Path) -> Path:
             d["metadata"]["seed_index"] = len(lines)
             d["id"] = f"h{sg.hops}-{d['id']}"
             lines.append(json.dumps(Subgraph.from_dict(d).to_dict(), ensure_ascii=False))
-        write_atomic(path, "".join(line + "\n" for line in lines))
+        write_text(path, "".join(line + "\n" for line in lines))
     return path
 
 
@@ -444,7 +437,7 @@ def stage_train(arm: Arm, seed: int, cfg, start: str, work: Path, opts_overrides
         "proposer_baseline": cfg.proposer_baseline,
         "overrides": opts_overrides,
     }
-    write_atomic(final / DONE, json.dumps(done, indent=1))
+    write_text(final / DONE, json.dumps(done, indent=1))
     return final
 
 
@@ -466,7 +459,7 @@ def stage_start(start: str, work: Path, *, record: bool = True) -> dict:
                 )
             return first
         if record:
-            write_atomic(path, json.dumps(mine, indent=1))
+            write_text(path, json.dumps(mine, indent=1))
         return mine
 
 
@@ -491,7 +484,7 @@ def checkpoint_policy(work: Path, name: str, step: int) -> Path:
     """The policy (adapter) run ``name`` saved at ``step``; refused when the run did not keep that checkpoint."""
     from searchgym.training.checkpoints import CheckpointManager
 
-    policy = work / name / "checkpoints" / CheckpointManager.dir_name(step) / "policy"
+    policy = CheckpointManager.of_run(work / name).policy_dir(step)
     if not policy.is_dir():
         raise BenchError(
             f"run {name} in {work} kept no checkpoint at step {step} (it trained without --eval-at {step}); give "
@@ -882,10 +875,10 @@ def plot(results: dict, path: Path) -> None:
     seeds = sorted({r["seed"] for arm in results["arms"].values() for r in arm["runs"]})
     fig.suptitle(f"KGSelfPlay-v0 from the cold start, both roles trained ({results['size']} size, seeds {seeds})")
     fig.tight_layout()
-    tmp = path.with_name(path.stem + f".tmp{os.getpid()}.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    os.replace(tmp, path)
+    try:
+        write_file(path, lambda tmp: fig.savefig(tmp, dpi=110))
+    finally:
+        plt.close(fig)
 
 
 # ============================================================================ main
@@ -1096,7 +1089,7 @@ def run(args: argparse.Namespace) -> None:
     results["seconds_this_invocation"] = round(time.perf_counter() - t0, 1)
     out = Path(args.out) if args.out else RESULTS / f"selfplay_{args.size}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(out, json.dumps(results, indent=1, default=str) + "\n")
+    write_text(out, json.dumps(results, indent=1, default=str) + "\n")
     plot(results, out.with_suffix(".png"))
     print_table(results)
     print(f"wrote {out} and {out.with_suffix('.png')}")
@@ -1109,7 +1102,7 @@ def ship(results: dict, path: Path) -> Path:
     from searchgym.evaluation.selfplay_results import compact_results
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps(compact_results(results), indent=1, allow_nan=False) + "\n")
+    write_text(path, json.dumps(compact_results(results), indent=1, allow_nan=False) + "\n")
     return path
 
 

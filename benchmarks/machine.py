@@ -89,8 +89,6 @@ def write_result(result: dict, out: str | None, default_name: str) -> str:
     from pathlib import Path
 
     path = Path(out) if out else Path(__file__).resolve().parent / "results" / default_name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    os.replace(tmp, path)
-    return str(path)
+    from searchgym.core.atomic_writes import write_text
+
+    return str(write_text(path, json.dumps(result, indent=2) + "\n"))

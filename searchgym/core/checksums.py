@@ -20,8 +20,9 @@ import hashlib
 import json
 import logging
 import os
-import threading
 from pathlib import Path
+
+from .atomic_writes import write_text
 
 logger = logging.getLogger(__name__)
 
@@ -99,13 +100,10 @@ class VerifiedCache:
         """Write the cache beside the files (atomically); False when the folder is not writable."""
         if not self._dirty:
             return True
-        tmp = self.folder / f"{CACHE_NAME}.{os.getpid()}.{threading.get_ident()}.tmp"
         try:
-            tmp.write_text(json.dumps({"scope": self.scope, "files": self._files}), encoding="utf-8")
-            os.replace(tmp, self.path)
+            write_text(self.path, json.dumps({"scope": self.scope, "files": self._files}))
         except OSError as exc:
             logger.debug("cannot write the checksum cache %s (%s): the next load verifies again", self.path, exc)
-            tmp.unlink(missing_ok=True)
             return False
         self._dirty = False
         return True

@@ -62,6 +62,7 @@ MOVED_MODULES: dict[str, str] = {
     "searchgym.agents.weights_check": "searchgym.llm.weights_check",
     "searchgym.commands.demos": "searchgym.commands.demonstrations",
     "searchgym.construction.record": "searchgym.core.subgraph",
+    "searchgym.core.folders": "searchgym.core.atomic_writes",
     "searchgym.demo": "searchgym.commands.demo",
     "searchgym.envs.extractive": "searchgym.scoring.extractive_reader",
     "searchgym.envs.filters": "searchgym.scoring.question_filters",

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from ..core.artefacts import check_output
+from ..core.atomic_writes import write_text
 from ..core.jsonl import JsonlFormatError, check_unique, open_append, scan_jsonl
 from ..core.llm import GenerationError
 from ..core.moved import moved_getattr
@@ -239,10 +239,7 @@ def _check_resume(out: Path, fingerprint: dict, restart: bool) -> None:
                 f"{out} holds an evaluation run with other settings ({diff}); "
                 f"use another --out, or --restart to discard it"
             )
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = run.with_name(run.name + ".tmp")
-    tmp.write_text(json.dumps(fingerprint, indent=1, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, run)
+    write_text(run, json.dumps(fingerprint, indent=1, sort_keys=True))
 
 
 def _flat(settings: dict, prefix: str = "") -> dict:

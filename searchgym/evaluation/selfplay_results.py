@@ -17,11 +17,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from ..core.atomic_writes import write_file
 from ..errors import InvalidArgumentError, MissingFileError
 from .plots import hop_bars, interval_bars
 
@@ -452,9 +452,8 @@ def plot_selfplay_curves(results: SelfPlayResults, path: str | Path) -> Path:
         fontsize=11,
     )
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.stem + f".tmp{os.getpid()}.png")
-    fig.savefig(tmp, dpi=100)
-    plt.close(fig)
-    os.replace(tmp, path)
+    try:
+        write_file(path, lambda tmp: fig.savefig(tmp, dpi=100))
+    finally:
+        plt.close(fig)
     return path

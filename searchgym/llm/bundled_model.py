@@ -13,8 +13,6 @@ import fcntl
 import importlib.util
 import logging
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 from ..errors import InvalidArgumentError, MissingFileError
@@ -77,12 +75,13 @@ def ensure_smollm2(cache_dir: str | os.PathLike | None = None, *, dtype: str = "
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        from ..core.atomic_writes import write_folder
         from ..core.progress import Progress
 
-        tmp = Path(tempfile.mkdtemp(prefix=f".{dtype}.tmp-", dir=root))
         # about 50 s on 2 CPU cores, once per cache: never silent (the tokenizer and the config each re-read the GGUF)
         bar = Progress(3, f"bundled SmolLM2-135M: dequantising its GGUF into {target} (once)", unit="part")
-        try:
+
+        def write(tmp: Path) -> None:
             tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
             bar.update()
             loaded = AutoModelForCausalLM.from_pretrained(
@@ -101,14 +100,12 @@ def ensure_smollm2(cache_dir: str | os.PathLike | None = None, *, dtype: str = "
             model.save_pretrained(tmp)
             tok.save_pretrained(tmp)
             (tmp / _COMPLETE).write_text(f"{gguf.name}\n")
-            if target.exists():  # a stale, incomplete folder from an older layout
-                shutil.rmtree(target)
-            os.replace(tmp, target)
+
+        try:
+            write_folder(target, write)  # replaces a stale, incomplete folder from an older layout whole
             bar.update()
         finally:
             bar.close()
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 

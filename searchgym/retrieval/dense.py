@@ -20,6 +20,7 @@ from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from ..core.atomic_writes import write_file
 from ..errors import InvalidArgumentError, MissingFileError
 from .base import DEFAULT_TOP_K, Hit
 from .corpus import CorpusRetriever, check_queries
@@ -221,8 +222,7 @@ class DenseRetriever(CorpusRetriever):
 
     def _save_files(self, d) -> None:
         """The FAISS index, as ``faiss.index`` beside the documents (see :meth:`save`)."""
-        _faiss().write_index(self._index, str(d / "faiss.index.tmp"))
-        os.replace(d / "faiss.index.tmp", d / "faiss.index")
+        write_file(d / "faiss.index", lambda tmp: _faiss().write_index(self._index, str(tmp)))
 
     @classmethod
     def load(

@@ -21,11 +21,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..core.artefacts import article, folder_kind
+from ..core.atomic_writes import write_file, write_text
 from ..core.checksums import sha256_file
 from ..errors import SearchGymError
 
@@ -80,21 +80,23 @@ def write_docs(path: Path, doc_ids: Sequence[str], titles: Sequence[str], texts:
     """Write ``docs.jsonl`` atomically and return its SHA-256 hex digest."""
     enc = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
     digest = hashlib.sha256()
-    tmp = path / "docs.jsonl.tmp"
-    with open(tmp, "wb") as f:
-        buf: list[str] = []
-        for i, t, x in zip(doc_ids, titles, texts):
-            buf.append(enc({"id": i, "title": t, "text": x}))
-            if len(buf) >= 20_000:
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as f:
+            buf: list[str] = []
+            for i, t, x in zip(doc_ids, titles, texts):
+                buf.append(enc({"id": i, "title": t, "text": x}))
+                if len(buf) >= 20_000:
+                    chunk = ("\n".join(buf) + "\n").encode("utf-8")
+                    digest.update(chunk)
+                    f.write(chunk)
+                    buf.clear()
+            if buf:
                 chunk = ("\n".join(buf) + "\n").encode("utf-8")
                 digest.update(chunk)
                 f.write(chunk)
-                buf.clear()
-        if buf:
-            chunk = ("\n".join(buf) + "\n").encode("utf-8")
-            digest.update(chunk)
-            f.write(chunk)
-    os.replace(tmp, path / "docs.jsonl")
+
+    write_file(path / "docs.jsonl", write)
     return digest.hexdigest()
 
 
@@ -113,9 +115,7 @@ def write_manifest(
     }
     if files_sha256:
         manifest["files_sha256"] = dict(files_sha256)
-    tmp = path / "manifest.json.tmp"
-    tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path / "manifest.json")
+    write_text(path / "manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False))
 
 
 def begin_save(path) -> Path:

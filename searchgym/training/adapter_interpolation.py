@@ -38,7 +38,7 @@ def _adapter_config(folder: Path) -> dict:
 def interpolate_adapters(start: str | Path, end: str | Path, weight: float, dest: str | Path) -> Path:
     """Write to ``dest`` the adapter ``(1 - weight) * start + weight * end``, tensor by tensor, in float32 (so
     ``ship_adapter`` rounds it once), with ``start``'s config and a ``searchgym_model.json`` that records the two
-    ends and the weight. The folder is put in place whole (:func:`~searchgym.core.folders.write_folder`, as
+    ends and the weight. The folder is put in place whole (:func:`~searchgym.core.atomic_writes.write_folder`, as
     ``extract_lora`` does): ``dest`` is the old folder or the new one, never half of either. ``weight`` 0 is
     ``start``, 1 is ``end``. Raises a one-line error when either folder is not an adapter, when their shapes differ
     (rank, alpha, targets, tensor names or sizes), or when ``weight`` is outside [0, 1] (an extrapolation is not a
@@ -46,7 +46,7 @@ def interpolate_adapters(start: str | Path, end: str | Path, weight: float, dest
     import torch
     from safetensors.torch import load_file, save_file
 
-    from ..core.folders import write_folder
+    from ..core.atomic_writes import write_folder
     from ..llm.pretrained import MODEL_META
 
     if not 0.0 <= weight <= 1.0:

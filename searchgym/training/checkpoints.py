@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
-import tempfile
 from pathlib import Path
 
+from ..core.atomic_writes import write_folder, write_text
 from ..core.config_io import ConfigIO
 from ..errors import MissingFileError, SearchGymError
 from ..llm.weights_check import DamagedWeightsError, check_weights_folder
@@ -46,6 +45,11 @@ class CheckpointFormatError(SearchGymError, ValueError):
     """A checkpoint is not in the current safe format (or its files are damaged)."""
 
 
+#: a training run keeps its checkpoints in ``<output_dir>/checkpoints``, and each checkpoint its weights in ``policy``
+CHECKPOINTS_DIR = "checkpoints"
+POLICY_DIR = "policy"
+
+
 class CheckpointManager:
     """Save / find / load checkpoints in ``root``, keeping the newest ``keep`` and, when ``keep_every`` > 0, every
     checkpoint whose step is a multiple of it (milestones a run is scored at afterwards)."""
@@ -54,6 +58,15 @@ class CheckpointManager:
         self.root = Path(root)
         self.keep = max(1, int(keep))
         self.keep_every = max(0, int(keep_every))
+
+    @classmethod
+    def of_run(cls, output_dir: str | Path, keep: int = 2, keep_every: int = 0) -> CheckpointManager:
+        """The checkpoints of the training run writing to ``output_dir`` (its ``checkpoints`` folder)."""
+        return cls(Path(output_dir) / CHECKPOINTS_DIR, keep=keep, keep_every=keep_every)
+
+    def policy_dir(self, step: int) -> Path:
+        """Where checkpoint ``step`` keeps its weights (a model or adapter folder ``from_pretrained`` opens)."""
+        return self.root / self.dir_name(step) / POLICY_DIR
 
     @staticmethod
     def dir_name(step: int) -> str:
@@ -71,32 +84,20 @@ class CheckpointManager:
         tensors = {k: trainer_state[k] for k in TENSOR_KEYS if k in trainer_state}
         plain = json.dumps({k: v for k, v in trainer_state.items() if k not in TENSOR_KEYS})
 
-        self.root.mkdir(parents=True, exist_ok=True)
         name = self.dir_name(step)
-        final = self.root / name
-        tmp = Path(tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=self.root))
-        try:
-            model.save_pretrained(tmp / "policy")
+
+        def write(tmp: Path) -> None:
+            model.save_pretrained(tmp / POLICY_DIR)
             if tokenizer is not None:
-                tokenizer.save_pretrained(tmp / "policy")
+                tokenizer.save_pretrained(tmp / POLICY_DIR)
             torch.save(tensors, tmp / "trainer_state.pt")
             (tmp / "trainer_state.json").write_text(plain)
             config.save(tmp / "config.yaml")
             (tmp / "meta.json").write_text(json.dumps({"step": step, "digest": config.digest(), "format": FORMAT}))
             (tmp / _COMPLETE).write_text("ok\n")
-            if final.exists():  # re-saving the same step: move the old one aside first
-                old = self.root / f".{name}.old-{os.getpid()}"
-                os.rename(final, old)
-                os.rename(tmp, final)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.rename(tmp, final)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
-        pointer = self.root / ".latest.tmp"
-        pointer.write_text(name + "\n")
-        os.replace(pointer, self.root / "latest")
+
+        final = write_folder(self.root / name, write)  # re-saving a step replaces it whole
+        write_text(self.root / "latest", name + "\n")
         self._prune(keep_name=name)
         return final
 
@@ -154,7 +155,7 @@ class CheckpointManager:
         try:
             read_meta(path)
             json.loads((path / "trainer_state.json").read_text(encoding="utf-8"))
-            check_weights_folder(path / "policy")
+            check_weights_folder(path / POLICY_DIR)
         except (CheckpointFormatError, DamagedWeightsError) as exc:
             return str(exc)
         except FileNotFoundError:

@@ -67,7 +67,7 @@ def extract_lora(
     import torch
     from peft import LoraConfig, get_peft_model
 
-    from ..core.folders import write_folder
+    from ..core.atomic_writes import write_folder
     from ..llm.pretrained import MODEL_META, check_same_family, model_fingerprint, open_model, read_model_meta
 
     if rank < 1:

@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..core.artefacts import check_output
+from ..core.atomic_writes import write_text
 from ..core.jsonl import open_append, repair_torn_tail
 from ..core.output_lock import OutputLock
 from ..errors import InvalidArgumentError, MissingFileError
@@ -71,9 +71,7 @@ class MetricsLogger:
 
     def _truncate(self, step: int) -> None:
         kept = [r for r in read_metrics(self.path) if r.get("step", 0) <= step]
-        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
-        tmp.write_text("".join(json.dumps(r) + "\n" for r in kept))
-        os.replace(tmp, self.path)
+        write_text(self.path, "".join(json.dumps(r) + "\n" for r in kept))
 
     def log(self, step: int, values: dict) -> None:
         """Write one record (non-finite floats become null in JSON)."""

@@ -17,12 +17,12 @@ A finished sample file or round is reused on resume, and each round's SFT resume
 from __future__ import annotations
 
 import logging
-import os
 import random
 import shutil
 from dataclasses import replace
 from pathlib import Path
 
+from ..core.atomic_writes import write_file, write_folder
 from ..errors import InvalidArgumentError
 from .model_loading import resolve_init
 from .sft_config import SFTConfig, SFTResult
@@ -59,22 +59,20 @@ def sample_rollouts(config: SFTConfig, model_name: str, out_path: Path, round_in
         generator, config=AgentConfig(max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=seed)
     )
     kwargs = {"max_turns": config.max_turns, **config.env_kwargs}
-    tmp = out_path.with_name(out_path.name + ".tmp")
     logger.info("round %d: sampling %s with %s", round_index, config.env_id, model_name)
     if not env_spec(config.env_id).group:
-        _sample_batched(config, agent, kwargs, tmp, seed, f"round {round_index}: sampling {config.env_id}")
-        os.replace(tmp, out_path)
+        desc = f"round {round_index}: sampling {config.env_id}"
+        write_file(out_path, lambda tmp: _sample_batched(config, agent, kwargs, tmp, seed, desc))
         return out_path
     kwargs.setdefault("group_size", config.samples_per_task)  # a group env samples its G rollouts itself
     # as many groups at once as max_batch_generate holds rows (clone j's first task drawn with seed + j)
     clones = max(1, min(config.num_tasks, config.max_batch_generate // max(1, int(kwargs["group_size"]))))
     envs = make_env_copies(config.env_id, kwargs, clones)
     try:
-        play_games(envs, agent, config.num_tasks, export_path=tmp, seed=seed)
+        write_file(out_path, lambda tmp: play_games(envs, agent, config.num_tasks, export_path=tmp, seed=seed))
     finally:
         for env in envs:
             env.close()
-    os.replace(tmp, out_path)
     return out_path
 
 
@@ -154,13 +152,7 @@ def run_rejection_sampling(config: SFTConfig, *, resume: bool = True) -> SFTResu
         )
         logger.info("round %d: kept %d rollouts; %s", r, report.kept, rounds[-1])
         current = result.final_dir
-    final = out / "final"
-    tmp = out / ".final.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(current, tmp)
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)
+    final = write_folder(out / "final", lambda tmp: shutil.copytree(current, tmp, dirs_exist_ok=True))
     assert result is not None, "SFTConfig checks rounds >= 1"
     result.final_dir, result.output_dir, result.rounds = str(final), str(out), rounds
     return result

@@ -55,7 +55,7 @@ from ..core.types import Task, Trajectory
 from ..errors import InvalidArgumentError
 from ..evaluation.batch_runner import BatchRunner, EpisodeStart
 from ..wrappers.registry import reward_plan
-from .checkpoints import CheckpointManager
+from .checkpoints import POLICY_DIR, CheckpointManager
 from .metrics import MetricsLogger
 from .model_loading import load_weights, resolve_device
 from .rollout_backend import make_rollout_generator, sync_weights
@@ -133,8 +133,8 @@ class SelfPlayTrainer:
         self._val_envs: list = []
         self.step = 0
         self.out = Path(config.output_dir)
-        self.checkpoints = CheckpointManager(
-            self.out / "checkpoints", keep=config.keep_checkpoints, keep_every=config.keep_checkpoint_every
+        self.checkpoints = CheckpointManager.of_run(
+            self.out, keep=config.keep_checkpoints, keep_every=config.keep_checkpoint_every
         )
         self.metrics: Optional[MetricsLogger] = None
 
@@ -337,7 +337,7 @@ class SelfPlayTrainer:
         path = Path(path)
         CheckpointManager.check_config(path, self.config)
         state = CheckpointManager.load_state(path)
-        load_weights(self.policy, path / "policy", lora=self.config.lora)
+        load_weights(self.policy, path / POLICY_DIR, lora=self.config.lora)
         self._sync_generator()
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])

@@ -178,7 +178,7 @@ class SFTRun:
         self.out = Path(c.output_dir)
         from .checkpoints import CheckpointManager
 
-        self.checkpoints = CheckpointManager(self.out / "checkpoints", keep=c.keep_checkpoints)
+        self.checkpoints = CheckpointManager.of_run(self.out, keep=c.keep_checkpoints)
         self.step = 0
         self.best_val: Optional[float] = None
         self.best_step: Optional[int] = None
@@ -348,7 +348,7 @@ class SFTRun:
 
     def _save_model(self, folder: Path, *, adapter: bool, model=None) -> None:
         """Write ``model`` (default: the policy; an adapter if it is one) to ``folder`` atomically."""
-        from ..core.folders import write_folder
+        from ..core.atomic_writes import write_folder
         from ..llm.pretrained import MODEL_META
 
         def write(tmp: Path) -> None:
@@ -384,7 +384,7 @@ class SFTRun:
     def load_checkpoint(self, path: Path) -> None:
         """Restore weights and state from ``path``; refused (with the reason) for another config or model."""
         from ..llm.pretrained import check_same_family
-        from .checkpoints import CheckpointManager
+        from .checkpoints import POLICY_DIR, CheckpointManager
         from .model_loading import load_weights
 
         CheckpointManager.check_config(path, self.config)
@@ -401,7 +401,7 @@ class SFTRun:
                 f"{self.config.data} (and the held-out split) changed since; restore the files or "
                 f"use a new output_dir"
             )
-        load_weights(self.policy, path / "policy", lora=self.config.lora)
+        load_weights(self.policy, path / POLICY_DIR, lora=self.config.lora)
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.step = int(state["step"])

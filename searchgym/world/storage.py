@@ -49,13 +49,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
+from ..core.atomic_writes import write_file
 from ..core.checksums import CACHE_NAME, VerifiedCache, bytes_sha256, sha256_file
 from ..core.moved import moved_getattr
 from ..core.progress import progress_iter
@@ -127,37 +127,41 @@ class WorldColumns:
 
 
 def _write_jsonl(path: Path, rows: Iterable[dict], total: int, progress: bool, desc: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
     dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-    with open(tmp, "w", encoding="utf-8") as f:
-        buf: list[str] = []
-        for row in progress_iter(rows, total, desc, unit="row", enabled=progress, scale=True):
-            buf.append(dumps(row))
-            if len(buf) >= 50_000:
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", encoding="utf-8") as f:
+            buf: list[str] = []
+            for row in progress_iter(rows, total, desc, unit="row", enabled=progress, scale=True):
+                buf.append(dumps(row))
+                if len(buf) >= 50_000:
+                    f.write("\n".join(buf) + "\n")
+                    buf.clear()
+            if buf:
                 f.write("\n".join(buf) + "\n")
-                buf.clear()
-        if buf:
-            f.write("\n".join(buf) + "\n")
-    os.replace(tmp, path)
+
+    write_file(path, write)
 
 
-def _write_atomic(path: Path, write) -> None:
-    """``write(file)`` into a temporary name, then rename over ``path``."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        write(f)
-    os.replace(tmp, path)
+def _write_binary(path: Path, write) -> None:
+    """``write(file)`` on a binary file that replaces ``path`` whole (atomic_writes.write_file)."""
+
+    def to(tmp: Path) -> None:
+        with open(tmp, "wb") as f:
+            write(f)
+
+    write_file(path, to)
 
 
 def _save_array(path: Path, array: np.ndarray) -> None:
-    _write_atomic(path, lambda f: np.save(f, np.ascontiguousarray(array, dtype=np.int64)))
+    _write_binary(path, lambda f: np.save(f, np.ascontiguousarray(array, dtype=np.int64)))
 
 
 def _save_strings(d: Path, name: str, values) -> None:
     """One string column: ``name.utf8`` (all strings joined) and ``name.offsets.npy`` (char offsets)."""
     offsets = np.zeros(len(values) + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, values), dtype=np.int64, count=len(values)), out=offsets[1:])
-    _write_atomic(d / f"{name}.utf8", lambda f: f.write("".join(values).encode("utf-8", "surrogatepass")))
+    _write_binary(d / f"{name}.utf8", lambda f: f.write("".join(values).encode("utf-8", "surrogatepass")))
     _save_array(d / f"{name}.offsets.npy", offsets)
 
 
@@ -202,9 +206,7 @@ def write_columns(w: WorldColumns, path, *, progress: bool = False, version: int
         "files_sha256": {name: sha256_file(d / name) for name in names},
     }
     raw = json.dumps(body, indent=2, ensure_ascii=False).encode("utf-8")
-    tmp = d / "manifest.json.tmp"
-    tmp.write_bytes(raw)
-    os.replace(tmp, manifest)
+    write_file(manifest, lambda tmp: tmp.write_bytes(raw))
     cache = VerifiedCache(d, bytes_sha256(raw))  # what was just written needs no hashing on load
     for name, sha in body["files_sha256"].items():
         cache.record(name, sha)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import logging
 import numbers
-import os
 import random
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
@@ -26,6 +25,7 @@ from typing import Any, Mapping, Optional, Sequence
 from searchgym.core.types import Task
 from searchgym.envs.registration import env_spec
 
+from ...core.atomic_writes import write_file
 from ...errors import InvalidArgumentError, SearchGymRuntimeError
 from ..environments import EnvSpec, make_env
 from ..qa_rows import qa_task
@@ -105,10 +105,7 @@ def write_dataset(path: str | Path, rows: list[dict]) -> Path:
     except ImportError:
         raise SearchGymRuntimeError("writing a verl dataset needs pyarrow: pip install 'searchgym[verl]'") from None
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")  # a reader never sees a half-written file
-    pq.write_table(pa.Table.from_pylist(rows), tmp)
-    os.replace(tmp, path)
+    write_file(path, lambda tmp: pq.write_table(pa.Table.from_pylist(rows), tmp))  # never seen half-written
     logger.info("wrote %d rows to %s", len(rows), path)
     return path
 

@@ -32,6 +32,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from ...core.atomic_writes import write_file
 from ...errors import InvalidArgumentError
 from ..world import World, WorldBuilder, normalize_name
 from .common import LoaderError, LoadReport, check_on_error, iter_lines, open_text
@@ -318,13 +319,12 @@ def save_flashrag_corpus(world: World, path: str | os.PathLike) -> int:
     p = Path(path)
     if p.is_dir():
         raise LoaderError(f"{p}: is a directory; give a file name such as corpus.jsonl")
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + ".tmp" + "".join(p.suffixes[-1:]))
-    n = 0
-    with open_text(tmp, "w") as f:
-        for doc_id, title, text in zip(world.doc_ids, world.doc_titles, world.doc_texts):
-            f.write(json.dumps({"id": doc_id, "contents": format_contents(title, text)}, ensure_ascii=False))
-            f.write("\n")
-            n += 1
-    os.replace(tmp, p)
-    return n
+
+    def write(tmp: Path) -> int:
+        with open_text(tmp, "w") as f:
+            for doc_id, title, text in zip(world.doc_ids, world.doc_titles, world.doc_texts):
+                f.write(json.dumps({"id": doc_id, "contents": format_contents(title, text)}, ensure_ascii=False))
+                f.write("\n")
+        return len(world.doc_ids)
+
+    return write_file(p, write)
