@@ -523,6 +523,7 @@ CURVES = {
     "question_hops": "proposer/hops",
     "question_words": "proposer/question_words",
     "proposer_searches": "proposer/searches",
+    "proposer_searched_short": "proposer/searched_short",
     "solver_searches": "solver/searches",
     "solver_entropy": "solver/entropy",
     "proposer_entropy": "proposer/entropy",

@@ -236,17 +236,17 @@ def test_unwrapped_envs_are_refused_for_a_shaped_reward(tmp_path, tok, tiny_worl
 def test_metrics_log_the_questions_and_why_they_were_rejected(tmp_path, tok):
     from searchgym.core.types import Task
     from searchgym.training.selfplay_trainer import Sample, rollout_metrics
-    from tests.support.trajectories import segmented_trajectory
+    from tests.support.trajectories import proposer_trajectory
 
-    def proposal(question, valid, reason, reward):
-        t = segmented_trajectory(["<search> a </search>", f"<question> {question} </question>"], role="proposer")
+    def proposal(question, valid, reason, reward, searches=1):
+        t = proposer_trajectory([f"query {i}" for i in range(searches)])
         t.task = Task(id="t", question="", answers=["Tarsk"], metadata={"hops": 2})
         t.question = question
         t.metadata["validation"] = {"valid": valid, "reason": reason}
         return Sample("proposer", t, reward, {"valid": float(valid)}, None)
 
     samples = [
-        proposal("Where was the author of X born?", True, None, 0.6),
+        proposal("Where was the author of X born?", True, None, 0.6, searches=2),
         proposal("Tarsk?", False, "too_short", 0.0),
         proposal("Which city is it?", False, "verifier_incorrect", 0.0),
         proposal("Which town is it?", False, "verifier_incorrect", 0.0),
@@ -256,6 +256,7 @@ def test_metrics_log_the_questions_and_why_they_were_rejected(tmp_path, tok):
     assert m["proposer/rejected/verifier_incorrect"] == 0.5 and m["proposer/rejected/too_short"] == 0.25
     assert [q["question"] for q in m["proposer/questions"]][0] == "Where was the author of X born?"
     assert m["proposer/questions"][1]["reason"] == "too_short" and m["proposer/hops"] == 2.0
+    assert m["proposer/searched_short"] == 0.75  # three of the four searched once for a 2-hop target
     json.dumps(m)  # one JSON line of metrics.jsonl
 
 

@@ -53,7 +53,8 @@ class RolloutBatch:
 def rollout_metrics(samples: Sequence[Sample]) -> dict:
     """Per-role reward means, valid-question rate and rejection reasons, the step's questions (text, hops,
     verdict, reward), Solver groups with signal, the Solvers' reward on model-written questions (``solver/proposed_*``;
-    task source ``proposer``, fresh or replayed, as opposed to the fallback task), WCR coverage, search turns."""
+    task source ``proposer``, fresh or replayed, as opposed to the fallback task), WCR coverage, search turns, and the
+    share of Proposer rollouts that searched fewer times than their target has hops (``proposer/searched_short``)."""
     m: dict = {}
     solver = [s for s in samples if s.role == "solver"]
     prop = [s for s in samples if s.role == "proposer"]
@@ -90,6 +91,10 @@ def rollout_metrics(samples: Sequence[Sample]) -> dict:
         if words:
             m["proposer/question_words"] = mean(words)
         m["proposer/hops"] = mean(float(q["hops"] or 0) for q in questions)
+        # searched fewer times than the target has hops: the early sign of a Proposer that learns to stop short
+        known = [q for q in questions if q["hops"]]
+        if known:
+            m["proposer/searched_short"] = mean(float(q["searches"] < q["hops"]) for q in known)
         m["proposer/questions"] = questions
     return m
 
