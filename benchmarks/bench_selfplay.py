@@ -1089,7 +1089,6 @@ def run(args: argparse.Namespace) -> None:
     results = collect(work, args.size, header, {t.id: t.hops for t in heldout["proposer"]})
     results["seconds_this_invocation"] = round(time.perf_counter() - t0, 1)
     out = Path(args.out) if args.out else RESULTS / f"selfplay_{args.size}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
     write_text(out, json.dumps(results, indent=1, default=str) + "\n")
     plot(results, out.with_suffix(".png"))
     print_table(results)
@@ -1102,7 +1101,6 @@ def ship(results: dict, path: Path) -> Path:
     """Write the compact form of ``results`` (what ``searchgym demo`` shows) to ``path``, atomically; returns it."""
     from searchgym.evaluation.selfplay_results import compact_results
 
-    path.parent.mkdir(parents=True, exist_ok=True)
     write_text(path, json.dumps(compact_results(results), indent=1, allow_nan=False) + "\n")
     return path
 
