@@ -36,10 +36,10 @@ Sizes: ``cpu`` (2 cores, one torch thread per process, one seed), ``gpu`` (3 see
 has the commands. ``--proposer-baseline`` is an ablation: one Proposer baseline in every arm instead of each
 recipe's own (``hop_group``: EVE's HRPO), recorded in the JSON (``proposer_baseline_override``). ``--set
 KEY=VALUE`` is the general form: any training config field in every arm (``--set kl_coef=0.01``: the KL term
-the ``cpu`` size turns off), named in each arm's label and recorded in the JSON (``overrides``); the fields the
-benchmark itself sets (model, start, seed, steps, pool, output) are refused. ``--eval-at 16`` also scores every
-run at training step 16 (the run keeps that checkpoint: ``keep_checkpoint_every``), in the JSON as each run's
-``checkpoints``.
+the ``cpu`` size turns off; ``--set filter.searches_at_least_required=true``: a rule filter of the Proposer's
+questions), named in each arm's label and recorded in the JSON (``overrides``); the fields the benchmark itself
+sets (model, start, seed, steps, pool, output) are refused. ``--eval-at 16`` also scores every run at training
+step 16 (the run keeps that checkpoint: ``keep_checkpoint_every``), in the JSON as each run's ``checkpoints``.
 """
 
 from __future__ import annotations
@@ -357,8 +357,29 @@ def train_config(arm: Arm, seed: int, size: dict, opts: dict, pool: Path, work: 
         fields["proposer_baseline"] = opts["proposer_baseline"]
     if opts.get("eval_at"):  # the steps --eval-at scores stay on disk
         fields["keep_checkpoint_every"] = math.gcd(*opts["eval_at"])
-    cfg = recipe_config(arm.recipe, size["recipe_size"], env_kwargs={"pool": str(pool), "order": "given"}, **fields)
-    return cfg.with_overrides(opts.get("overrides") or [])
+    config_items, filters = split_filter_overrides(opts.get("overrides") or [])
+    env_kwargs = {"pool": str(pool), "order": "given", **({"filter_config": filters} if filters else {})}
+    cfg = recipe_config(arm.recipe, size["recipe_size"], env_kwargs=env_kwargs, **fields)
+    return cfg.with_overrides(config_items)
+
+
+#: ``--set filter.FIELD=VALUE`` sets a rule filter of the Proposer's questions (a ``FilterConfig`` field)
+FILTER_PREFIX = "filter."
+
+
+def split_filter_overrides(items: Sequence[str]) -> tuple[list[str], dict]:
+    """``--set`` items split into training config items and the rule filters' settings (``filter.FIELD=VALUE``,
+    values read as YAML), which go to every arm's env as ``filter_config``."""
+    import yaml
+
+    config_items, filters = [], {}
+    for item in items:
+        key, _, value = item.partition("=")
+        if key.startswith(FILTER_PREFIX):
+            filters[key[len(FILTER_PREFIX) :]] = yaml.safe_load(value)
+        else:
+            config_items.append(item)
+    return config_items, filters
 
 
 #: config fields the benchmark sets itself: ``--set`` may not change them (each has its own option or is fixed)
@@ -375,6 +396,15 @@ BENCH_FIELDS = {
 }
 
 
+def filter_fields() -> list[str]:
+    """The rule filters' settings ``--set filter.FIELD=VALUE`` may change (``FilterConfig``'s fields)."""
+    from dataclasses import fields
+
+    from searchgym.scoring.question_filters import FilterConfig
+
+    return [f.name for f in fields(FilterConfig)]
+
+
 def parse_overrides(items: Sequence[str]) -> list[str]:
     """``--set KEY=VALUE`` items, normalised (``key=value``, sorted) and checked: a key the benchmark sets
     itself is refused (one line naming its option); unknown keys and bad values fail when the config is made."""
@@ -386,6 +416,9 @@ def parse_overrides(items: Sequence[str]) -> list[str]:
             raise BenchError(f"--set {item!r} must look like KEY=VALUE (e.g. kl_coef=0.01)")
         if key in BENCH_FIELDS:
             raise BenchError(f"--set {key}: the benchmark sets it; use {BENCH_FIELDS[key]}")
+        if key.startswith(FILTER_PREFIX) and key[len(FILTER_PREFIX) :] not in filter_fields():
+            valid = ", ".join(FILTER_PREFIX + f for f in filter_fields())
+            raise BenchError(f"--set {key}: no such rule filter; valid: {valid}")
         out.append(f"{key}={value.strip()}")
     return sorted(out)
 
@@ -906,8 +939,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="an ablation: this training config value in every arm (repeatable, e.g. kl_coef=0.01); runs are cached, "
-        "so give it its own --workdir",
+        help="an ablation: this training config value in every arm (repeatable, e.g. kl_coef=0.01), or a rule filter "
+        "of the Proposer's questions as filter.FIELD=VALUE (e.g. filter.searches_at_least_required=true); runs are "
+        "cached, so give it its own --workdir",
     )
     ap.add_argument(
         "--pool-hops",

@@ -227,6 +227,22 @@ def test_set_overrides_reach_every_arm_and_name_it(tmp_path):
         bs.train_config(bs.ARMS["b"], 0, bs.SIZES["cpu"], {**opts, "overrides": ["kl=1"]}, pool, tmp_path)
 
 
+def test_set_filter_overrides_reach_every_arm_env(tmp_path):
+    pool = tmp_path / "pool.jsonl"
+    opts = {"model": "smollm2", "init": None, "device": "cpu", "steps": None}
+    sets = bs.parse_overrides(["filter.searches_at_least_required=true", "kl_coef=0.01"])
+    for arm in bs.ARMS.values():
+        cfg = bs.train_config(arm, 0, bs.SIZES["cpu"], {**opts, "overrides": sets}, pool, tmp_path)
+        assert cfg.env_kwargs["filter_config"] == {"searches_at_least_required": True} and cfg.kl_coef == 0.01
+        assert cfg.env_kwargs["pool"] == str(pool)
+        plain = bs.train_config(arm, 0, bs.SIZES["cpu"], opts, pool, tmp_path)
+        assert "filter_config" not in plain.env_kwargs
+        label = bs.arm_label(arm, plain.proposer_baseline, "cpu", sets)
+        assert label == f"{arm.label}, filter.searches_at_least_required=true, kl_coef=0.01"
+    with pytest.raises(bs.BenchError, match="no such rule filter; valid: filter.min_chars"):
+        bs.parse_overrides(["filter.min_searchs=3"])
+
+
 def test_bad_input_is_a_one_line_error(tmp_path, capsys):
     script = [sys.executable, str(BENCH / "bench_selfplay.py")]
     proc = subprocess.run([*script, "--arms", "a,x"], capture_output=True, text=True)

@@ -8,6 +8,7 @@ import pytest
 import searchgym  # noqa: F401
 from searchgym.agents.scripted import LeakyProposer, RandomAgent, ScriptedProposer
 from searchgym.envs.proposer import KGProposerEnv
+from searchgym.evaluation.game_text import rejection_text
 from searchgym.scoring.judge import ExactMatchJudge
 from searchgym.scoring.rag_verifier import RAGVerifier, ReaderError
 from searchgym.tasks.sources import JsonlTaskSource, SubgraphTaskSource
@@ -126,3 +127,25 @@ def test_proposer_clone_and_state_dict(tiny_world):
     assert len(twin.validation.recent) == 0
     twin.load_state_dict(env.state_dict())
     assert list(twin.validation.recent) == list(env.validation.recent) and twin.games_finished == 1
+
+
+def _two_searches_then_a_question(env):
+    env.reset(seed=0)
+    env.step("<think>First hop.</think><search>Alice Varn place of birth</search>")
+    env.step("<think>Second hop.</think><search>Tarsk located in</search>")
+    return env.step("<question>What is the capital of the country in which the chemist Alice Varn was born?</question>")
+
+
+def test_a_question_written_short_of_its_hops_is_rejected_when_the_filter_asks(tiny_world):
+    """The tiny subgraph has 3 hops ("Required searches: 3"): two searches pass SSP's filters, not the strict one."""
+    *_, r, term, _, info = _two_searches_then_a_question(_env(tiny_world, verifier=AcceptAll()))
+    assert term and r == 1.0 and info["validation"]["valid"]
+    strict = _env(tiny_world, verifier=AcceptAll(), filter_config={"searches_at_least_required": True})
+    *_, r, term, _, info = _two_searches_then_a_question(strict)
+    assert term and r == 0.0 and info["validation"]["reason"] == "too_few_searches"
+    assert rejection_text(info["validation"]).startswith("the Proposer searched 2 time(s), fewer than the 3 its prompt")
+    assert strict.clone().validation.filter_config.searches_at_least_required
+    with pytest.raises(ValueError, match="unknown field.*min_searchs; valid: min_chars"):
+        _env(tiny_world, filter_config={"min_searchs": 3})
+    with pytest.raises(TypeError, match="filter_config must be a FilterConfig or a mapping"):
+        _env(tiny_world, filter_config=3)

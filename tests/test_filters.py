@@ -67,3 +67,14 @@ def test_bad_config_is_rejected():
         FilterConfig(min_words=-1)
     with pytest.raises(ValueError, match="max_chars"):
         FilterConfig(min_chars=20, max_chars=10)
+
+
+def test_required_search_count_is_enforced_only_when_asked():
+    two = proposer_trajectory(["Alice Varn birthplace", "Tarsk country"])
+    assert check_question(GOOD_Q, "Ostrel", two, required_searches=3).ok  # SSP's code filters: >= min_searches only
+    strict = FilterConfig(searches_at_least_required=True)
+    res = check_question(GOOD_Q, "Ostrel", two, strict, required_searches=3)
+    assert res.reason == "too_few_searches" and res.details["required"] == 3 and res.details["searches"] == 2
+    three = proposer_trajectory(["Alice Varn birthplace", "Tarsk country", "Merovia capital"])
+    assert check_question(GOOD_Q, "Ostrel", three, strict, required_searches=3).ok
+    assert check_question(GOOD_Q, "Ostrel", two, strict).ok  # no count asked for: nothing to enforce

@@ -42,9 +42,15 @@ from .function_calling import tool_schemas
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TextEnvBase", "resolve_tasks", "pick_task", "DEFAULT_PROPOSER_SEARCHES"]
+__all__ = ["TextEnvBase", "resolve_tasks", "pick_task", "proposer_search_count", "DEFAULT_PROPOSER_SEARCHES"]
 
 DEFAULT_PROPOSER_SEARCHES = 3  # n shown to the Proposer when the task has no subgraph
+
+
+def proposer_search_count(task: Task) -> int:
+    """The search count ``n`` the Proposer's prompt asks for: the task's hop count, else the default."""
+    return task.hops or DEFAULT_PROPOSER_SEARCHES
+
 
 InfoT = TypeVar("InfoT", bound=Mapping[str, Any])
 
@@ -275,7 +281,7 @@ class TextEnvBase(gym.Env):
         return self._rollout("solver", task, prompt)
 
     def _proposer_rollout(self, task: Task, mode: str) -> Rollout:
-        n = task.hops or DEFAULT_PROPOSER_SEARCHES
+        n = proposer_search_count(task)
         subgraph_text = task.subgraph.describe() if (mode == "kg" and task.subgraph is not None) else None
         if mode == "kg" and subgraph_text is None:
             raise InvalidArgumentError(

@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections import deque
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 from ..core.info import ProposerInfo
 from ..core.rewards import RewardEvent
@@ -27,7 +27,7 @@ from ..core.types import Task
 from ..core.validation import VERIFIER_DEFAULT, VERIFIER_OFF, ValidationResult, VerifierSetting
 from ..errors import InvalidArgumentError, InvalidTypeError
 from ..scoring.outcomes import document_materials, reward_event, validate_question
-from .base import resolve_tasks
+from .base import proposer_search_count, resolve_tasks
 from .episode import Rollout
 from .single import SingleRolloutEnv
 from .spaces import text_space
@@ -94,6 +94,25 @@ def batch_noise(options: dict) -> Optional[BatchNoise]:
     return noise
 
 
+def filter_config_of(value: Any) -> Any:
+    """The rule filters' settings: a :class:`~searchgym.scoring.question_filters.FilterConfig`, ``None`` (SSP's
+    defaults), or a mapping of its fields (as a YAML config or ``env_kwargs`` gives it); an unknown field is one
+    line naming the valid ones."""
+    from dataclasses import fields
+
+    from ..scoring.question_filters import FilterConfig
+
+    if value is None or isinstance(value, FilterConfig):
+        return value
+    if not isinstance(value, Mapping):
+        raise InvalidTypeError(f"filter_config must be a FilterConfig or a mapping of its fields, got {value!r}")
+    names = [f.name for f in fields(FilterConfig)]
+    unknown = sorted(set(value) - set(names))
+    if unknown:
+        raise InvalidArgumentError(f"filter_config: unknown field(s) {', '.join(unknown)}; valid: {', '.join(names)}")
+    return FilterConfig(**value)
+
+
 class ProposerValidation:
     """Filters + RAG verification with a bounded memory of recent proposer materials (noise).
 
@@ -131,7 +150,7 @@ class ProposerValidation:
                 f"verify(question, answers, materials, noise_pool, rng); got {verifier!r}"
             )
         self.verifier = verifier
-        self.filter_config = filter_config
+        self.filter_config = filter_config_of(filter_config)
         self.recent: deque[list[str]] = deque(maxlen=noise_window)
         self.counts: dict[str, int] = {}
         self.batch: Optional[BatchNoise] = None
@@ -159,6 +178,7 @@ class ProposerValidation:
             noise_pool=self.noise_pool(traj),
             rng=rng,
             materials=mats,
+            required_searches=proposer_search_count(traj.task) if traj.task is not None else None,
         )
         key = "valid" if result.valid else str(result.reason)
         self.counts[key] = self.counts.get(key, 0) + 1

@@ -56,6 +56,11 @@ def rejection_text(validation: Optional[Mapping], answers: Sequence[str] = ()) -
         )
     elif reason == "verifier_error":
         words = f"the RAG verifier failed ({validation.get('error')}); a question that cannot be verified is rejected"
+    elif reason == "too_few_searches" and details.get("required"):
+        words = (
+            f"the Proposer searched {details.get('searches', '?')} time(s), fewer than the {details['required']} its "
+            "prompt asked for (filter searches_at_least_required)"
+        )
     elif reason in _REASON_WORDS:
         fields = {k: details.get(k, "?") for k in ("chars", "words", "searches")}
         fields["leaked"] = ", ".join(map(repr, details.get("leaked") or answers[:1]))

@@ -94,14 +94,16 @@ def validate_question(
     noise_pool: Sequence[str] = (),
     rng: random.Random,
     materials: Optional[Sequence[str]] = None,
+    required_searches: Optional[int] = None,
 ) -> ValidationResult:
     """Filters then RAG verification of a finished Proposer rollout: the ``info["validation"]``
     :class:`~searchgym.core.validation.ValidationResult`.
 
     ``verifier``: an object with ``verify(question, answers, materials, noise_pool, rng)``, or ``None`` to skip
     RAG verification (filters only). ``materials``: the rollout's :func:`document_materials`, if the caller
-    already has them. Also sets ``traj.valid`` and ``traj.metadata["validation"]`` (the verdict without the
-    filters' details).
+    already has them. ``required_searches``: the search count the Proposer's prompt asked for (enforced by
+    ``FilterConfig.searches_at_least_required``). Also sets ``traj.valid`` and ``traj.metadata["validation"]``
+    (the verdict without the filters' details).
     """
     from .question_filters import check_question
 
@@ -110,7 +112,7 @@ def validate_question(
     if not traj.valid:
         result = ValidationResult(reason=traj.metadata.get("invalid_reason", "invalid_rollout"), stage="rollout")
     else:
-        fr = check_question(traj.question, list(answers), traj, filter_config)
+        fr = check_question(traj.question, list(answers), traj, filter_config, required_searches=required_searches)
         details = dict(fr.details)
         if not fr.ok:
             result = ValidationResult(reason=fr.reason, stage="filters", details=details)

@@ -12,7 +12,8 @@ reason               rule
 ``too_few_words``    fewer than ``min_words`` whitespace-separated words (default 10)
 ``answer_leak``      the answer a* (lowercased) is a substring of the question (lowercased)
 ``no_information``   the trajectory never received an ``<information>`` block
-``too_few_searches`` fewer than ``min_searches`` searches (default 2)
+``too_few_searches`` fewer than ``min_searches`` searches (default 2), or -- with
+                     ``searches_at_least_required`` -- fewer than the prompt asked for
 ``duplicate_queries`` the same query (case/whitespace-insensitive) was searched twice
 ==================== ============================================================
 
@@ -50,6 +51,14 @@ class FilterConfig:
     min_words: int = field(default=10, metadata={"help": "Fewest words a question must have (0: no bound)."})
     min_searches: int = field(
         default=2, metadata={"help": "Fewest search calls the Proposer's trajectory must have made (0: no bound)."}
+    )
+    searches_at_least_required: bool = field(
+        default=False,
+        metadata={
+            "help": "Also reject a question whose Proposer searched fewer times than its prompt's required search "
+            "count (the target's hop count; SSP's prompt: the searches 'must precisely match the specified search "
+            "count'). Off in SSP's code filters, which check min_searches only."
+        },
     )
     require_information: bool = field(
         default=True, metadata={"help": "Reject a question whose trajectory retrieved no information at all."}
@@ -99,13 +108,16 @@ def check_question(
     answers: Union[str, Sequence[str]],
     trajectory: Trajectory,
     config: Optional[FilterConfig] = None,
+    *,
+    required_searches: Optional[int] = None,
 ) -> FilterResult:
     """Apply the SSP rule filters to a proposed ``question`` for the answer(s) ``answers``.
 
     ``answers`` is the canonical answer a* or a list whose first item is a* (aliases after it);
     ``trajectory`` is the Proposer rollout that produced the question (its turns' searches and
-    env-inserted information are checked). Returns the first failure, in the order of
-    :data:`REASONS`, or ``FilterResult(ok=True)``.
+    env-inserted information are checked). ``required_searches``: the search count the Proposer's
+    prompt asked for, enforced when ``config.searches_at_least_required`` is set. Returns the first
+    failure, in the order of :data:`REASONS`, or ``FilterResult(ok=True)``.
     """
     cfg = config or FilterConfig()
     golds = gold_list(answers)
@@ -140,6 +152,8 @@ def check_question(
         return fail("no_information")
     if len(queries) < cfg.min_searches:
         return fail("too_few_searches")
+    if cfg.searches_at_least_required and required_searches and len(queries) < required_searches:
+        return fail("too_few_searches", required=required_searches)
     if cfg.forbid_duplicate_queries and dupes:
         return fail("duplicate_queries")
     return FilterResult(True, None, details)
