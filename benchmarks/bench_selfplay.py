@@ -508,9 +508,13 @@ def open_trained(start: str, final: Path):
     return PeftModel.from_pretrained(model, str(final)).merge_and_unload(), tok
 
 
+#: what joins a run's name and a training step in its ``--eval-at`` evaluation stages (``b_s0_step16``)
+STEP_STAGE = "_step"
+
+
 def checkpoint_stage(name: str, step: int) -> str:
     """The evaluation stage of run ``name`` at training step ``step`` (``--eval-at``)."""
-    return f"{name}_step{step}"
+    return f"{name}{STEP_STAGE}{step}"
 
 
 def checkpoint_policy(work: Path, name: str, step: int) -> Path:
@@ -703,7 +707,7 @@ def scored_stage(work: Path, name: str, modes: Sequence[str], target_hops: Mappi
 
 def scored_checkpoints(work: Path, name: str) -> list[int]:
     """The training steps at which run ``name`` was also scored (``--eval-at``), ascending."""
-    prefix = f"eval_{checkpoint_stage(name, 0)[:-1]}"
+    prefix = f"eval_{name}{STEP_STAGE}"
     steps = (p.name[len(prefix) : -len(".json")] for p in work.glob(f"{prefix}*.json"))
     return sorted(int(x) for x in steps if x.isdigit())
 

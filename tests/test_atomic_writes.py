@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import gzip
+import os
+import subprocess
+import sys
+import time
 
 import pytest
 
-from searchgym.core.atomic_writes import write_file, write_folder, write_text
+from searchgym.core.atomic_writes import STALE_AFTER_S, write_file, write_folder, write_text
 
 
 def _leftovers(folder):
@@ -60,6 +64,50 @@ def test_write_folder_replaces_a_folder_whole_or_not_at_all(tmp_path):
         write_folder(folder, fail)
     assert sorted(p.name for p in folder.iterdir()) == ["b"]
     assert _leftovers(tmp_path) == []
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def _age(path, seconds):
+    t = time.time() - seconds
+    os.utime(path, (t, t))
+
+
+def test_a_killed_writers_old_temporaries_are_swept_by_the_next_write(tmp_path):
+    dead, alive = _dead_pid(), os.getppid()
+    old = tmp_path / f".a.json.tmp-{dead}-1.json"
+    recent = tmp_path / f".a.json.tmp-{dead}-2.json"
+    live = tmp_path / f".a.json.tmp-{alive}-3.json"
+    other_target = tmp_path / f".a.json.gz.tmp-{dead}-4.gz"
+    folder_tmp = tmp_path / f".a.json.tmp-{dead}-x1y2"
+    for path in (old, recent, live, other_target):
+        path.write_text("half")
+    folder_tmp.mkdir()
+    (folder_tmp / "shard").write_text("half")
+    for path in (old, live, other_target, folder_tmp):
+        _age(path, STALE_AFTER_S + 60)
+    write_text(tmp_path / "a.json", "new")
+    assert (tmp_path / "a.json").read_text() == "new"
+    # only what a dead process left long ago for this very target goes: a live or recent writer may still finish
+    assert _leftovers(tmp_path) == sorted(p.name for p in (recent, live, other_target))
+
+
+def test_a_folder_moved_aside_by_a_killed_writer_is_put_back(tmp_path):
+    folder = write_folder(tmp_path / "adapter", lambda tmp: (tmp / "weights").write_text("v1"))
+    aside = tmp_path / f".adapter.old-{_dead_pid()}"
+    os.rename(folder, aside)  # killed between the two renames: the target is missing
+    _age(aside, STALE_AFTER_S + 60)
+
+    def check_then_write(tmp):
+        assert (folder / "weights").read_text() == "v1"  # the old version is back before the new one lands
+        (tmp / "weights").write_text("v2")
+
+    write_folder(folder, check_then_write)
+    assert (folder / "weights").read_text() == "v2" and _leftovers(tmp_path) == []
 
 
 def test_the_old_module_name_says_where_the_writers_live_now():

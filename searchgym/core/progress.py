@@ -88,6 +88,7 @@ class Progress:
         self.stream = stream if stream is not None else sys.stderr
         self.postfix: dict[str, Any] = {}
         self.start = time.monotonic()
+        self._updated = self.start  # when the last item finished: the rate is measured up to it
         self.closed = False
         self._lock = threading.Lock()
         self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
@@ -117,6 +118,7 @@ class Progress:
         """``n`` more items are done."""
         with self._lock:
             self.count += n
+            self._updated = time.monotonic()
         self._maybe_draw()
 
     def set_postfix(self, **fields: Any) -> None:
@@ -160,8 +162,9 @@ class Progress:
     def line(self) -> str:
         """The progress line as it would be printed now."""
         with self._lock:
-            count, postfix = self.count, dict(self.postfix)
-        elapsed = time.monotonic() - self.start
+            count, postfix, updated = self.count, dict(self.postfix), self._updated
+        now = time.monotonic()
+        elapsed, measured = now - self.start, updated - self.start
         shown = _scaled(count) if self.scale else str(count)
         parts = [f"{self.desc}: {shown}"]
         if self.total is not None:
@@ -171,7 +174,9 @@ class Progress:
         else:
             parts[0] += f" {self.units}"
         done = count - self.initial
-        rate = done / elapsed if elapsed > 0 and done > 0 else None
+        # the rate up to the last finished item (not to now: between two slow steps it would climb by itself), and
+        # the ETA less the time the current item has already run
+        rate = done / measured if measured > 0 and done > 0 else None
         if rate is None:
             parts.append(f"? s/{self.unit}")
         elif rate >= 1:
@@ -179,7 +184,8 @@ class Progress:
         else:
             parts.append(f"{1 / rate:.1f} s/{self.unit}")
         if self.total is not None and count < self.total:
-            parts.append("ETA " + (format_duration((self.total - count) / rate) if rate else "?"))
+            eta = max(0.0, (self.total - count) / rate - (now - updated)) if rate else None
+            parts.append("ETA " + (format_duration(eta) if eta is not None else "?"))
         parts.append(f"{format_duration(elapsed)} elapsed")
         text = ", ".join(parts)
         if postfix:

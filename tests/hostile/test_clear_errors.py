@@ -358,6 +358,9 @@ def test_the_progress_line_has_rate_in_seconds_per_step_and_an_eta():
     line = bar.line()
     assert line.startswith("train: 3/10 steps (30%), 40.0 s/step, ETA 4m40s, 2m00s elapsed")
     assert line.endswith("solver=0.250")
+    bar.start -= 30.0  # half a minute into step 4: the rate stays that of the finished steps, the ETA counts down
+    bar._updated -= 30.0
+    assert bar.line().startswith("train: 3/10 steps (30%), 40.0 s/step, ETA 4m10s, 2m30s elapsed")
     bar.close()
     fast = Progress(100, "eval", unit="question", initial=40, stream=io.StringIO())
     fast.start -= 10.0
