@@ -866,7 +866,7 @@ def plot(results: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    from searchgym.evaluation.plots import hop_bars, interval_bars
+    from searchgym.evaluation.plots import hop_bars, interval_bars, legend_label
 
     fig, axes = plt.subplots(2, 3, figsize=(16, 8.5))
     panels = [
@@ -881,7 +881,8 @@ def plot(results: dict, path: Path) -> None:
             curve = run["train"]
             for ax, name, _ in panels:
                 ys = [math.nan if y is None else y for y in curve[name]]
-                ax.plot(curve["step"], ys, color=colour, alpha=0.8, marker=".", label=arm["label"] if j == 0 else None)
+                label = legend_label(arm["label"]) if j == 0 else None
+                ax.plot(curve["step"], ys, color=colour, alpha=0.8, marker=".", label=label)
             ys = [math.nan if y is None else y for y in curve["solver_proposed_reward"]]
             axes[0][2].plot(curve["step"], ys, color=colour, alpha=0.6, linestyle="--", marker=".")
     for ax, _, title in panels:

@@ -9,10 +9,20 @@ bootstrap interval, or the seeds' spread when a stage has several runs. Cells ar
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping
 from typing import Any, Optional, Sequence
 
-__all__ = ["hop_bars", "interval_bars"]
+__all__ = ["hop_bars", "interval_bars", "legend_label"]
+
+#: legend entries are wrapped to this many characters: an ablation's label ("(b) KG Proposer, binary, all baseline,
+#: filter.searches_at_least_required=true, ...") would otherwise run across the neighbouring panels
+LEGEND_WIDTH = 40
+
+
+def legend_label(label: str, width: int = LEGEND_WIDTH) -> str:
+    """``label`` broken into lines of at most ``width`` characters (at spaces) for a legend."""
+    return "\n".join(textwrap.wrap(label, width)) or label
 
 
 def _value(cell: Any, key: str) -> Optional[float]:
@@ -53,7 +63,7 @@ def interval_bars(
             means.append(mean)
             errs[0].append(max(0.0, mean - lo))
             errs[1].append(max(0.0, hi - mean))
-        ax.bar(xs, means, width, yerr=[errs[0], errs[1]], label=stage, capsize=3, color=f"C{i}")
+        ax.bar(xs, means, width, yerr=[errs[0], errs[1]], label=legend_label(stage), capsize=3, color=f"C{i}")
     ax.set_xticks([j + width * (len(stages) - 1) / 2 for j in range(len(keys))], [str(n) for n in (names or keys)])
     if ylabel:
         ax.set_ylabel(ylabel)

@@ -23,7 +23,7 @@ from typing import Any, Optional, Sequence
 
 from ..core.atomic_writes import write_file
 from ..errors import InvalidArgumentError, MissingFileError
-from .plots import hop_bars, interval_bars
+from .plots import hop_bars, interval_bars, legend_label
 
 __all__ = [
     "HeldOutCell",
@@ -424,7 +424,8 @@ def plot_selfplay_curves(results: SelfPlayResults, path: str | Path) -> Path:
             c = run.curves
             for ax, name, _ in panels:
                 ys = [math.nan if y is None else y for y in getattr(c, name)]
-                ax.plot(c.step, ys, color=colour, marker=".", alpha=0.8, label=arm.label if j == 0 else None)
+                label = legend_label(arm.label) if j == 0 else None
+                ax.plot(c.step, ys, color=colour, marker=".", alpha=0.8, label=label)
             ys = [math.nan if y is None else y for y in c.solver_proposed_reward]
             axes[0][1].plot(c.step, ys, color=colour, marker=".", alpha=0.6, linestyle="--")
     axes[0][1].set_title("Solver reward (dashed: on the model's own questions)", fontsize=10)
