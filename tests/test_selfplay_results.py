@@ -260,3 +260,12 @@ def test_demo_without_results_says_how_to_make_them_and_goes_on(tmp_path, monkey
     (line,) = out.getvalue().strip().splitlines()[1:]
     assert line.startswith(f"  {bad} is not a self-play results file (JSONDecodeError") and "--ship" in line
     assert not (tmp_path / "selfplay.png").exists()
+
+
+def test_long_arm_labels_are_wrapped_for_legends():
+    from searchgym.evaluation.plots import LEGEND_WIDTH, legend_label
+
+    label = "(b) KG Proposer, binary, all baseline, filter.searches_at_least_required=true, rollout_dtype=bfloat16"
+    lines = legend_label(label).split("\n")
+    assert len(lines) > 1 and all(len(x) <= LEGEND_WIDTH for x in lines) and " ".join(lines) == label
+    assert legend_label("cold start") == "cold start"
