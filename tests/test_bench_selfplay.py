@@ -133,6 +133,8 @@ def test_toy_benchmark_trains_three_arms_collects_and_resumes(tmp_path, capsys):
     assert {h: c["n"] for h, c in by_hops.items()} == {"2": 1, "3": 1} and all(
         0 <= c["valid"] <= 1 for c in by_hops.values()
     )
+    single = r["cold_start"]["proposer_cells"]["kg"]["single_answer"]  # the targets whose path has one answer
+    assert single["n"] == r["eval"]["proposer_single_answer_targets"] and 0 <= single["valid"] <= single["n"] <= 2
     assert set(r["solver_gain"]) == {"(a) vanilla SSP", "(b) KG Proposer, binary"}
     assert out.with_suffix(".png").stat().st_size > 10_000
     assert (work / "toy" / "a_s0" / "final" / "adapter_model.safetensors").is_file()
