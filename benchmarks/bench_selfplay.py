@@ -54,7 +54,7 @@ import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Collection, Iterator, Mapping, Optional, Sequence
+from typing import Any, Iterator, Mapping, Optional, Sequence
 
 from bench_learning import HOPS, eval_dir, evaluate_model, paired_counts, paired_flips, rl_gain
 from machine import device_info, machine_info
@@ -636,19 +636,22 @@ def valid_by_hops(rows: Sequence[Mapping]) -> dict:
     return {"total": dict(sorted(total.items())), "steps": steps}
 
 
-def proposer_cells(
-    work: Path,
-    name: str,
-    modes: Sequence[str],
-    target_hops: Mapping[str, int],
-    single: Optional[Collection[str]] = None,
-) -> dict:
+@dataclass(frozen=True)
+class TargetFacts:
+    """What the collection knows about the held-out Proposer targets: each one's hop count (``hops``: target id ->
+    hops) and the ids of those whose path has a single answer in the world (``single``, from
+    ``searchgym.construction.path_answers``; None when not known)."""
+
+    hops: Mapping[str, int]
+    single: Optional[frozenset] = None
+
+
+def proposer_cells(work: Path, name: str, modes: Sequence[str], facts: TargetFacts) -> dict:
     """Per Proposer mode, the valid rate on the held-out targets with its 95 % bootstrap interval, and per hop
-    count of the targets (``target_hops``: target id -> hops) the valid count out of the targets, the searches
-    made and the questions written short of the path (:func:`tally_valid`): a Proposer that learns 2-hop
-    questions while forgetting 3-hop ones shows it here, not in the overall rate. ``single``: the ids of the
-    targets whose path has a single answer in the world (``searchgym.construction.path_answers``), when known;
-    their valid count is ``single_answer`` (the others admit no verifiable question)."""
+    count of the targets the valid count out of the targets, the searches made and the questions written short
+    of the path (:func:`tally_valid`): a Proposer that learns 2-hop questions while forgetting 3-hop ones shows
+    it here, not in the overall rate. With ``facts.single`` known, also the valid count on the single-answer
+    targets (``single_answer``; the others admit no verifiable question)."""
     from searchgym.evaluation.metrics import bootstrap_ci
 
     out = {}
@@ -657,12 +660,12 @@ def proposer_cells(
         if not records:
             continue
         by_hops: dict[str, dict] = {}
-        for task, r in sorted(records.items(), key=lambda kv: target_hops.get(kv[0], 0)):
+        for task, r in sorted(records.items(), key=lambda kv: facts.hops.get(kv[0], 0)):
             searches = len(r["queries"]) if isinstance(r.get("queries"), list) else None
-            tally_valid(by_hops, target_hops.get(task, "?"), bool(r["valid"]), searches)
+            tally_valid(by_hops, facts.hops.get(task, "?"), bool(r["valid"]), searches)
         out[m] = {**bootstrap_ci([float(r["valid"]) for r in records.values()]), "by_hops": by_hops}
-        if single is not None:
-            kept = [bool(r["valid"]) for task, r in records.items() if task in single]
+        if facts.single is not None:
+            kept = [bool(r["valid"]) for task, r in records.items() if task in facts.single]
             out[m]["single_answer"] = {"valid": sum(kept), "n": len(kept)}
     return out
 
@@ -704,17 +707,10 @@ def seeds_note(runs_done: dict) -> str:
     return note
 
 
-def scored_stage(
-    work: Path,
-    name: str,
-    modes: Sequence[str],
-    target_hops: Mapping[str, int],
-    single: Optional[Collection[str]] = None,
-) -> dict:
-    """A scored stage's held-out results with its Proposer cells (``single``: see :func:`proposer_cells`) and its
-    paired flips against the cold start."""
+def scored_stage(work: Path, name: str, modes: Sequence[str], facts: TargetFacts) -> dict:
+    """A scored stage's held-out results with its Proposer cells and its paired flips against the cold start."""
     ev = json.loads((work / f"eval_{name}.json").read_text())
-    ev["proposer_cells"] = proposer_cells(work, name, modes, target_hops, single)
+    ev["proposer_cells"] = proposer_cells(work, name, modes, facts)
     ev["vs_cold_start"] = {
         "solver": paired_flips(work, COLD, name),
         "solver_reworded": paired_flips(work, COLD, name, reworded=True),
@@ -730,13 +726,11 @@ def scored_checkpoints(work: Path, name: str) -> list[int]:
     return sorted(int(x) for x in steps if x.isdigit())
 
 
-def collect(
-    work: Path, size_name: str, header: dict, target_hops: Mapping[str, int], single: Optional[Collection[str]] = None
-) -> dict:
+def collect(work: Path, size_name: str, header: dict, facts: TargetFacts) -> dict:
     """Every finished run of ``work`` against the cold start: curves, held-out results, paired flips, gains and
     the issue's targets (met or not, reported either way), with the seeds each arm finished; ``header``: what the
-    invocation records about itself (size, machine, start, pool, held-out sets); ``target_hops``: the held-out
-    Proposer targets' hop counts by id; ``single``: the ids of those with a single answer (:func:`proposer_cells`)."""
+    invocation records about itself (size, machine, start, pool, held-out sets); ``facts``: the held-out
+    Proposer targets' hop counts and single-answer ids."""
     cold_path = work / f"eval_{COLD}.json"
     runs_done = finished_runs(work)
     if not cold_path.is_file() or not runs_done:
@@ -747,7 +741,7 @@ def collect(
     from searchgym.training.selfplay_config import TrainConfig
 
     cold = json.loads(cold_path.read_text())
-    cold["proposer_cells"] = proposer_cells(work, COLD, ("kg", "vanilla"), target_hops, single)
+    cold["proposer_cells"] = proposer_cells(work, COLD, ("kg", "vanilla"), facts)
     configs = {
         (k, s): TrainConfig.load(work / run_name(k, s) / "config.yaml") for k, ss in runs_done.items() for s in ss
     }
@@ -777,14 +771,14 @@ def collect(
             curve = train_curve(work / name)
             runs.append(
                 {
-                    **scored_stage(work, name, modes, target_hops, single),
+                    **scored_stage(work, name, modes, facts),
                     "seed": seed,
                     "train": curve,
                     "train_s": round(sum(x or 0.0 for x in curve["step_s"]), 1),
                     "games": sum(x or 0 for x in curve["games"]),
                     "adapter": str(work / name / "final"),
                     "checkpoints": [
-                        {"step": step, **scored_stage(work, checkpoint_stage(name, step), modes, target_hops, single)}
+                        {"step": step, **scored_stage(work, checkpoint_stage(name, step), modes, facts)}
                         for step in scored_checkpoints(work, name)
                     ],
                 }
@@ -1075,7 +1069,7 @@ def run(args: argparse.Namespace) -> None:
     pool_path = stage_pool(world, args.pool, work)
     heldout = heldout_sets(world, size)
     disjoint = check_disjoint(load_pool(pool_path), heldout)
-    single = {t.id for t in heldout["proposer"] if t.subgraph is not None and single_answer(world, t.subgraph)}
+    single = frozenset(t.id for t in heldout["proposer"] if t.subgraph is not None and single_answer(world, t.subgraph))
     opts = {
         "model": args.model,
         "init": args.init,
@@ -1148,7 +1142,7 @@ def run(args: argparse.Namespace) -> None:
         "overrides": opts["overrides"],
         "seconds_this_invocation": None,
     }
-    results = collect(work, args.size, header, {t.id: t.hops for t in heldout["proposer"]}, single)
+    results = collect(work, args.size, header, TargetFacts({t.id: t.hops for t in heldout["proposer"]}, single))
     results["seconds_this_invocation"] = round(time.perf_counter() - t0, 1)
     out = Path(args.out) if args.out else RESULTS / f"selfplay_{args.size}.json"
     write_text(out, json.dumps(results, indent=1, default=str) + "\n")
