@@ -409,6 +409,7 @@ def parse_overrides(items: Sequence[str]) -> list[str]:
     """``--set KEY=VALUE`` items, normalised (``key=value``, sorted) and checked: a key the benchmark sets
     itself is refused (one line naming its option); unknown keys and bad values fail when the config is made."""
     out = []
+    filters = filter_fields()
     for item in items:
         key, sep, value = item.partition("=")
         key = key.strip()
@@ -416,8 +417,8 @@ def parse_overrides(items: Sequence[str]) -> list[str]:
             raise BenchError(f"--set {item!r} must look like KEY=VALUE (e.g. kl_coef=0.01)")
         if key in BENCH_FIELDS:
             raise BenchError(f"--set {key}: the benchmark sets it; use {BENCH_FIELDS[key]}")
-        if key.startswith(FILTER_PREFIX) and key[len(FILTER_PREFIX) :] not in filter_fields():
-            valid = ", ".join(FILTER_PREFIX + f for f in filter_fields())
+        if key.startswith(FILTER_PREFIX) and key[len(FILTER_PREFIX) :] not in filters:
+            valid = ", ".join(FILTER_PREFIX + f for f in filters)
             raise BenchError(f"--set {key}: no such rule filter; valid: {valid}")
         out.append(f"{key}={value.strip()}")
     return sorted(out)
@@ -640,18 +641,18 @@ def valid_by_hops(rows: Sequence[Mapping]) -> dict:
 class TargetFacts:
     """What the collection knows about the held-out Proposer targets: each one's hop count (``hops``: target id ->
     hops) and the ids of those whose path has a single answer in the world (``single``, from
-    ``searchgym.construction.path_answers``; None when not known)."""
+    ``searchgym.construction.path_answers``)."""
 
     hops: Mapping[str, int]
-    single: Optional[frozenset] = None
+    single: frozenset
 
 
 def proposer_cells(work: Path, name: str, modes: Sequence[str], facts: TargetFacts) -> dict:
     """Per Proposer mode, the valid rate on the held-out targets with its 95 % bootstrap interval, and per hop
     count of the targets the valid count out of the targets, the searches made and the questions written short
     of the path (:func:`tally_valid`): a Proposer that learns 2-hop questions while forgetting 3-hop ones shows
-    it here, not in the overall rate. With ``facts.single`` known, also the valid count on the single-answer
-    targets (``single_answer``; the others admit no verifiable question)."""
+    it here, not in the overall rate; and the valid count on the single-answer targets (``single_answer``; the
+    others admit no verifiable question)."""
     from searchgym.evaluation.metrics import bootstrap_ci
 
     out = {}
@@ -664,9 +665,8 @@ def proposer_cells(work: Path, name: str, modes: Sequence[str], facts: TargetFac
             searches = len(r["queries"]) if isinstance(r.get("queries"), list) else None
             tally_valid(by_hops, facts.hops.get(task, "?"), bool(r["valid"]), searches)
         out[m] = {**bootstrap_ci([float(r["valid"]) for r in records.values()]), "by_hops": by_hops}
-        if facts.single is not None:
-            kept = [bool(r["valid"]) for task, r in records.items() if task in facts.single]
-            out[m]["single_answer"] = {"valid": sum(kept), "n": len(kept)}
+        kept = [bool(r["valid"]) for task, r in records.items() if task in facts.single]
+        out[m]["single_answer"] = {"valid": sum(kept), "n": len(kept)}
     return out
 
 

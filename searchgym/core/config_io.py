@@ -12,13 +12,17 @@ import hashlib
 import json
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, ClassVar, Sequence, TypeVar, get_type_hints
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence, TypeVar, get_type_hints
 
 from ..errors import InvalidArgumentError, MissingFileError
 from .path_errors import unusable_path_reason
 from .renamed import rename_keys
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 _Config = TypeVar("_Config", bound="ConfigIO")
+_T = TypeVar("_T", bound="DataclassInstance")
 
 
 class ConfigIO:
@@ -37,13 +41,7 @@ class ConfigIO:
     @classmethod
     def from_dict(cls: type[_Config], d: dict) -> _Config:
         """Build from a dict; unknown keys are an error naming them, renamed keys warn and map to the new name."""
-        d = rename_keys(d, cls.RENAMED_KEYS, cls.__name__)
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise InvalidArgumentError(f"unknown config key(s) {unknown}; valid keys: {', '.join(sorted(known))}")
-        hints = get_type_hints(cls)
-        return cls(**{k: _coerce(k, v, hints[k]) for k, v in d.items()})
+        return dataclass_from_mapping(cls, rename_keys(d, cls.RENAMED_KEYS, cls.__name__))
 
     @classmethod
     def load(cls: type[_Config], path: str | Path) -> _Config:
@@ -115,6 +113,17 @@ class ConfigIO:
     def digest(self) -> str:
         """Short hash of :meth:`fingerprint`."""
         return hashlib.sha256(json.dumps(self.fingerprint(), sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def dataclass_from_mapping(cls: type[_T], d: Mapping[str, Any], *, what: str = "config key") -> _T:
+    """``cls(**d)`` for a dataclass ``cls``, each value checked against its field's type (YAML's spellings
+    accepted: ``1e-6`` for a float); an unknown key is one line naming it (as a ``what``) and the valid keys."""
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(d) - known)
+    if unknown:
+        raise InvalidArgumentError(f"unknown {what}(s) {unknown}; valid keys: {', '.join(sorted(known))}")
+    hints = get_type_hints(cls)
+    return cls(**{k: _coerce(k, v, hints[k]) for k, v in d.items()})
 
 
 def _yaml_problem(exc: Exception, *, line: bool = True) -> str:

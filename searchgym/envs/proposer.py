@@ -96,21 +96,16 @@ def batch_noise(options: dict) -> Optional[BatchNoise]:
 
 def filter_config_of(value: Any) -> Any:
     """The rule filters' settings: a :class:`~searchgym.scoring.question_filters.FilterConfig`, ``None`` (SSP's
-    defaults), or a mapping of its fields (as a YAML config or ``env_kwargs`` gives it); an unknown field is one
-    line naming the valid ones."""
-    from dataclasses import fields
-
+    defaults), or a mapping of its fields (as a YAML config or ``env_kwargs`` gives it), type-checked; an unknown
+    field is one line naming the valid ones."""
+    from ..core.config_io import dataclass_from_mapping
     from ..scoring.question_filters import FilterConfig
 
     if value is None or isinstance(value, FilterConfig):
         return value
     if not isinstance(value, Mapping):
         raise InvalidTypeError(f"filter_config must be a FilterConfig or a mapping of its fields, got {value!r}")
-    names = [f.name for f in fields(FilterConfig)]
-    unknown = sorted(set(value) - set(names))
-    if unknown:
-        raise InvalidArgumentError(f"filter_config: unknown field(s) {', '.join(unknown)}; valid: {', '.join(names)}")
-    return FilterConfig(**value)
+    return dataclass_from_mapping(FilterConfig, value, what="filter_config field")
 
 
 class ProposerValidation:
