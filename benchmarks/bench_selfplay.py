@@ -376,7 +376,10 @@ def split_filter_overrides(items: Sequence[str]) -> tuple[list[str], dict]:
     for item in items:
         key, _, value = item.partition("=")
         if key.startswith(FILTER_PREFIX):
-            filters[key[len(FILTER_PREFIX) :]] = yaml.safe_load(value)
+            try:
+                filters[key[len(FILTER_PREFIX) :]] = yaml.safe_load(value)
+            except yaml.YAMLError as exc:
+                raise BenchError(f"--set {item}: the value is not YAML ({str(exc).splitlines()[0]})") from None
         else:
             config_items.append(item)
     return config_items, filters
@@ -421,7 +424,19 @@ def parse_overrides(items: Sequence[str]) -> list[str]:
             valid = ", ".join(FILTER_PREFIX + f for f in filters)
             raise BenchError(f"--set {key}: no such rule filter; valid: {valid}")
         out.append(f"{key}={value.strip()}")
+    check_filters(split_filter_overrides(out)[1])
     return sorted(out)
+
+
+def check_filters(filters: Mapping[str, Any]) -> None:
+    """Refuse ``--set filter.FIELD=VALUE`` values of the wrong type now, not when the first env is made."""
+    from searchgym.core.config_io import dataclass_from_mapping
+    from searchgym.scoring.question_filters import FilterConfig
+
+    try:
+        dataclass_from_mapping(FilterConfig, filters, what="rule filter")
+    except ValueError as exc:
+        raise BenchError(f"--set filter.*: {exc}") from None
 
 
 def stage_train(arm: Arm, seed: int, cfg, start: str, work: Path, opts_overrides: Sequence[str] = ()) -> Path:

@@ -243,6 +243,10 @@ def test_set_filter_overrides_reach_every_arm_env(tmp_path):
         assert label == f"{arm.label}, filter.searches_at_least_required=true, kl_coef=0.01"
     with pytest.raises(bs.BenchError, match="no such rule filter; valid: filter.min_chars"):
         bs.parse_overrides(["filter.min_searchs=3"])
+    with pytest.raises(bs.BenchError, match="--set filter.min_searches=\\[: the value is not YAML"):
+        bs.parse_overrides(["filter.min_searches=["])
+    with pytest.raises(bs.BenchError, match="--set filter.\\*: searches_at_least_required expects true/false, got 3"):
+        bs.parse_overrides(["filter.searches_at_least_required=3"])
 
 
 def test_bad_input_is_a_one_line_error(tmp_path, capsys):
