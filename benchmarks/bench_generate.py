@@ -43,6 +43,7 @@ def baseline_generate(gen, prompts, cfg) -> list[str]:
     from transformers import DynamicCache
 
     from searchgym.core.llm import truncate_at_stop
+    from searchgym.llm.cache_keyword import cache_kwargs
     from searchgym.llm.transformers_backend import _sample
 
     batch = [gen.encode(gen.render(p)) for p in prompts]
@@ -64,7 +65,7 @@ def baseline_generate(gen, prompts, cfg) -> list[str]:
             input_ids=input_ids,
             attention_mask=attn,
             position_ids=pos,
-            past_key_values=cache,
+            **cache_kwargs(gen.model, cache),
             use_cache=True,
             logits_to_keep=1,
         )
@@ -87,7 +88,11 @@ def baseline_generate(gen, prompts, cfg) -> list[str]:
             attn = torch.cat([attn, torch.ones((n, 1), dtype=attn.dtype, device=dev)], dim=1)
             pos = pos + 1
             out = gen.model(
-                input_ids=nxt[:, None], attention_mask=attn, position_ids=pos, past_key_values=cache, use_cache=True
+                input_ids=nxt[:, None],
+                attention_mask=attn,
+                position_ids=pos,
+                use_cache=True,
+                **cache_kwargs(gen.model, cache),
             )
     return [truncate_at_stop(gen.tokenizer.decode(t, skip_special_tokens=True), cfg.stop) for t in out_tokens]
 

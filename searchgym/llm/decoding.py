@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..errors import InvalidArgumentError
+from .cache_keyword import cache_keyword
 
 if TYPE_CHECKING:
     from transformers import StaticCache
@@ -94,6 +95,7 @@ class DynamicKV:
 
     def __init__(self, model) -> None:
         self.model = model
+        self._cache_kw = cache_keyword(model)
 
     @property
     def cache(self):
@@ -115,7 +117,7 @@ class DynamicKV:
             input_ids=input_ids,
             attention_mask=attn,
             position_ids=pos,
-            past_key_values=self._cache,
+            **{self._cache_kw: self._cache},
             use_cache=True,
             logits_to_keep=1,
         )
@@ -130,7 +132,7 @@ class DynamicKV:
             input_ids=tokens[:, None],
             attention_mask=self._attn,
             position_ids=pos,
-            past_key_values=self._cache,
+            **{self._cache_kw: self._cache},
             use_cache=True,
         )
         return out.logits[:, -1, :]
@@ -150,6 +152,7 @@ class StaticKV:
         import torch
 
         self.model = model
+        self._cache_kw = cache_keyword(model)
         self.compiled = compiled
         self.bucket = bucket
         self.max_batch = max_batch
@@ -166,7 +169,7 @@ class StaticKV:
             input_ids=input_ids,
             position_ids=position_ids,
             attention_mask=attention_mask,
-            past_key_values=cache,
+            **{self._cache_kw: cache},
             use_cache=True,
         ).logits[:, -1, :]
 
@@ -210,7 +213,7 @@ class StaticKV:
             input_ids=input_ids,
             attention_mask=mask,
             position_ids=pos,
-            past_key_values=self._cache,
+            **{self._cache_kw: self._cache},
             use_cache=True,
             logits_to_keep=1,
         )

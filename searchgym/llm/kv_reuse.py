@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from ..errors import InvalidArgumentError, InvalidTypeError
+from .cache_keyword import cache_kwargs
 from .decoding import DynamicKV
 from .shared_prefix import common_prefix_len
 
@@ -215,7 +216,7 @@ def warm_shared_prefix(model, store: PrefixKVStore, rows: Sequence[Sequence[int]
     ids = torch.as_tensor([list(rows[0][:shared])], dtype=torch.long, device=device)
     attn = torch.ones_like(ids)
     cache = DynamicCache()
-    model(input_ids=ids, attention_mask=attn, past_key_values=cache, use_cache=True, logits_to_keep=1)
+    model(input_ids=ids, attention_mask=attn, **cache_kwargs(model, cache), use_cache=True, logits_to_keep=1)
     store.store([list(rows[0][:shared])], cache, attn)
     return shared
 
@@ -285,7 +286,7 @@ class PrefixDynamicKV(DynamicKV):
             input_ids=input_ids[:, C:],
             attention_mask=attn,
             position_ids=pos[:, C:],
-            past_key_values=self._cache,
+            **{self._cache_kw: self._cache},
             use_cache=True,
             logits_to_keep=1,
         )

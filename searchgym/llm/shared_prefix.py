@@ -17,10 +17,10 @@ floating-point sums differs (a different batch shape picks different matmul bloc
 agree to ~1e-6 relative in fp32 (``tests/test_trainer_prefix.py``).
 
 The last prompt token goes with the completion (its logits score the first completion token), so a
-prompt needs at least two tokens to be shared. The model must accept ``past_key_values`` with an
-explicit 2-D ``attention_mask`` and ``position_ids`` (every Hugging Face decoder does). Gradient
-checkpointing recomputes layers and would re-append to the cache, so the trainer uses the plain path
-when it is on.
+prompt needs at least two tokens to be shared. The model must accept a KV cache (``cache`` or
+``past_key_values``, :mod:`.cache_keyword`) with an explicit 2-D ``attention_mask`` and ``position_ids``
+(every Hugging Face decoder does). Gradient checkpointing recomputes layers and would re-append to the
+cache, so the trainer uses the plain path when it is on.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from ..errors import InvalidArgumentError
+from .cache_keyword import cache_kwargs
 
 if TYPE_CHECKING:
     import torch
@@ -135,8 +136,8 @@ def shared_token_logprobs(model, batch: SharedPrefixBatch, *, with_entropy: bool
         input_ids=batch.prefix_ids,
         attention_mask=batch.prefix_attn,
         position_ids=pos,
-        past_key_values=cache,
         use_cache=True,
+        **cache_kwargs(model, cache),
     )
     if split is not None:
         split[0](**prefix)  # the prefix needs no logits at all
@@ -147,7 +148,11 @@ def shared_token_logprobs(model, batch: SharedPrefixBatch, *, with_entropy: bool
     attn = torch.cat([batch.prefix_attn.index_select(0, batch.group), batch.suffix_attn], dim=1)
     pos = batch.prefix_len[:, None] + torch.arange(S, device=batch.suffix_ids.device)[None, :]
     suffix = dict(
-        input_ids=batch.suffix_ids, attention_mask=attn, position_ids=pos, past_key_values=cache, use_cache=True
+        input_ids=batch.suffix_ids,
+        attention_mask=attn,
+        position_ids=pos,
+        use_cache=True,
+        **cache_kwargs(model, cache),
     )
     if split is not None:
         hidden = split[0](**suffix).last_hidden_state
