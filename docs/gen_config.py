@@ -74,7 +74,10 @@ def render() -> str:
         "Every field of the configs you set, with its type, its default and what it does. The defaults are the "
         "dataclasses' own: `searchgym train` starts from a recipe (`--recipe`, `--size`), which changes many of "
         "them (`searchgym train --dump-config cfg.yaml` writes the resolved values). Names follow the "
-        "[glossary](glossary.md); an old key (`cpu_threads`) still loads, with a warning naming the new one.",
+        "[glossary](glossary.md); an old key (`cpu_threads`) still loads, with a warning naming the new one. "
+        "`--set env_kwargs={top_k: 5}` replaces a mapping field whole (the recipe's entries go); a dotted key "
+        "sets one entry and keeps the others: `--set env_kwargs.top_k=5`, "
+        "`--set env_kwargs.filter_config.searches_at_least_required=true`.",
     ]
     for title, where, cls in SECTIONS:
         parts += ["", f"## {title}", "", where, "", fields_markdown(cls)]

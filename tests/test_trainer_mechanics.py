@@ -271,6 +271,26 @@ def test_config_defaults_yaml_roundtrip_and_overrides(tmp_path):
         cfg.save(tmp_path / "a_file" / "c.yaml")
 
 
+def test_dotted_override_sets_one_entry_of_a_mapping_and_keeps_the_others():
+    cfg = TrainConfig().with_overrides(["env_kwargs={proposer_mode: kg, filter_config: {min_words: 10}}"])
+    new = cfg.with_overrides(["env_kwargs.filter_config.searches_at_least_required=true", "env_kwargs.order=shuffle"])
+    assert new.env_kwargs == {
+        "proposer_mode": "kg",
+        "filter_config": {"min_words": 10, "searches_at_least_required": True},
+        "order": "shuffle",
+    }
+    assert cfg.env_kwargs == {"proposer_mode": "kg", "filter_config": {"min_words": 10}}  # not changed in place
+    assert TrainConfig().with_overrides(["env_kwargs.a.b=1"]).env_kwargs == {"a": {"b": 1}}  # levels made
+    with pytest.raises(InvalidArgumentError, match="batch_size is not a mapping.*batch_size=VALUE"):
+        cfg.with_overrides(["batch_size.x=1"])
+    with pytest.raises(InvalidArgumentError, match="env_kwargs.proposer_mode is 'kg', not a mapping"):
+        cfg.with_overrides(["env_kwargs.proposer_mode.x=1"])
+    with pytest.raises(InvalidArgumentError, match="empty name between dots"):
+        cfg.with_overrides(["env_kwargs..x=1"])
+    with pytest.raises(InvalidArgumentError, match="unknown config key 'env_kwarg'"):
+        cfg.with_overrides(["env_kwarg.x=1"])
+
+
 # ---------------------------------------------------------------- metrics
 def test_metrics_jsonl_and_plot(tmp_path):
     log = MetricsLogger(tmp_path / "m.jsonl")

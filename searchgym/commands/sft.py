@@ -91,7 +91,12 @@ def register(subparsers) -> None:
     p.add_argument("--threads", type=int, help="torch CPU threads (config threads; 1 on a busy 2-core machine)")
     p.add_argument("--chat-template", help="for a model without one: 'chatml' or a Jinja template file")
     p.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE", help="override any config key (repeatable)"
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override any config key (repeatable); KEY.NAME=VALUE sets one entry of a mapping key and keeps its "
+        "others (env_kwargs.top_k=5)",
     )
     p.add_argument("--no-resume", action="store_true", help="ignore checkpoints already in the output dir")
     p.add_argument("--dump-config", metavar="PATH", help="write the resolved config as YAML and exit")

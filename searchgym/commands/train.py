@@ -79,7 +79,12 @@ def register(subparsers) -> None:
         help="torch CPU threads (sets threads; default: the recipe's, 1 at size cpu, else torch's)",
     )
     p.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE", help="override any config key (repeatable)"
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override any config key (repeatable); KEY.NAME=VALUE sets one entry of a mapping key and keeps its "
+        "others (env_kwargs.top_k=5)",
     )
     p.add_argument("--no-resume", action="store_true", help="ignore checkpoints already in the output dir")
     p.add_argument("--dump-config", metavar="PATH", help="write the resolved config as YAML and exit")

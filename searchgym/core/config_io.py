@@ -83,7 +83,9 @@ class ConfigIO:
             raise InvalidArgumentError(f"cannot write the config to {target}: {why}; give a writable path") from exc
 
     def with_overrides(self: _Config, items: Sequence[str]) -> _Config:
-        """Apply ``key=value`` strings (values parsed as YAML, checked against the field's type)."""
+        """Apply ``key=value`` strings (values parsed as YAML, checked against the field's type). A dotted key
+        sets one entry of a mapping field and keeps its others (``env_kwargs.filter_config={min_words: 8}``), where
+        ``env_kwargs={...}`` replaces the whole mapping."""
         import yaml
 
         d = self.to_dict()
@@ -92,7 +94,7 @@ class ConfigIO:
             if "=" not in item:
                 raise InvalidArgumentError(f"override {item!r} must look like key=value (e.g. batch_size=8)")
             key, raw = item.split("=", 1)
-            key = key.strip()
+            key, *path = key.strip().split(".")
             key = next(iter(rename_keys({key: None}, self.RENAMED_KEYS, f"--set {key}")))
             if key not in d:
                 raise InvalidArgumentError(f"unknown config key {key!r}; valid keys: {', '.join(sorted(d))}")
@@ -103,7 +105,10 @@ class ConfigIO:
                     f"override {item!r}: {_yaml_problem(exc, line=False)} in the value; fix it, or quote it to pass "
                     "a plain string"
                 ) from None
-            d[key] = _coerce(key, value, hints[key])
+            if path:
+                d[key] = _set_entry(key, d[key], path, value, hints[key])
+            else:
+                d[key] = _coerce(key, value, hints[key])
         return type(self).from_dict(d)
 
     def fingerprint(self) -> dict:
@@ -124,6 +129,33 @@ def dataclass_from_mapping(cls: type[_T], d: Mapping[str, Any], *, what: str = "
         raise InvalidArgumentError(f"unknown {what}(s) {unknown}; valid keys: {', '.join(sorted(known))}")
     hints = get_type_hints(cls)
     return cls(**{k: _coerce(k, v, hints[k]) for k, v in d.items()})
+
+
+def _set_entry(key: str, mapping: Any, path: list[str], value: Any, hint: Any) -> dict:
+    """``mapping`` with the entry at ``path`` set to ``value`` (``--set env_kwargs.filter_config.min_words=8``):
+    the other entries kept, missing levels made; only a mapping field takes a dotted key."""
+    if hint is not dict and "dict" not in str(hint):
+        raise InvalidArgumentError(
+            f"--set {key}.{'.'.join(path)}: {key} is not a mapping, so it has no entries; set it whole with {key}=VALUE"
+        )
+    if not all(path):
+        raise InvalidArgumentError(f"--set {key}.{'.'.join(path)}: an empty name between dots; write {key}.NAME=VALUE")
+    out = dict(mapping or {})
+    level, where = out, key
+    for name in path[:-1]:
+        where = f"{where}.{name}"
+        inner = level.get(name)
+        if inner is None:
+            inner = {}
+        elif not isinstance(inner, dict):
+            raise InvalidArgumentError(
+                f"--set {key}.{'.'.join(path)}: {where} is {inner!r}, not a mapping; set {where}={{...}} instead"
+            )
+        inner = dict(inner)  # a copy: the config's own mapping is never changed in place
+        level[name] = inner
+        level = inner
+    level[path[-1]] = value
+    return out
 
 
 def _yaml_problem(exc: Exception, *, line: bool = True) -> str:
