@@ -13,6 +13,7 @@ import json
 import math
 from pathlib import Path
 
+from ..core.path_errors import not_there
 from ..errors import MissingFileError
 
 
@@ -42,7 +43,8 @@ def run_diagnose(args: argparse.Namespace) -> int:
 
     path = Path(args.trajectories)
     if not path.is_file():
-        raise MissingFileError(f"no trajectory export at {path}; write one with `searchgym play --export {path}`")
+        problem = f"no trajectory export at {path}" if not path.exists() else f"{path} {not_there(path)}"
+        raise MissingFileError(f"{problem}; write one with `searchgym play --export {path}`")
     diag = compute_diagnostics(path, games_per_batch=args.games_per_batch, case_insensitive=args.case_insensitive)
     overall = diag["spearman_overall"]
     print(

@@ -43,6 +43,7 @@ from ..core.artefacts import check_output
 from ..core.jsonl import check_unique, open_append, scan_jsonl
 from ..core.moved import moved_getattr
 from ..core.output_lock import OutputLock
+from ..core.path_errors import not_there
 from ..core.progress import Progress
 from ..core.renamed import renamed_kwargs
 from ..core.subgraph import Subgraph
@@ -134,8 +135,8 @@ def load_pool(path: str | os.PathLike, *, sort: bool = True) -> list[Subgraph]:
     raises :class:`PoolFormatError` with the line number. A missing file raises FileNotFoundError.
     """
     p = Path(path)
-    if not p.exists():
-        raise MissingFileError(f"pool file {p} does not exist; build one with `searchgym subgraphs build`")
+    if not p.is_file():
+        raise MissingFileError(f"pool file {p} {not_there(p)}; build one with `searchgym subgraphs build`")
     out: list[tuple[tuple, Subgraph]] = []
     seen: dict[str, int] = {}
     for lineno, obj in _scan_jsonl(p, repair=False):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence, TypeVar, get_type_hints
 
 from ..errors import InvalidArgumentError, MissingFileError
-from .path_errors import unusable_path_reason
+from .path_errors import not_there, unusable_path_reason
 from .renamed import rename_keys
 
 if TYPE_CHECKING:
@@ -56,7 +56,8 @@ class ConfigIO:
 
         p = Path(path)
         if not p.is_file():
-            raise MissingFileError(f"config file {p} does not exist; write one with `{cls.DUMP_HINT} {p}`")
+            where = p if not p.exists() else "FILE"  # a folder or a device: name a file to write, not it
+            raise MissingFileError(f"config file {p} {not_there(p)}; write one with `{cls.DUMP_HINT} {where}`")
         try:
             data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
         except yaml.YAMLError as exc:

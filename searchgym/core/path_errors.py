@@ -8,7 +8,7 @@ import errno
 import os
 from typing import Optional
 
-__all__ = ["UNUSABLE_PATH_REASONS", "unusable_path_reason"]
+__all__ = ["UNUSABLE_PATH_REASONS", "not_there", "unusable_path_reason"]
 
 #: errno values of a path the command was given but cannot use, and why, in words
 UNUSABLE_PATH_REASONS = {
@@ -29,3 +29,19 @@ def unusable_path_reason(exc: OSError) -> Optional[str]:
     if exc.errno == errno.EEXIST and exc.filename is not None and os.path.isdir(exc.filename):
         return None
     return UNUSABLE_PATH_REASONS[exc.errno]
+
+
+def not_there(path: "os.PathLike[str] | str", *, folder: bool = False) -> str:
+    """What is wrong with a path that was to be a readable file (or, with ``folder``, a folder), as the end of a
+    sentence naming it: ``does not exist``, ``is a folder, not a file``, ``is a file, not a folder`` or ``is not
+    a regular file`` (a device, a pipe). A message saying "does not exist" of ``/dev/null`` or of a folder sends
+    the user looking for the wrong mistake."""
+    if not os.path.lexists(path):
+        return "does not exist"
+    if not os.path.exists(path):
+        return "is a broken link"
+    if folder:
+        return "is a file, not a folder" if not os.path.isdir(path) else "is usable"
+    if os.path.isdir(path):
+        return "is a folder, not a file"
+    return "is not a regular file" if not os.path.isfile(path) else "is usable"

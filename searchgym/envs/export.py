@@ -33,6 +33,7 @@ from ..core.artefacts import check_output
 from ..core.info import KIND_GROUP, KIND_SELFPLAY, KIND_SINGLE, REPLAY_SOURCES, ReplaySource, info_kind
 from ..core.jsonl import open_append
 from ..core.output_lock import OutputLock
+from ..core.path_errors import not_there
 from ..core.rewards import RewardEvent
 from ..core.types import Trajectory
 from ..core.validation import ValidationResult
@@ -252,7 +253,7 @@ def iter_trajectories(path: Union[str, os.PathLike]) -> Iterator[GameRecord]:
     """Stream the games of an export file; raises ValueError naming the line of a bad record."""
     path = Path(path)
     if not path.is_file():
-        raise MissingFileError(f"trajectory file {path} does not exist")
+        raise MissingFileError(f"trajectory file {path} {not_there(path)}")
     with path.open(encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             if not line.strip():

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Optional, Sequence
 
+from ..core.path_errors import not_there
 from ..errors import InvalidArgumentError, MissingFileError
 from .metrics import N_BOOT, group_records, paired_diff_ci
 
@@ -126,7 +127,7 @@ def load_summary(path: str | Path) -> tuple[dict, list[dict]]:
     """A summary JSON and the per-question records it points to."""
     p = Path(path)
     if not p.is_file():
-        raise MissingFileError(f"{p} does not exist; pass the summary.json written by `searchgym eval --out DIR`")
+        raise MissingFileError(f"{p} {not_there(p)}; pass the summary.json written by `searchgym eval --out DIR`")
     summary = json.loads(p.read_text())
     if summary.get("searchgym_eval") != 1:
         raise InvalidArgumentError(f"{p} is not a searchgym eval summary (no 'searchgym_eval' field)")

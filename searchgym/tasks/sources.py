@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional, Protocol, Sequence, runtime_checkable
 
 from ..construction.question_templates import path_question
+from ..core.path_errors import not_there
 from ..core.subgraph import Subgraph
 from ..core.types import Task
 from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
@@ -162,7 +163,7 @@ class JsonlTaskSource(_IndexedSource):
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         if not self.path.is_file():
-            raise MissingFileError(f"task file {self.path} does not exist; pass a JSONL file of QA pairs")
+            raise MissingFileError(f"task file {self.path} {not_there(self.path)}; pass a JSONL file of QA pairs")
         self._tasks = []
         for n, where, rec, problem in qa_lines(self.path):
             if problem is not None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from ..core.path_errors import not_there
 from ..core.types import Task
 from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
 from .sources import qa_lines
@@ -109,7 +110,7 @@ def load_flashrag_jsonl(path: str | Path, *, name: Optional[str] = None, on_erro
     p = Path(path)
     if not p.is_file():
         raise MissingFileError(
-            f"dataset file {p} does not exist; pass a FlashRAG JSONL file (id, question, golden_answers)"
+            f"dataset file {p} {not_there(p)}; pass a FlashRAG JSONL file (id, question, golden_answers)"
         )
     name = name or p.stem
     tasks: list[Task] = []
@@ -214,7 +215,7 @@ def load_searchr1_parquet(path: str | Path, *, name: Optional[str] = None, on_er
         raise InvalidArgumentError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
     p = Path(path)
     if not p.is_file():
-        raise MissingFileError(f"dataset file {p} does not exist; pass Search-R1's test.parquet")
+        raise MissingFileError(f"dataset file {p} {not_there(p)}; pass Search-R1's test.parquet")
     try:
         import pyarrow.parquet as pq
     except ImportError:

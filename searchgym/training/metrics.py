@@ -19,6 +19,7 @@ from ..core.artefacts import check_output
 from ..core.atomic_writes import write_text
 from ..core.jsonl import open_append, repair_torn_tail
 from ..core.output_lock import OutputLock
+from ..core.path_errors import not_there
 from ..errors import InvalidArgumentError, MissingFileError
 
 logger = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ def read_metrics(path: str | Path) -> list[dict]:
     """All records of a metrics JSONL file; a malformed line is an error naming it."""
     p = Path(path)
     if not p.is_file():
-        raise MissingFileError(f"metrics file {p} does not exist; `searchgym train` writes <output_dir>/metrics.jsonl")
+        raise MissingFileError(f"metrics file {p} {not_there(p)}; `searchgym train` writes <output_dir>/metrics.jsonl")
     out = []
     for n, line in enumerate(p.read_text().splitlines(), 1):
         if not line.strip():

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
+from ..core.path_errors import not_there
 from ..core.types import Trajectory
 from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
 
@@ -159,7 +160,7 @@ def load_demonstrations(
     out: list[Demonstration] = []
     for path in map(Path, paths):
         if not path.is_file():
-            raise MissingFileError(f"data file {path} does not exist; give demonstration or trajectory JSONL files")
+            raise MissingFileError(f"data file {path} {not_there(path)}; give demonstration or trajectory JSONL files")
         report.files.append(str(path))
         with path.open(encoding="utf-8") as fh:
             for n, line in enumerate(fh, 1):

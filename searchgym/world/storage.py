@@ -58,6 +58,7 @@ import numpy as np
 from ..core.atomic_writes import write_file
 from ..core.checksums import CACHE_NAME, VerifiedCache, bytes_sha256, sha256_file
 from ..core.moved import moved_getattr
+from ..core.path_errors import not_there
 from ..core.progress import progress_iter
 from ..errors import InvalidArgumentError, SearchGymError
 
@@ -313,7 +314,8 @@ def read_columns(path, *, progress: bool = False) -> WorldColumns:
     d = Path(path)
     if not d.is_dir():
         raise WorldFormatError(
-            f"world directory {d} does not exist; build one with `searchgym world build --output-dir {d}`"
+            f"world directory {d} {not_there(d, folder=True)}; build one with "
+            f"`searchgym world build --output-dir {d if not d.exists() else 'DIR'}`"
         )
     mf = d / "manifest.json"
     if not mf.is_file():

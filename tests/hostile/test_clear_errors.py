@@ -447,3 +447,44 @@ def test_an_os_error_that_is_a_code_bug_keeps_its_traceback(tmp_path):
         assert unusable_path(RuntimeError("wrapped")) is None and unusable_path(exc).endswith(
             "f: a file is in the way of a folder"
         )
+
+
+# ------------------------------------------------------------------ an input path of the wrong kind
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["plot", "{path}"],
+        ["train", "--config", "{path}", "--dump-config", "{out}/c.yaml"],
+        ["sft", "--config", "{path}", "--dump-config", "{out}/c.yaml"],
+        ["diagnose", "{path}"],
+        ["eval", "--agent", "scripted", "--compare", "{path}", "{path}"],
+    ],
+    ids=lambda c: c[0],
+)
+@pytest.mark.parametrize("kind", ["folder", "device"])
+def test_an_input_of_the_wrong_kind_is_named_as_such_not_as_missing(tmp_path, capsys, command, kind):
+    """``--config /dev/null`` or a folder given for a file was reported as "does not exist", which sends the user
+    looking for a typo in a path that is there."""
+    if kind == "folder":
+        path = tmp_path / "a_folder"
+        path.mkdir()
+        want = "is a folder, not a file"
+    else:
+        path, want = Path(os.devnull), "is not a regular file"
+    argv = [part.format(path=path, out=tmp_path) for part in command]
+    assert main(argv) == 2
+    line = _one_line_error(capsys.readouterr().err, command[0])
+    assert want in line and "does not exist" not in line, line
+
+
+def test_not_there_says_what_is_wrong_with_a_path(tmp_path):
+    from searchgym.core.path_errors import not_there
+
+    (tmp_path / "f").write_text("x")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "gone")
+    assert not_there(tmp_path / "nope") == "does not exist"
+    assert not_there(tmp_path / "d") == "is a folder, not a file"
+    assert not_there(tmp_path / "f", folder=True) == "is a file, not a folder"
+    assert not_there(os.devnull) == "is not a regular file"
+    assert not_there(tmp_path / "link") == "is a broken link"
