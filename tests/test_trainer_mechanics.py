@@ -281,14 +281,21 @@ def test_dotted_override_sets_one_entry_of_a_mapping_and_keeps_the_others():
     }
     assert cfg.env_kwargs == {"proposer_mode": "kg", "filter_config": {"min_words": 10}}  # not changed in place
     assert TrainConfig().with_overrides(["env_kwargs.a.b=1"]).env_kwargs == {"a": {"b": 1}}  # levels made
-    with pytest.raises(InvalidArgumentError, match="batch_size is not a mapping.*batch_size=VALUE"):
-        cfg.with_overrides(["batch_size.x=1"])
-    with pytest.raises(InvalidArgumentError, match="env_kwargs.proposer_mode is 'kg', not a mapping"):
-        cfg.with_overrides(["env_kwargs.proposer_mode.x=1"])
-    with pytest.raises(InvalidArgumentError, match="empty name between dots"):
-        cfg.with_overrides(["env_kwargs..x=1"])
-    with pytest.raises(InvalidArgumentError, match="unknown config key 'env_kwarg'"):
-        cfg.with_overrides(["env_kwarg.x=1"])
+
+
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        ("batch_size.x=1", "batch_size is not a mapping.*batch_size=VALUE"),
+        ("env_kwargs.proposer_mode.x=1", "env_kwargs.proposer_mode is 'kg', not a mapping"),
+        ("env_kwargs..x=1", "empty name between dots"),
+        ("env_kwarg.x=1", "unknown config key 'env_kwarg'"),
+    ],
+)
+def test_a_dotted_override_that_cannot_apply_is_one_line(item, message):
+    cfg = TrainConfig().with_overrides(["env_kwargs={proposer_mode: kg}"])
+    with pytest.raises(InvalidArgumentError, match=message):
+        cfg.with_overrides([item])
 
 
 # ---------------------------------------------------------------- metrics

@@ -16,6 +16,8 @@ import json
 import logging
 import textwrap
 
+from .config_args import add_config_arguments, dump_config
+
 logger = logging.getLogger(__name__)
 
 # flag -> config key, for the flags that map one to one
@@ -90,16 +92,7 @@ def register(subparsers) -> None:
     p.add_argument("--dtype", help="float32, bfloat16 or float16")
     p.add_argument("--threads", type=int, help="torch CPU threads (config threads; 1 on a busy 2-core machine)")
     p.add_argument("--chat-template", help="for a model without one: 'chatml' or a Jinja template file")
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override any config key (repeatable); KEY.NAME=VALUE sets one entry of a mapping key and keeps its "
-        "others (env_kwargs.top_k=5)",
-    )
-    p.add_argument("--no-resume", action="store_true", help="ignore checkpoints already in the output dir")
-    p.add_argument("--dump-config", metavar="PATH", help="write the resolved config as YAML and exit")
+    add_config_arguments(p)
     p.set_defaults(func=_sft, config_class=SFTConfig)  # config_class: --set names for a mistyped flag's hint
 
 
@@ -124,7 +117,6 @@ def resolve_sft_config(args: argparse.Namespace):
 
 
 def _sft(args: argparse.Namespace) -> int:
-    from .train import dump_config
 
     cfg = resolve_sft_config(args)
     cfg.refuse_unread_sampling_settings()

@@ -22,6 +22,7 @@ import logging
 import textwrap
 
 from ..errors import InvalidArgumentError
+from .config_args import add_config_arguments, dump_config
 
 logger = logging.getLogger(__name__)
 
@@ -78,16 +79,7 @@ def register(subparsers) -> None:
         type=int,
         help="torch CPU threads (sets threads; default: the recipe's, 1 at size cpu, else torch's)",
     )
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override any config key (repeatable); KEY.NAME=VALUE sets one entry of a mapping key and keeps its "
-        "others (env_kwargs.top_k=5)",
-    )
-    p.add_argument("--no-resume", action="store_true", help="ignore checkpoints already in the output dir")
-    p.add_argument("--dump-config", metavar="PATH", help="write the resolved config as YAML and exit")
+    add_config_arguments(p)
     p.set_defaults(func=_train, config_class=TrainConfig)  # config_class: --set names for a mistyped flag's hint
 
     q = subparsers.add_parser("plot", help="draw training curves from a metrics.jsonl as PNG")
@@ -141,15 +133,6 @@ def _drop_foreign_shipped_init(cfg, *, explicit: bool):
         logger.info("model=%s is not the bundled smollm2: it starts from its own weights", cfg.model)
         return cfg.with_overrides(["init=null"])
     return cfg
-
-
-def dump_config(cfg, path: str | None) -> bool:
-    """Write ``cfg`` as YAML to ``path`` when ``--dump-config`` asked for it; True if it did."""
-    if not path:
-        return False
-    cfg.save(path)
-    print(f"wrote {path}")
-    return True
 
 
 def _train(args: argparse.Namespace) -> int:
