@@ -33,10 +33,10 @@ def cache_keyword(model: Any) -> str:
     if name is None:
         forward = getattr(cls, "forward", None) or getattr(cls, "__call__")
         try:
-            params = inspect.signature(forward).parameters
+            named = NEW_NAME in inspect.signature(forward).parameters
         except (TypeError, ValueError):  # a builtin or C-level callable: keep the long-standing name
-            params = {}
-        name = _by_class[cls] = NEW_NAME if NEW_NAME in params else OLD_NAME
+            named = False
+        name = _by_class[cls] = NEW_NAME if named else OLD_NAME
     return name
 
 
