@@ -54,6 +54,7 @@ def main(argv=None) -> dict:
 
     torch.set_num_threads(args.threads)
     from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.logger import Logger
 
     kwargs = {"num_tasks": args.num_tasks, "candidate_order": args.order, "search": args.search}
     eval_env = KGNavigateEnv(**kwargs)
@@ -79,6 +80,9 @@ def main(argv=None) -> dict:
         verbose=0,
         device="cpu",
     )
+    # verbose=0 writes no logs, but SB3 still makes an empty SB3-<date> folder in the temp dir per learn() unless
+    # it is handed a logger: give it one that writes nowhere
+    model.set_logger(Logger(folder=None, output_formats=[]))
     start = time.perf_counter()
     model.learn(total_timesteps=args.timesteps)
     train_s = time.perf_counter() - start

@@ -197,6 +197,7 @@ def test_short_ppo_run_beats_random(default_world):
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.logger import Logger
 
     torch.set_num_threads(1)
     kwargs = {"world": default_world, "num_tasks": 200, "search": "none"}
@@ -212,6 +213,7 @@ def test_short_ppo_run_beats_random(default_world):
         device="cpu",
         verbose=0,
     )
+    model.set_logger(Logger(folder=None, output_formats=[]))  # else an empty SB3-<date> folder in /tmp per run
     model.learn(total_timesteps=20_000)  # seed 1 reached ~0.9 success by 18k steps in our runs
     nav = KGNavigateEnv(**kwargs)
     rng = np.random.default_rng(0)
