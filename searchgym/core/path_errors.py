@@ -35,13 +35,14 @@ def not_there(path: "os.PathLike[str] | str", *, folder: bool = False) -> str:
     """What is wrong with a path that was to be a readable file (or, with ``folder``, a folder), as the end of a
     sentence naming it: ``does not exist``, ``is a folder, not a file``, ``is a file, not a folder`` or ``is not
     a regular file`` (a device, a pipe). A message saying "does not exist" of ``/dev/null`` or of a folder sends
-    the user looking for the wrong mistake."""
+    the user looking for the wrong mistake. (A path of the right kind, which the caller's check found wanting a
+    moment before, ``cannot be read``.)"""
     if not os.path.lexists(path):
         return "does not exist"
     if not os.path.exists(path):
         return "is a broken link"
     if folder:
-        return "is a file, not a folder" if not os.path.isdir(path) else "is usable"
+        return "is a file, not a folder" if not os.path.isdir(path) else "cannot be read"
     if os.path.isdir(path):
         return "is a folder, not a file"
-    return "is not a regular file" if not os.path.isfile(path) else "is usable"
+    return "is not a regular file" if not os.path.isfile(path) else "cannot be read"
