@@ -127,6 +127,28 @@ def test_table_shows_each_arms_numbers(toy):
     assert len(lines) <= 9
 
 
+def test_settings_every_arm_shares_are_said_once(toy, tmp_path, monkeypatch):
+    """An ablation names its settings in every arm's label; the table and the picture say them once, not per arm."""
+    compact = spr.compact_results(distinct(json.loads(toy[1].read_text())))
+    for arm in compact["arms"]:
+        arm["label"] += ", kl_coef=0.01, pool 3=128"
+    res = spr.SelfPlayResults.from_dict(compact)
+    lines = spr.format_selfplay_table(res).splitlines()
+    assert "every arm with kl_coef=0.01, pool 3=128" in lines
+    assert sum("kl_coef" in line for line in lines) == 1
+    assert any(line.startswith("(c) KG Proposer + WCR ") for line in lines)
+    legends: list[str] = []
+    monkeypatch.setattr(spr, "legend_label", lambda label: legends.append(label) or label)
+    spr.plot_selfplay_curves(res, tmp_path / "selfplay.png")
+    assert "(a) vanilla SSP" in legends and not any("kl_coef" in label for label in legends)
+    assert spr.shared_settings(["(a) vanilla SSP", "(b) KG Proposer, binary"]) == (
+        ["(a) vanilla SSP", "(b) KG Proposer, binary"],
+        "",
+    )
+    assert spr.shared_settings(["(b) x, t=1"]) == (["(b) x, t=1"], "")  # one arm: nothing shared to say once
+    assert spr.shared_settings(["t=1", "t=1"]) == (["t=1", "t=1"], "")  # a label is never left empty
+
+
 @pytest.mark.slow
 def test_picture_is_drawn(toy, tmp_path):
     res = spr.SelfPlayResults.from_dict(spr.compact_results(distinct(json.loads(toy[1].read_text()))))

@@ -36,6 +36,7 @@ __all__ = [
     "load_selfplay_results",
     "format_selfplay_table",
     "plot_selfplay_curves",
+    "shared_settings",
     "shipped_results_path",
     "MAKE_COMMAND",
 ]
@@ -350,6 +351,22 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def shared_settings(labels: Sequence[str]) -> tuple[list[str], str]:
+    """``(labels without the settings every one of them ends with, those settings)``: arm labels such as "(b) KG
+    Proposer, binary, rollout_dtype=bfloat16, pool 2=160,3=96" name an ablation's settings in each arm, so a table or
+    legend of three arms repeats them three times. The shared trailing ``", "``-separated parts are said once instead
+    (``""`` when fewer than two labels share any, or when a label would be left empty)."""
+    parts = [label.split(", ") for label in labels]
+    if len(parts) < 2:
+        return list(labels), ""
+    n = 0
+    while all(len(p) > n + 1 for p in parts) and len({tuple(p[len(p) - n - 1 :]) for p in parts}) == 1:
+        n += 1
+    if n == 0:
+        return list(labels), ""
+    return [", ".join(p[:-n]) for p in parts], ", ".join(parts[0][-n:])
+
+
 def format_selfplay_table(results: SelfPlayResults) -> str:
     """A few lines: the seeds, machine and budget, then a row per arm: its steps x games per step, the mean
     Proposer valid rate and Solver reward over the first vs the last quarter of the training steps, held-out
@@ -366,7 +383,8 @@ def format_selfplay_table(results: SelfPlayResults) -> str:
     solver_head = [f"Solver {h}-hop" for h in hops]
     head = ["arm", "steps x games", "Proposer valid", "Solver reward", *solver_head, "Proposer (KG)"]
     rows = []
-    for arm in results.arms:
+    names, shared = shared_settings([arm.label for arm in results.arms])
+    for arm, name in zip(results.arms, names):
         v0, v1 = _first_last(arm, "valid_rate")
         s0, s1 = _first_last(arm, "solver_reward")
         games = round(sum(r.games for r in arm.runs) / len(arm.runs) / max(1, arm.steps))
@@ -377,7 +395,7 @@ def format_selfplay_table(results: SelfPlayResults) -> str:
         prop = cold.proposer_valid.mean if cold.proposer_valid is not None else None
         rows.append(
             [
-                arm.label,
+                name,
                 f"{arm.steps} x {games}",
                 f"{_fmt(v0)} -> {_fmt(v1)}",
                 f"{_fmt(s0)} -> {_fmt(s1)}",
@@ -395,6 +413,7 @@ def format_selfplay_table(results: SelfPlayResults) -> str:
         f"every run: {b['steps']} steps x {_plural(b['games_per_step'], 'game')} x {b['solvers_per_game']} Solvers, "
         f"{b['max_turns']} turns x {b['max_new_tokens']} tokens ({_plural(b['games_per_run'], 'game')})",
         *([f"every arm started from {results.start}"] if results.start else []),
+        *([f"every arm with {shared}"] if shared else []),
         groups.rstrip(),
         *("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [head, *rows]),
     ]
@@ -418,13 +437,14 @@ def plot_selfplay_curves(results: SelfPlayResults, path: str | Path) -> Path:
     path = Path(path)
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
     panels = [(axes[0][0], "valid_rate", "Proposer valid-question rate"), (axes[0][1], "solver_reward", "")]
-    for i, arm in enumerate(results.arms):
+    names, shared = shared_settings([arm.label for arm in results.arms])
+    for i, (arm, arm_name) in enumerate(zip(results.arms, names)):
         colour = f"C{i + 1}"  # C0 is the cold start's bar colour
         for j, run in enumerate(arm.runs):
             c = run.curves
             for ax, name, _ in panels:
                 ys = [math.nan if y is None else y for y in getattr(c, name)]
-                label = legend_label(arm.label) if j == 0 else None
+                label = legend_label(arm_name) if j == 0 else None
                 ax.plot(c.step, ys, color=colour, marker=".", alpha=0.8, label=label)
             ys = [math.nan if y is None else y for y in c.solver_proposed_reward]
             axes[0][1].plot(c.step, ys, color=colour, marker=".", alpha=0.6, linestyle="--")
@@ -436,7 +456,7 @@ def plot_selfplay_curves(results: SelfPlayResults, path: str | Path) -> Path:
         ax.set_ylim(-0.05, 1.05)
         ax.legend(fontsize=7)
     stages = {"cold start": [results.cold_start]}
-    stages.update({arm.label: [r.heldout for r in arm.runs] for arm in results.arms})
+    stages.update({name: [r.heldout for r in arm.runs] for arm, name in zip(results.arms, names)})
     hops = sorted({h for runs in stages.values() for ho in runs for h in ho.solver_by_hop}, key=int)
     hop_bars(axes[1][0], {s: [ho.solver_by_hop for ho in runs] for s, runs in stages.items()}, hops)
     axes[1][0].set_title("held-out Solver exact match", fontsize=10)
@@ -449,7 +469,7 @@ def plot_selfplay_curves(results: SelfPlayResults, path: str | Path) -> Path:
     seeds = ", ".join(map(str, results.seeds))
     fig.suptitle(
         f"KGSelfPlay-v0 from the cold start, both roles trained: benchmarks/bench_selfplay.py, {results.size} size, "
-        f"seeds {seeds}",
+        f"seeds {seeds}" + (f"\nevery arm with {shared}" if shared else ""),
         fontsize=11,
     )
     fig.tight_layout()
