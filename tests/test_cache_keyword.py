@@ -105,3 +105,12 @@ def test_shared_prefix_scoring_passes_the_installed_name(model):
 
     logp = _no_cache_deprecation(run)
     assert logp.shape[0] == 2 and bool(torch.isfinite(logp).all())
+
+
+def test_kv_reuse_warm_prefill_passes_the_installed_name(model):
+    from searchgym.llm.kv_reuse import PrefixKVStore, warm_shared_prefix
+
+    store = PrefixKVStore(model, max_bytes=1 << 24, min_prefix=4)
+    rows = [[5, 6, 7, 8, 9, 10, 11], [5, 6, 7, 8, 9, 10, 12, 13]]
+    warmed = _no_cache_deprecation(lambda: warm_shared_prefix(model, store, rows, "cpu"))
+    assert warmed == 6  # the shared prefix was really prefilled through the cache and stored
