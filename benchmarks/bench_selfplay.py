@@ -896,6 +896,7 @@ def plot(results: dict, path: Path) -> None:
     from matplotlib.ticker import MaxNLocator
 
     from searchgym.evaluation.plots import hop_bars, interval_bars, legend_label
+    from searchgym.evaluation.selfplay_results import shared_settings
 
     fig, axes = plt.subplots(2, 3, figsize=(16, 8.5))
     panels = [
@@ -904,13 +905,15 @@ def plot(results: dict, path: Path) -> None:
         (axes[0][2], "solver_reward", "Solver reward (dashed: on the model's questions)"),
         (axes[1][0], "groups_with_signal", "Solver groups with signal"),
     ]
-    for i, (key, arm) in enumerate(results["arms"].items()):
+    arms = list(results["arms"].values())
+    names, shared = shared_settings([arm["label"] for arm in arms])
+    for i, (arm, arm_name) in enumerate(zip(arms, names)):
         colour = f"C{i + 1}"  # C0 is the cold start's bar colour
         for j, run in enumerate(arm["runs"]):
             curve = run["train"]
             for ax, name, _ in panels:
                 ys = [math.nan if y is None else y for y in curve[name]]
-                label = legend_label(arm["label"]) if j == 0 else None
+                label = legend_label(arm_name) if j == 0 else None
                 ax.plot(curve["step"], ys, color=colour, alpha=0.8, marker=".", label=label)
             ys = [math.nan if y is None else y for y in curve["solver_proposed_reward"]]
             axes[0][2].plot(curve["step"], ys, color=colour, alpha=0.6, linestyle="--", marker=".")
@@ -921,7 +924,7 @@ def plot(results: dict, path: Path) -> None:
         ax.set_ylim(-0.05, 1.05)
         ax.legend(fontsize=7)
     stages = {"cold start": [results["cold_start"]]}
-    stages.update({arm["label"]: arm["runs"] for arm in results["arms"].values()})
+    stages.update({arm_name: arm["runs"] for arm, arm_name in zip(arms, names)})
     hop_bars(
         axes[1][1],
         {st: [r["solver"]["by_hops"] for r in runs] for st, runs in stages.items()},
@@ -941,7 +944,10 @@ def plot(results: dict, path: Path) -> None:
     axes[1][2].set_title("Proposer on held-out targets", fontsize=10)
     axes[1][2].set_ylim(0, 1)
     seeds = sorted({r["seed"] for arm in results["arms"].values() for r in arm["runs"]})
-    fig.suptitle(f"KGSelfPlay-v0 from the cold start, both roles trained ({results['size']} size, seeds {seeds})")
+    fig.suptitle(
+        f"KGSelfPlay-v0 from the cold start, both roles trained ({results['size']} size, seeds {seeds})"
+        + (f"\nevery arm with {shared}" if shared else "")
+    )
     fig.tight_layout()
     try:
         write_file(path, lambda tmp: fig.savefig(tmp, dpi=110))
