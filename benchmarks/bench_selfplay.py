@@ -893,9 +893,8 @@ def plot(results: dict, path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
 
-    from searchgym.evaluation.plots import hop_bars, interval_bars, legend_label
+    from searchgym.evaluation.plots import arm_curves, hop_bars, interval_bars
     from searchgym.evaluation.selfplay_results import shared_settings
 
     fig, axes = plt.subplots(2, 3, figsize=(16, 8.5))
@@ -907,22 +906,11 @@ def plot(results: dict, path: Path) -> None:
     ]
     arms = list(results["arms"].values())
     names, shared = shared_settings([arm["label"] for arm in arms])
-    for i, (arm, arm_name) in enumerate(zip(arms, names)):
-        colour = f"C{i + 1}"  # C0 is the cold start's bar colour
-        for j, run in enumerate(arm["runs"]):
-            curve = run["train"]
-            for ax, name, _ in panels:
-                ys = [math.nan if y is None else y for y in curve[name]]
-                label = legend_label(arm_name) if j == 0 else None
-                ax.plot(curve["step"], ys, color=colour, alpha=0.8, marker=".", label=label)
-            ys = [math.nan if y is None else y for y in curve["solver_proposed_reward"]]
-            axes[0][2].plot(curve["step"], ys, color=colour, alpha=0.6, linestyle="--", marker=".")
-    for ax, _, title in panels:
-        ax.set_title(title, fontsize=10)
-        ax.set_xlabel("training step")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_ylim(-0.05, 1.05)
-        ax.legend(fontsize=7)
+    arm_curves(
+        panels,
+        [(name, [run["train"] for run in arm["runs"]]) for arm, name in zip(arms, names)],
+        dashed=(axes[0][2], "solver_proposed_reward"),
+    )
     stages = {"cold start": [results["cold_start"]]}
     stages.update({arm_name: arm["runs"] for arm, arm_name in zip(arms, names)})
     hop_bars(

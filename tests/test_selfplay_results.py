@@ -16,19 +16,26 @@ from pathlib import Path
 import pytest
 
 from searchgym.errors import InvalidArgumentError, MissingFileError
+from searchgym.evaluation import plots
 from searchgym.evaluation import selfplay_results as spr
 from tests.support.selfplay_bench import bench_selfplay, toy_args
+from tests.support.shared_fixture import build_once
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def toy(tmp_path_factory) -> tuple[list[str], Path]:
-    """A real toy run of the benchmark, arms (a) and (c), seed 0: its command line and its results JSON."""
+    """A real toy run of the benchmark, arms (a) and (c), seed 0: its command line and its results JSON (run once
+    per session and shared by the xdist workers, so a test that collects again writes its own ``--out``)."""
     for module in ("transformers", "peft", "matplotlib"):
         pytest.importorskip(module)
-    tmp = tmp_path_factory.mktemp("selfplay")
-    args = toy_args(tmp)
-    assert bench_selfplay().main([*args, "--arms", "a,c", "--seeds", "0"]) == 0
-    return args, tmp / "res" / "selfplay_toy.json"
+
+    def run(folder: Path) -> None:
+        args = toy_args(folder)
+        assert bench_selfplay().main([*args, "--arms", "a,c", "--seeds", "0"]) == 0
+        (folder / "args.json").write_text(json.dumps(args))
+
+    folder = build_once(tmp_path_factory, "selfplay_toy_run", run)
+    return json.loads((folder / "args.json").read_text()), folder / "res" / "selfplay_toy.json"
 
 
 def _cell(mean: float) -> dict:
@@ -138,7 +145,7 @@ def test_settings_every_arm_shares_are_said_once(toy, tmp_path, monkeypatch):
     assert sum("kl_coef" in line for line in lines) == 1
     assert any(line.startswith("(c) KG Proposer + WCR ") for line in lines)
     legends: list[str] = []
-    monkeypatch.setattr(spr, "legend_label", lambda label: legends.append(label) or label)
+    monkeypatch.setattr(plots, "legend_label", lambda label: legends.append(label) or label)
     spr.plot_selfplay_curves(res, tmp_path / "selfplay.png")
     assert "(a) vanilla SSP" in legends and not any("kl_coef" in label for label in legends)
     assert spr.shared_settings(["(a) vanilla SSP", "(b) KG Proposer, binary"]) == (
@@ -163,7 +170,9 @@ def test_ship_writes_the_compact_results_where_asked(toy, tmp_path, monkeypatch,
     """``--collect --ship`` (the documented command) writes the compact form of the collected JSON: to
     ``searchgym/assets/selfplay_<size>.json`` by default (here the assets folder is moved to tmp), or to PATH."""
     bs = bench_selfplay()
-    args, out = toy
+    args, _ = toy
+    out = tmp_path / "res" / "selfplay_toy.json"
+    args = [*args[: args.index("--out")], "--out", str(out)]  # the shared run's results stay as they are
     monkeypatch.setattr(bs, "ASSETS", tmp_path / "assets")
     assert bs.main([*args, "--collect", "--ship"]) == 0
     shipped = tmp_path / "assets" / "selfplay_toy.json"

@@ -1,5 +1,7 @@
 """Drawing helpers the evaluation reports and the benchmarks share (matplotlib is the caller's import).
 
+:func:`arm_curves` draws per-step training curves, a colour per arm and a line per run.
+
 :func:`interval_bars` draws held-out rates as grouped bars with their uncertainty: one run's 95 %
 bootstrap interval, or the seeds' spread when a stage has several runs. Cells are either mappings
 ``{"mean", "lo", "hi"}`` (a benchmark's JSON) or objects with those attributes
@@ -13,7 +15,7 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any, Optional, Sequence
 
-__all__ = ["hop_bars", "interval_bars", "legend_label"]
+__all__ = ["arm_curves", "hop_bars", "interval_bars", "legend_label"]
 
 #: legend entries are wrapped to this many characters: an ablation's label ("(b) KG Proposer, binary, all baseline,
 #: filter.searches_at_least_required=true, ...") would otherwise run across the neighbouring panels
@@ -77,3 +79,36 @@ def hop_bars(
     """:func:`interval_bars` of held-out accuracy by hop count: each run maps a hop count (spelt as a string, as
     the results JSON keys it) to its cell; the bars are labelled ``1-hop``, ``2-hop``, ..."""
     interval_bars(ax, stages, [str(h) for h in hops], [f"{h}-hop" for h in hops], ylabel=ylabel)
+
+
+def arm_curves(
+    panels: Sequence[tuple[Any, str, str]],
+    arms: Sequence[tuple[str, Sequence[Mapping[str, Sequence[Any]]]]],
+    *,
+    dashed: Optional[tuple[Any, str]] = None,
+) -> None:
+    """Per-step training curves of several arms: ``panels`` are ``(ax, curve name, title)``, ``arms`` are
+    ``(arm name, runs)`` and each run maps ``"step"`` and every curve name to equally long sequences (None for a
+    step without a value: drawn as a gap). Arm i is colour ``C{i + 1}`` (C0 is the cold start's bar colour in
+    the figures beside), its first run carries the legend entry; ``dashed`` = ``(ax, curve name)`` adds that
+    curve of every run as a dashed line (the Solvers' reward on the model's own questions). Each panel gets its
+    title, integer steps on x and a 0-1 y range, as every self-play figure draws them."""
+    from matplotlib.ticker import MaxNLocator
+
+    def values(run: Mapping[str, Sequence[Any]], name: str) -> list[float]:
+        return [math.nan if y is None else y for y in run[name]]
+
+    for i, (arm_name, runs) in enumerate(arms):
+        colour = f"C{i + 1}"
+        for j, run in enumerate(runs):
+            for ax, name, _ in panels:
+                label = legend_label(arm_name) if j == 0 else None
+                ax.plot(run["step"], values(run, name), color=colour, alpha=0.8, marker=".", label=label)
+            if dashed is not None:
+                dashed[0].plot(run["step"], values(run, dashed[1]), color=colour, alpha=0.6, linestyle="--", marker=".")
+    for ax, _, title in panels:
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("training step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylim(-0.05, 1.05)
+        ax.legend(fontsize=7)

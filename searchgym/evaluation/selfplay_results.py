@@ -23,7 +23,7 @@ from typing import Any, Optional, Sequence
 
 from ..core.atomic_writes import write_file
 from ..errors import InvalidArgumentError, MissingFileError
-from .plots import hop_bars, interval_bars, legend_label
+from .plots import arm_curves, hop_bars, interval_bars
 
 __all__ = [
     "HeldOutCell",
@@ -432,29 +432,19 @@ def plot_selfplay_curves(results: SelfPlayResults, path: str | Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
 
     path = Path(path)
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
-    panels = [(axes[0][0], "valid_rate", "Proposer valid-question rate"), (axes[0][1], "solver_reward", "")]
+    panels = [
+        (axes[0][0], "valid_rate", "Proposer valid-question rate"),
+        (axes[0][1], "solver_reward", "Solver reward (dashed: on the model's own questions)"),
+    ]
     names, shared = shared_settings([arm.label for arm in results.arms])
-    for i, (arm, arm_name) in enumerate(zip(results.arms, names)):
-        colour = f"C{i + 1}"  # C0 is the cold start's bar colour
-        for j, run in enumerate(arm.runs):
-            c = run.curves
-            for ax, name, _ in panels:
-                ys = [math.nan if y is None else y for y in getattr(c, name)]
-                label = legend_label(arm_name) if j == 0 else None
-                ax.plot(c.step, ys, color=colour, marker=".", alpha=0.8, label=label)
-            ys = [math.nan if y is None else y for y in c.solver_proposed_reward]
-            axes[0][1].plot(c.step, ys, color=colour, marker=".", alpha=0.6, linestyle="--")
-    axes[0][1].set_title("Solver reward (dashed: on the model's own questions)", fontsize=10)
-    axes[0][0].set_title(panels[0][2], fontsize=10)
-    for ax, _, _ in panels:
-        ax.set_xlabel("training step")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_ylim(-0.05, 1.05)
-        ax.legend(fontsize=7)
+    arm_curves(
+        panels,
+        [(name, [dataclasses.asdict(run.curves) for run in arm.runs]) for arm, name in zip(results.arms, names)],
+        dashed=(axes[0][1], "solver_proposed_reward"),
+    )
     stages = {"cold start": [results.cold_start]}
     stages.update({name: [r.heldout for r in arm.runs] for arm, name in zip(results.arms, names)})
     hops = sorted({h for runs in stages.values() for ho in runs for h in ho.solver_by_hop}, key=int)
