@@ -52,7 +52,7 @@ import sys
 import time
 import traceback
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Optional, Sequence
 
@@ -655,20 +655,25 @@ def valid_by_hops(rows: Sequence[Mapping]) -> dict:
 @dataclass(frozen=True)
 class TargetFacts:
     """What the collection knows about the held-out Proposer targets: each one's hop count (``hops``: target id ->
-    hops) and the ids of those whose path has a single answer in the world (``single``, from
-    ``searchgym.construction.path_answers``)."""
+    hops), the ids of those whose path has a single answer in the world (``single``, from
+    ``searchgym.construction.path_answers``), and, to say why a question on one was invalid, each one's subgraph
+    (``subgraphs``) and the world they are in."""
 
     hops: Mapping[str, int]
     single: frozenset
+    subgraphs: Mapping[str, Any] = field(default_factory=dict)
+    world: Any = None
 
 
 def proposer_cells(work: Path, name: str, modes: Sequence[str], facts: TargetFacts) -> dict:
     """Per Proposer mode, the valid rate on the held-out targets with its 95 % bootstrap interval, and per hop
     count of the targets the valid count out of the targets, the searches made and the questions written short
     of the path (:func:`tally_valid`): a Proposer that learns 2-hop questions while forgetting 3-hop ones shows
-    it here, not in the overall rate; and the valid count on the single-answer targets (``single_answer``; the
-    others admit no verifiable question)."""
+    it here, not in the overall rate; the valid count on the single-answer targets (``single_answer``; the
+    others admit no verifiable question); and, for the KG prompt, why the invalid questions were invalid
+    (``invalid_kinds``: ``searchgym.evaluation.proposer_errors``, kind -> count)."""
     from searchgym.evaluation.metrics import bootstrap_ci
+    from searchgym.evaluation.proposer_errors import count_invalid_kinds
 
     out = {}
     for m in modes:
@@ -682,6 +687,8 @@ def proposer_cells(work: Path, name: str, modes: Sequence[str], facts: TargetFac
         out[m] = {**bootstrap_ci([float(r["valid"]) for r in records.values()]), "by_hops": by_hops}
         kept = [bool(r["valid"]) for task, r in records.items() if task in facts.single]
         out[m]["single_answer"] = {"valid": sum(kept), "n": len(kept)}
+        if m == "kg" and facts.world is not None:  # an answer-only question is written on no path
+            out[m]["invalid_kinds"] = count_invalid_kinds(facts.world, facts.subgraphs, records.values())
     return out
 
 
@@ -1151,7 +1158,9 @@ def run(args: argparse.Namespace) -> None:
         "overrides": opts["overrides"],
         "seconds_this_invocation": None,
     }
-    results = collect(work, args.size, header, TargetFacts({t.id: t.hops for t in heldout["proposer"]}, single))
+    targets = heldout["proposer"]
+    facts = TargetFacts({t.id: t.hops for t in targets}, single, {t.id: t.subgraph for t in targets}, world)
+    results = collect(work, args.size, header, facts)
     results["seconds_this_invocation"] = round(time.perf_counter() - t0, 1)
     out = Path(args.out) if args.out else RESULTS / f"selfplay_{args.size}.json"
     write_text(out, json.dumps(results, indent=1, default=str) + "\n")

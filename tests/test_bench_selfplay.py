@@ -135,6 +135,9 @@ def test_toy_benchmark_trains_three_arms_collects_and_resumes(tmp_path, capsys):
     )
     single = r["cold_start"]["proposer_cells"]["kg"]["single_answer"]  # the targets whose path has one answer
     assert single["n"] == r["eval"]["proposer_single_answer_targets"] and 0 <= single["valid"] <= single["n"] <= 2
+    kg = r["cold_start"]["proposer_cells"]["kg"]  # why each invalid question was invalid (a tiny model: all are)
+    assert sum(kg["invalid_kinds"].values()) == 2 - sum(c["valid"] for c in by_hops.values())
+    assert "invalid_kinds" not in r["cold_start"]["proposer_cells"]["vanilla"]  # an answer-only question has no path
     assert set(r["solver_gain"]) == {"(a) vanilla SSP", "(b) KG Proposer, binary"}
     assert out.with_suffix(".png").stat().st_size > 10_000
     assert (work / "toy" / "a_s0" / "final" / "adapter_model.safetensors").is_file()

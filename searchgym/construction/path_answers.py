@@ -5,13 +5,20 @@ from its seed, not only for the path's last node: X's father has several childre
 answers and no Proposer can write a verifiable question on it. :func:`path_answers` follows the chain through the
 world (each hop in the direction the path walked it) and returns the nodes it ends at; a subgraph is a
 single-answer target when there is exactly one.
+
+:func:`question_answers` does the same for a question: it reads a question in the template form back into its seed
+and relation chain (as the offline RAG verifier reads it) and follows the chain through the whole world, so what a
+question asks can be compared with the path it was written on, whatever the passages its writer retrieved.
 """
 
 from __future__ import annotations
 
-from ..core.subgraph import Subgraph, literal_node_id
+from dataclasses import dataclass
 
-__all__ = ["path_answers", "single_answer"]
+from ..core.subgraph import Subgraph, literal_node_id
+from .question_templates import read_path_question, relation_key
+
+__all__ = ["QuestionReading", "path_answers", "question_answers", "single_answer"]
 
 
 def _node_id(node) -> str:
@@ -39,3 +46,36 @@ def path_answers(world, subgraph: Subgraph) -> set[str]:
 def single_answer(world, subgraph: Subgraph) -> bool:
     """True when the target path's chain reaches exactly one node (its answer) from the seed."""
     return len(path_answers(world, subgraph)) == 1
+
+
+@dataclass(frozen=True)
+class QuestionReading:
+    """One reading of a template-form question: the entities its innermost name may be (``seeds``, every
+    namesake), its hop count, and the nodes its relation chain reaches from them through the world (``answers``:
+    entity ids and literal node ids)."""
+
+    seeds: frozenset
+    hops: int
+    answers: frozenset
+
+
+def question_answers(world, question: str) -> list[QuestionReading]:
+    """The readings of ``question`` (:func:`~searchgym.construction.question_templates.read_path_question`, with
+    the world's relation labels and exact entity names), each followed through every fact of ``world``; ``[]``
+    when the question is not in the template form. A hop matches a triple whose relation label reads as one of
+    the hop's relation keys, walked in the hop's direction."""
+    keys = [relation_key(r.label) for r in world.relations()]
+    out = []
+    for seed_text, hops in read_path_question(question, lambda text: bool(world.find_entities(text)), keys):
+        seeds = frozenset(e.id for e in world.find_entities(seed_text))
+        frontier = set(seeds)
+        for hop_keys, ahead in hops:
+            reached: set[str] = set()
+            for node in frontier:
+                if not world.has_entity(node):
+                    continue
+                edges = world.out_edges(node) if ahead else world.in_edges(node)
+                reached.update(_node_id(e.target) for e in edges if relation_key(e.relation.label) in hop_keys)
+            frontier = reached
+        out.append(QuestionReading(seeds, len(hops), frozenset(frontier)))
+    return out
