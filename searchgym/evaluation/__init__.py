@@ -11,12 +11,15 @@ The Python API under the command::
     print(result.summary["datasets"]["builtin"]["em"])   # {"mean", "lo", "hi", "n"}
 
 See docs/evaluation.md for the file formats. The self-play benchmark's committed results, which ``searchgym demo``
-shows, load with :func:`load_selfplay_results` (:mod:`searchgym.evaluation.selfplay_results`).
+shows, load with :func:`load_selfplay_results` (:mod:`searchgym.evaluation.selfplay_results`). Why a KG
+Proposer's question was invalid, read against its target path: :func:`invalid_kind`
+(:mod:`searchgym.evaluation.proposer_errors`).
 """
 
 from ..core.moved import moved_getattr
 from .games import play_games
 from .metrics import METRICS, answer_scores, bootstrap_ci, paired_diff_ci
+from .proposer_errors import INVALID_KINDS, count_invalid_kinds, invalid_kind
 from .report import compare_runs, markdown_table, plot_summary
 from .runner import EvalConfig, EvalInterrupted, EvalResult, evaluate, record_of
 from .selfplay_results import (
@@ -34,6 +37,9 @@ __all__ = [
     "answer_scores",
     "bootstrap_ci",
     "paired_diff_ci",
+    "INVALID_KINDS",
+    "count_invalid_kinds",
+    "invalid_kind",
     "compare_runs",
     "markdown_table",
     "plot_summary",
