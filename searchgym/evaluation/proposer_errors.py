@@ -81,7 +81,7 @@ def count_invalid_kinds(world, subgraphs: Mapping[str, Subgraph], records: Itera
     for r in records:
         if r.get("valid"):
             continue
-        sg = subgraphs.get(r.get("task"))
+        sg = subgraphs.get(str(r.get("task")))
         reason = r.get("reason")
         kinds[str(invalid_kind(world, sg, r.get("question"), reason) if sg is not None else reason)] += 1
     return dict(kinds.most_common())

@@ -16,7 +16,7 @@ import importlib.util
 import logging
 import os
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from ..errors import InvalidArgumentError, MissingFileError
 from .weights_check import check_weights_folder
@@ -72,20 +72,22 @@ def _gguf_read_once() -> Iterator[None]:
     reaches them; they are restored on leaving, whatever happens."""
     import gguf
 
-    reader_class, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
-    readers: dict[tuple[str, str], object] = {}
+    originals: dict[str, Any] = {"GGUFReader": gguf.GGUFReader, "get_tensor_name_map": gguf.get_tensor_name_map}
+    readers: dict[tuple, object] = {}
 
-    def read(path, mode: str = "r"):
-        key = (os.fspath(path), mode)
+    def read(path, *args, **kwargs):
+        key = (os.fspath(path), args, tuple(sorted(kwargs.items())))
         if key not in readers:
-            readers[key] = reader_class(path, mode)
+            readers[key] = originals["GGUFReader"](path, *args, **kwargs)
         return readers[key]
 
-    gguf.GGUFReader, gguf.get_tensor_name_map = read, functools.lru_cache(maxsize=None)(name_map)
+    setattr(gguf, "GGUFReader", read)
+    setattr(gguf, "get_tensor_name_map", functools.lru_cache(maxsize=None)(originals["get_tensor_name_map"]))
     try:
         yield
     finally:
-        gguf.GGUFReader, gguf.get_tensor_name_map = reader_class, name_map
+        for name, value in originals.items():
+            setattr(gguf, name, value)
 
 
 def ensure_smollm2(cache_dir: str | os.PathLike | None = None, *, dtype: str = "float32") -> Path:
