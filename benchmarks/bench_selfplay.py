@@ -51,10 +51,11 @@ import math
 import sys
 import time
 import traceback
+from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 from bench_learning import HOPS, eval_dir, evaluate_model, paired_counts, paired_flips, rl_gain
 from machine import device_info, machine_info
@@ -595,9 +596,11 @@ def _finite(x: Any) -> Any:
     return None if isinstance(x, float) and not math.isfinite(x) else x
 
 
-def train_curve(run: Path) -> dict:
+def train_curve(run: Path, why_invalid: Optional[Callable[[Mapping], Optional[str]]] = None) -> dict:
     """One run's per-step curves from its ``metrics.jsonl`` (the last record of a step wins), rejection reasons
-    as per-step shares, and the questions of its first and last step (all of them stay in metrics.jsonl)."""
+    as per-step shares, and the questions of its first and last step (all of them stay in metrics.jsonl).
+    ``why_invalid`` (a question record -> its kind, :func:`pool_question_kinds`): also count, per step and over
+    the run, why its invalid questions were invalid (``invalid_kinds``)."""
     from searchgym.training.metrics import read_metrics
 
     rows = list({m["step"]: m for m in read_metrics(run / "metrics.jsonl") if "games" in m}.values())
@@ -608,6 +611,14 @@ def train_curve(run: Path) -> dict:
     reasons = sorted({k[len(prefix) :] for m in rows for k in m if k.startswith(prefix)})
     curve["rejected"] = {r: [_finite(m.get(prefix + r, 0.0)) for m in rows] for r in reasons}
     curve["valid_by_hops"] = valid_by_hops(rows)
+    if why_invalid is not None:
+        steps = [
+            Counter(str(why_invalid(q)) for q in m.get("proposer/questions") or [] if not q.get("valid")) for m in rows
+        ]
+        curve["invalid_kinds"] = {
+            "total": dict(sum(steps, Counter()).most_common()),
+            "steps": [dict(c.most_common()) for c in steps],
+        }
     curve["questions_first_step"] = rows[0].get("proposer/questions", []) if rows else []
     curve["questions_last_step"] = rows[-1].get("proposer/questions", []) if rows else []
     return curve
@@ -634,6 +645,21 @@ def tally_valid(cells: dict, hops: Any, valid: bool, searches: Optional[int] = N
             ("matched_valid", int(searches == hops and bool(valid))),
         ):
             cell[key] = cell.get(key, 0) + count
+
+
+def pool_question_kinds(world: Any, pool: Sequence[Any]) -> Callable[[Mapping], Optional[str]]:
+    """A question record of a training step (``target``: the pool subgraph it was written on) -> why it was
+    invalid (``searchgym.evaluation.proposer_errors.invalid_kind``); its ``reason`` when it names no pool subgraph
+    (a run logged before records named their target)."""
+    from searchgym.evaluation.proposer_errors import invalid_kind
+
+    by_id = {sg.id: sg for sg in pool}
+
+    def kind(q: Mapping) -> Optional[str]:
+        sg = by_id.get(str(q.get("target")))
+        return q.get("reason") if sg is None else invalid_kind(world, sg, q.get("question"), q.get("reason"))
+
+    return kind
 
 
 def valid_by_hops(rows: Sequence[Mapping]) -> dict:
@@ -784,13 +810,19 @@ def collect(work: Path, size_name: str, header: dict, facts: TargetFacts) -> dic
         "arms": {},
     }
     stages: dict[str, list] = {"cold start": [cold]}
+    why_invalid = None
+    if facts.world is not None and (work / "pool.jsonl").is_file():
+        from searchgym.construction import load_pool
+
+        why_invalid = pool_question_kinds(facts.world, load_pool(work / "pool.jsonl"))
     for key, seeds in runs_done.items():
         arm = ARMS[key]
         modes = sorted({"kg", arm.proposer_mode})
         runs = []
         for seed in seeds:
             name = run_name(key, seed)
-            curve = train_curve(work / name)
+            # an answer-only question is written on no path: only the KG Proposer's are read against theirs
+            curve = train_curve(work / name, why_invalid if arm.proposer_mode == "kg" else None)
             runs.append(
                 {
                     **scored_stage(work, name, modes, facts),

@@ -118,6 +118,12 @@ def test_toy_benchmark_trains_three_arms_collects_and_resumes(tmp_path, capsys):
     shares = [sum(v[i] for v in curve["rejected"].values()) for i in range(2)]  # every invalid question has a reason
     assert all(abs(s - (1 - v)) < 1e-9 for s, v in zip(shares, curve["valid_rate"]))
     assert curve["questions_first_step"][0]["answer"] and "reason" in curve["questions_first_step"][0]
+    assert "invalid_kinds" not in curve  # arm (a)'s answer-only questions are written on no path
+    kg_curve = r["arms"]["b"]["runs"][0]["train"]
+    assert kg_curve["questions_first_step"][0]["target"].startswith("h2-")  # the pool subgraph it was written on
+    kinds = kg_curve["invalid_kinds"]  # why each invalid training question was invalid, per step and in all
+    assert [sum(c.values()) for c in kinds["steps"]] == [round(1 - v) for v in kg_curve["valid_rate"]]
+    assert sum(kinds["total"].values()) == sum(sum(c.values()) for c in kinds["steps"])
     by_step = curve["valid_by_hops"]["steps"]  # one game a step: its subgraph's hop count, valid or not
     assert [list(c) for c in by_step] == [["2"], ["3"]]
     assert [c[h]["valid"] for c, h in zip(by_step, ("2", "3"))] == [round(v) for v in curve["valid_rate"]]

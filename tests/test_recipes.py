@@ -256,6 +256,7 @@ def test_metrics_log_the_questions_and_why_they_were_rejected(tmp_path, tok):
     assert m["proposer/rejected/verifier_incorrect"] == 0.5 and m["proposer/rejected/too_short"] == 0.25
     assert [q["question"] for q in m["proposer/questions"]][0] == "Where was the author of X born?"
     assert m["proposer/questions"][1]["reason"] == "too_short" and m["proposer/hops"] == 2.0
+    assert m["proposer/questions"][0]["target"] is None  # a task without a subgraph (the pool's name theirs)
     assert m["proposer/searched_short"] == 0.75  # three of the four searched once for a 2-hop target
     json.dumps(m)  # one JSON line of metrics.jsonl
 

@@ -100,9 +100,9 @@ def rollout_metrics(samples: Sequence[Sample]) -> dict:
 
 
 def question_record(sample: Sample) -> dict:
-    """One Proposer rollout as the metrics log keeps it: the question, its target, hops, verdict and reward
-    (``reason`` is the rule filter or verification stage that rejected it; ``no_question`` when none was
-    written)."""
+    """One Proposer rollout as the metrics log keeps it: the question, its target (``answer``, and ``target``: the
+    id of the subgraph it was written on, None without one), hops, verdict and reward (``reason`` is the rule
+    filter or verification stage that rejected it; ``no_question`` when none was written)."""
     traj = sample.trajectory
     verdict = traj.metadata.get("validation") or {}
     valid = bool(sample.components.get("valid", 1.0 if traj.valid else 0.0)) and bool(verdict.get("valid", True))
@@ -110,6 +110,7 @@ def question_record(sample: Sample) -> dict:
     return {
         "question": traj.question or "",
         "answer": traj.task.answer,
+        "target": traj.task.subgraph.id if traj.task.subgraph is not None else None,
         "hops": traj.task.hops,
         "valid": valid,
         "reason": reason,
