@@ -55,7 +55,7 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
+from typing import Any, Iterator, Mapping, Optional, Sequence
 
 from bench_learning import HOPS, eval_dir, evaluate_model, paired_counts, paired_flips, rl_gain
 from machine import device_info, machine_info
@@ -596,11 +596,12 @@ def _finite(x: Any) -> Any:
     return None if isinstance(x, float) and not math.isfinite(x) else x
 
 
-def train_curve(run: Path, why_invalid: Optional[Callable[[Mapping], Optional[str]]] = None) -> dict:
+def train_curve(run: Path, world: Any = None, pool: Optional[Mapping[str, Any]] = None) -> dict:
     """One run's per-step curves from its ``metrics.jsonl`` (the last record of a step wins), rejection reasons
     as per-step shares, and the questions of its first and last step (all of them stay in metrics.jsonl).
-    ``why_invalid`` (a question record -> its kind, :func:`pool_question_kinds`): also count, per step and over
-    the run, why its invalid questions were invalid (``invalid_kinds``)."""
+    Given the ``world`` and the ``pool`` (subgraph id -> subgraph), also why its invalid questions were invalid,
+    per step and over the run (``invalid_kinds``: ``searchgym.evaluation.proposer_errors``; a question logged
+    before records named their ``target`` counts as its rejection reason)."""
     from searchgym.training.metrics import read_metrics
 
     rows = list({m["step"]: m for m in read_metrics(run / "metrics.jsonl") if "games" in m}.values())
@@ -611,9 +612,11 @@ def train_curve(run: Path, why_invalid: Optional[Callable[[Mapping], Optional[st
     reasons = sorted({k[len(prefix) :] for m in rows for k in m if k.startswith(prefix)})
     curve["rejected"] = {r: [_finite(m.get(prefix + r, 0.0)) for m in rows] for r in reasons}
     curve["valid_by_hops"] = valid_by_hops(rows)
-    if why_invalid is not None:
+    if world is not None and pool is not None:
+        from searchgym.evaluation.proposer_errors import count_invalid_kinds
+
         steps = [
-            Counter(str(why_invalid(q)) for q in m.get("proposer/questions") or [] if not q.get("valid")) for m in rows
+            Counter(count_invalid_kinds(world, pool, m.get("proposer/questions") or [], key="target")) for m in rows
         ]
         curve["invalid_kinds"] = {
             "total": dict(sum(steps, Counter()).most_common()),
@@ -645,21 +648,6 @@ def tally_valid(cells: dict, hops: Any, valid: bool, searches: Optional[int] = N
             ("matched_valid", int(searches == hops and bool(valid))),
         ):
             cell[key] = cell.get(key, 0) + count
-
-
-def pool_question_kinds(world: Any, pool: Sequence[Any]) -> Callable[[Mapping], Optional[str]]:
-    """A question record of a training step (``target``: the pool subgraph it was written on) -> why it was
-    invalid (``searchgym.evaluation.proposer_errors.invalid_kind``); its ``reason`` when it names no pool subgraph
-    (a run logged before records named their target)."""
-    from searchgym.evaluation.proposer_errors import invalid_kind
-
-    by_id = {sg.id: sg for sg in pool}
-
-    def kind(q: Mapping) -> Optional[str]:
-        sg = by_id.get(str(q.get("target")))
-        return q.get("reason") if sg is None else invalid_kind(world, sg, q.get("question"), q.get("reason"))
-
-    return kind
 
 
 def valid_by_hops(rows: Sequence[Mapping]) -> dict:
@@ -774,11 +762,12 @@ def scored_checkpoints(work: Path, name: str) -> list[int]:
     return sorted(int(x) for x in steps if x.isdigit())
 
 
-def collect(work: Path, size_name: str, header: dict, facts: TargetFacts) -> dict:
+def collect(work: Path, size_name: str, header: dict, facts: TargetFacts, pool: Sequence[Any] = ()) -> dict:
     """Every finished run of ``work`` against the cold start: curves, held-out results, paired flips, gains and
     the issue's targets (met or not, reported either way), with the seeds each arm finished; ``header``: what the
     invocation records about itself (size, machine, start, pool, held-out sets); ``facts``: the held-out
-    Proposer targets' hop counts and single-answer ids."""
+    Proposer targets' hop counts and single-answer ids; ``pool``: the workdir's pool subgraphs, to read the KG
+    arms' training questions against the paths they were written on."""
     cold_path = work / f"eval_{COLD}.json"
     runs_done = finished_runs(work)
     if not cold_path.is_file() or not runs_done:
@@ -810,11 +799,7 @@ def collect(work: Path, size_name: str, header: dict, facts: TargetFacts) -> dic
         "arms": {},
     }
     stages: dict[str, list] = {"cold start": [cold]}
-    why_invalid = None
-    if facts.world is not None and (work / "pool.jsonl").is_file():
-        from searchgym.construction import load_pool
-
-        why_invalid = pool_question_kinds(facts.world, load_pool(work / "pool.jsonl"))
+    pool_by_id = {sg.id: sg for sg in pool}
     for key, seeds in runs_done.items():
         arm = ARMS[key]
         modes = sorted({"kg", arm.proposer_mode})
@@ -822,7 +807,7 @@ def collect(work: Path, size_name: str, header: dict, facts: TargetFacts) -> dic
         for seed in seeds:
             name = run_name(key, seed)
             # an answer-only question is written on no path: only the KG Proposer's are read against theirs
-            curve = train_curve(work / name, why_invalid if arm.proposer_mode == "kg" else None)
+            curve = train_curve(work / name, facts.world, pool_by_id if arm.proposer_mode == "kg" else None)
             runs.append(
                 {
                     **scored_stage(work, name, modes, facts),
@@ -1116,7 +1101,8 @@ def run(args: argparse.Namespace) -> None:
     world = default_world()
     pool_path = stage_pool(world, args.pool, work)
     heldout = heldout_sets(world, size)
-    disjoint = check_disjoint(load_pool(pool_path), heldout)
+    pool = load_pool(pool_path)
+    disjoint = check_disjoint(pool, heldout)
     single = frozenset(t.id for t in heldout["proposer"] if t.subgraph is not None and single_answer(world, t.subgraph))
     opts = {
         "model": args.model,
@@ -1192,7 +1178,7 @@ def run(args: argparse.Namespace) -> None:
     }
     targets = heldout["proposer"]
     facts = TargetFacts({t.id: t.hops for t in targets}, single, {t.id: t.subgraph for t in targets}, world)
-    results = collect(work, args.size, header, facts)
+    results = collect(work, args.size, header, facts, pool)
     results["seconds_this_invocation"] = round(time.perf_counter() - t0, 1)
     out = Path(args.out) if args.out else RESULTS / f"selfplay_{args.size}.json"
     write_text(out, json.dumps(results, indent=1, default=str) + "\n")

@@ -14,6 +14,7 @@ question asks can be compared with the path it was written on, whatever the pass
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from ..core.subgraph import Subgraph, literal_node_id
 from .question_templates import read_path_question, relation_key
@@ -27,19 +28,24 @@ def _node_id(node) -> str:
     return entity_id if entity_id is not None else literal_node_id(node.kind, node.value)
 
 
+def _hop(world, frontier: set[str], ahead: bool, keep: Callable[[Any], bool]) -> set[str]:
+    """The nodes one hop from ``frontier`` along the edges ``keep`` accepts, walked forward (head to tail) when
+    ``ahead``, else backward. A literal ends a chain (it has no edges of its own)."""
+    reached: set[str] = set()
+    for node in frontier:
+        if world.has_entity(node):
+            edges = world.out_edges(node) if ahead else world.in_edges(node)
+            reached.update(_node_id(e.target) for e in edges if keep(e))
+    return reached
+
+
 def path_answers(world, subgraph: Subgraph) -> set[str]:
     """The node ids the target path's relation chain reaches from its seed, each hop walked as the path walked it
     (``subgraph.forward``; all forward when it is empty). A literal ends a chain (it has no edges of its own)."""
     frontier = {subgraph.path[0]}
     forward = subgraph.forward or [True] * len(subgraph.relation_ids)
     for relation_id, ahead in zip(subgraph.relation_ids, forward):
-        reached: set[str] = set()
-        for node in frontier:
-            if not world.has_entity(node):
-                continue
-            edges = world.out_edges(node) if ahead else world.in_edges(node)
-            reached.update(_node_id(e.target) for e in edges if e.relation.id == relation_id)
-        frontier = reached
+        frontier = _hop(world, frontier, ahead, lambda e: e.relation.id == relation_id)
     return frontier
 
 
@@ -70,12 +76,6 @@ def question_answers(world, question: str) -> list[QuestionReading]:
         seeds = frozenset(e.id for e in world.find_entities(seed_text))
         frontier = set(seeds)
         for hop_keys, ahead in hops:
-            reached: set[str] = set()
-            for node in frontier:
-                if not world.has_entity(node):
-                    continue
-                edges = world.out_edges(node) if ahead else world.in_edges(node)
-                reached.update(_node_id(e.target) for e in edges if relation_key(e.relation.label) in hop_keys)
-            frontier = reached
+            frontier = _hop(world, frontier, ahead, lambda e: relation_key(e.relation.label) in hop_keys)
         out.append(QuestionReading(seeds, len(hops), frozenset(frontier)))
     return out

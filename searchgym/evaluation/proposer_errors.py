@@ -73,15 +73,18 @@ def invalid_kind(world, subgraph: Subgraph, question: Optional[str], reason: Opt
     return "wrong_relation"
 
 
-def count_invalid_kinds(world, subgraphs: Mapping[str, Subgraph], records: Iterable[Mapping]) -> dict[str, int]:
-    """Kind -> count over the invalid ones of ``records`` (held-out Proposer records: ``task``, ``valid``,
-    ``question``, ``reason``; a record whose task is not in ``subgraphs`` counts as its ``reason``), most common
-    first."""
+def count_invalid_kinds(
+    world, subgraphs: Mapping[str, Subgraph], records: Iterable[Mapping], *, key: str = "task"
+) -> dict[str, int]:
+    """Kind -> count over the invalid ones of ``records`` (Proposer records with ``valid``, ``question``, ``reason``
+    and, under ``key``, the id of the subgraph the question was written on: ``task`` in the held-out evaluation's
+    records, ``target`` in the trainer's metrics log; a record whose id is not in ``subgraphs`` counts as its
+    ``reason``), most common first."""
     kinds: Counter = Counter()
     for r in records:
         if r.get("valid"):
             continue
-        sg = subgraphs.get(str(r.get("task")))
+        sg = subgraphs.get(str(r.get(key)))
         reason = r.get("reason")
         kinds[str(invalid_kind(world, sg, r.get("question"), reason) if sg is not None else reason)] += 1
     return dict(kinds.most_common())
