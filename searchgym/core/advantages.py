@@ -9,7 +9,8 @@ SAPO step-reward wrappers' users need them (docs/rewards.md has every formula wi
 * :func:`baseline_advantages` — REINFORCE with the batch-mean baseline; :func:`proposer_advantages` —
   the Proposer's advantages under one of :data:`PROPOSER_BASELINES`: ``none`` (SSP Eq. 5, plain
   REINFORCE), ``verified`` (kg-paths-wcr Eq. 9 with b = the verified questions' mean), ``all`` (the
-  batch mean) or ``hop_group`` (EVE's HRPO, Eq. 5: standardised within each hop count).
+  batch mean), ``hop_group`` (EVE's HRPO, Eq. 5: standardised within each hop count) or ``target`` (the mean
+  over the questions written on the same subgraph, when a step plays each subgraph several times).
 * :func:`step_advantages`, :func:`sapo_step_advantages`, :func:`sapo_group_advantages` — SAPO
   (gdcr-sapo §3.4): ``A_t,g = clip((r_t − mean_t r) / (std_t r + ε), −1, 1)`` (Eq. 13) and
   ``A_t = Â_o + λ |Â_o| A_t,g`` with λ = 0.5 (Eq. 14), applied to every agent token of step t.
@@ -45,7 +46,7 @@ __all__ = [
 
 STD_DDOFS = (0, 1)
 #: the Proposer's REINFORCE baselines (see :func:`proposer_advantages`)
-PROPOSER_BASELINES = ("none", "verified", "all", "hop_group")
+PROPOSER_BASELINES = ("none", "verified", "all", "hop_group", "target")
 #: the Solver's group advantages: ``grpo`` divides by the group std (GRPO, kg-paths-wcr Eq. 3/10),
 #: ``grpo_centred`` does not (SSP Eq. 4: ``r − mean``)
 SOLVER_ADVANTAGES = ("grpo", "grpo_centred")
@@ -101,6 +102,7 @@ def proposer_advantages(
     baseline: str = "verified",
     *,
     hops: Optional[Sequence[object]] = None,
+    targets: Optional[Sequence[object]] = None,
     eps: float = 1e-6,
     ddof: int = 0,
 ) -> list[float]:
@@ -116,6 +118,12 @@ def proposer_advantages(
       invalid question gets −mean(R), a penalty the SSP paper found destabilising (its −0.1 ablation).
     * ``baseline="hop_group"`` — EVE's HRPO (Eq. 5): every question, invalid ones included, standardised
       within the questions of the same hop count, ``(R − mean_h) / (std_h + ε)`` (``hops`` required).
+    * ``baseline="target"`` — every question minus the mean over the questions written on the same target
+      (``targets``: one key per question, e.g. its subgraph id), ``R − mean_t``, not divided by a std so the scale
+      stays SSP's. When a step plays each subgraph several times (the trainer's ``proposer_group_size``), an
+      invalid wording is pushed down only where another sample on the *same* target was verified, and a verified
+      one up against its own siblings: the contrast is between wordings of one path, not between easy and hard
+      paths. A target played once gets 0.
     """
     if baseline not in PROPOSER_BASELINES:
         raise InvalidArgumentError(f"baseline={baseline!r}: use one of {', '.join(PROPOSER_BASELINES)}")
@@ -129,6 +137,10 @@ def proposer_advantages(
         if hops is None or len(hops) != len(rewards):
             raise InvalidArgumentError("baseline='hop_group' (HRPO) needs one hop count per proposer question")
         return group_advantages(rewards, hops, eps, ddof)
+    if baseline == "target":
+        if targets is None or len(targets) != len(rewards):
+            raise InvalidArgumentError("baseline='target' needs one target key per proposer question")
+        return group_advantages(rewards, targets, eps, ddof, normalise=False)
     kept = [i for i, ok in enumerate(valid) if ok]
     out = [0.0] * len(rewards)
     for i, a in zip(kept, baseline_advantages([rewards[i] for i in kept])):

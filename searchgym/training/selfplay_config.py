@@ -259,7 +259,18 @@ class TrainConfig(ModelOptions, ConfigIO):
         metadata={
             "help": (
                 "Proposer REINFORCE baseline: none (SSP Eq. 5), verified (mean over verified questions), all (batch "
-                "mean) or hop_group (EVE's HRPO)."
+                "mean), hop_group (EVE's HRPO) or target (mean over the questions on the same subgraph; needs "
+                "proposer_group_size > 1)."
+            )
+        },
+    )
+    proposer_group_size: int = field(
+        default=1,
+        metadata={
+            "help": (
+                "Games per pool subgraph in a step: each subgraph is proposed on by this many games in a row (each "
+                "its own seed), so batch_size must be a multiple. 1 (the papers): one question per subgraph; with "
+                "proposer_baseline target, >1 lets wordings of one path be compared."
             )
         },
     )
@@ -425,6 +436,15 @@ class TrainConfig(ModelOptions, ConfigIO):
             raise InvalidArgumentError(
                 f"proposer_baseline={self.proposer_baseline!r}: use one of {', '.join(PROPOSER_BASELINES)} "
                 "(none = SSP Eq. 5; verified = mean over verified questions, invalid ones get advantage 0)"
+            )
+        if self.proposer_group_size < 1 or self.batch_size % self.proposer_group_size:
+            raise InvalidArgumentError(
+                f"proposer_group_size={self.proposer_group_size} must be >= 1 and divide batch_size={self.batch_size}"
+            )
+        if self.proposer_baseline == "target" and self.proposer_group_size < 2:
+            raise InvalidArgumentError(
+                "proposer_baseline=target compares questions on the same subgraph, but proposer_group_size=1 plays "
+                "each subgraph once (every advantage would be 0); set proposer_group_size to 2 or more"
             )
         if self.solver_advantage not in SOLVER_ADVANTAGES:
             raise InvalidArgumentError(

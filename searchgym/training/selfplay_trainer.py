@@ -199,10 +199,12 @@ class SelfPlayTrainer:
         return RolloutBatch(samples, played, t_gen, t_env, self.agent.stats.new_tokens - tokens0)
 
     def _starts(self, k: int, played: int) -> Iterator[EpisodeStart]:
-        """The next ``k`` games: game number ``games_played`` (the pool index) seeded from the trainer's RNG,
-        keyed ``(step, game of the batch)`` (the GRPO group of its Solvers). Drawn as each game starts."""
+        """The next ``k`` games: game number ``games_played`` seeded from the trainer's RNG, keyed ``(step, game of the
+        batch)`` (the GRPO group of its Solvers), on pool index ``games_played // proposer_group_size`` (each subgraph
+        played that many times in a row). Drawn as each game starts."""
+        per_target = self.config.proposer_group_size
         for j in range(k):
-            options = {"index": self.games_played} if self.pass_index else None
+            options = {"index": self.games_played // per_target} if self.pass_index else None
             self.games_played += 1
             yield EpisodeStart(key=(self.step, played + j), seed=self.rng.randrange(2**31), options=options)
 

@@ -45,12 +45,20 @@ def selfplay_advantages(samples: Sequence[Sample], config: TrainConfig) -> list[
         verified,
         config.proposer_baseline,
         hops=hops,
+        targets=[_target_key(samples[i]) for i in prop],
         eps=config.adv_eps,
         ddof=config.adv_std_ddof,
     )
     for i, a in zip(prop, values):
         out[i] = [a]
     return out
+
+
+def _target_key(sample: Sample) -> Any:
+    """What a Proposer question was written on: its subgraph's id, else its task's id (the ``target`` baseline's
+    group)."""
+    task = sample.trajectory.task
+    return ("subgraph", task.subgraph.id) if task.subgraph is not None else ("task", task.id)
 
 
 def _solver_advantages(samples: Sequence[Sample], config: TrainConfig, out: list[list[float]]) -> None:
