@@ -354,12 +354,13 @@ def train_config(arm: Arm, seed: int, size: dict, opts: dict, pool: Path, work: 
     }
     if opts.get("steps"):
         fields["total_steps"] = opts["steps"]
-    if opts.get("proposer_baseline"):  # an ablation over every arm, e.g. hop_group (EVE's HRPO)
-        fields["proposer_baseline"] = opts["proposer_baseline"]
     if opts.get("eval_at"):  # the steps --eval-at scores stay on disk
         fields["keep_checkpoint_every"] = math.gcd(*opts["eval_at"])
     config_items, filters = split_filter_overrides(opts.get("overrides") or [])
     env_kwargs = {"pool": str(pool), "order": "given", **({"filter_config": filters} if filters else {})}
+    if opts.get("proposer_baseline"):  # an ablation over every arm, e.g. hop_group (EVE's HRPO); set with the --set
+        # items, so one that needs another field (target: proposer_group_size) is checked against it
+        config_items = [*config_items, f"proposer_baseline={opts['proposer_baseline']}"]
     cfg = recipe_config(arm.recipe, size["recipe_size"], env_kwargs=env_kwargs, **fields)
     return cfg.with_overrides(config_items)
 
