@@ -308,3 +308,11 @@ def test_every_env_clone_of_a_trainer_batch_exports_its_games(tmp_path, tiny_wor
             done = term or trunc
     first.close()
     assert len(path.read_text().splitlines()) == 2  # one game from the env, one from its clone
+
+
+def test_target_baseline_centres_each_question_on_its_own_subgraph():
+    rewards, valid = [0.5, 0.0, 0.0, 0.0, 1.0, 0.5], [True, False, False, False, True, True]
+    adv = proposer_advantages(rewards, valid, baseline="target", targets=["x", "x", "y", "y", "z", "w"])
+    assert adv == pytest.approx([0.25, -0.25, 0.0, 0.0, 0.0, 0.0])  # a target played once, or all tied: 0
+    with pytest.raises(ValueError, match="target key"):
+        proposer_advantages(rewards, valid, baseline="target")

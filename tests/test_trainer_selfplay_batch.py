@@ -203,3 +203,26 @@ def test_collect_with_a_generation_config_seeds_every_batched_call_from_the_trai
         twin.randrange(2**31)
     assert configs and all(c.max_new_tokens == 5 and c.temperature == 0.5 for c in configs)
     assert [c.seed for c in configs] == [twin.randrange(2**31) for _ in configs]
+
+
+def test_proposer_group_size_plays_each_subgraph_that_many_times_and_target_baseline_compares_them(tmp_path, tok):
+    """``proposer_group_size`` 2: games 0-1 of a step are on one pool subgraph, 2-3 on the next (each its own seed),
+    and ``proposer_baseline: target`` centres each question's reward on its own subgraph's questions."""
+    tr = _trainer(tmp_path, tok, batch_size=4, proposer_group_size=2, proposer_baseline="target")
+    batch = tr.collect()
+    prop = [s for s in batch.samples if s.role == "proposer"]
+    ids = [s.trajectory.task.subgraph.id for s in prop]
+    assert len(ids) == 4 and ids[0] == ids[1] and ids[2] == ids[3] and ids[0] != ids[2]
+    assert len({s.group for s in prop}) == 4  # four games: each its own Solver group
+    for s, r in zip(prop, (0.5, 0.0, 1.0, 1.0)):  # rewards to centre: one contrast, one tie
+        s.reward = r
+    adv = [t[0] for s, t in zip(batch.samples, tr.advantages(batch.samples)) if s.role == "proposer"]
+    assert adv == pytest.approx([0.25, -0.25, 0.0, 0.0])
+    assert tr.games_played == 4 and tr.collect().samples  # the next step's games go on to pool subgraphs 2 and 3
+
+
+def test_target_baseline_needs_groups_and_a_dividing_batch():
+    with pytest.raises(ValueError, match="proposer_group_size to 2 or more"):
+        TrainConfig(proposer_baseline="target")
+    with pytest.raises(ValueError, match="divide batch_size=6"):
+        TrainConfig(batch_size=6, proposer_group_size=4)
