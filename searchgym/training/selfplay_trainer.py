@@ -14,8 +14,9 @@ One training step (search-self-play §3, docs/game.md, optimisation):
    when the events carry GDCR step rewards), PPO-clip with asymmetric ε, token-mean per sequence
    (``solver_loss_aggregation``), k3 KL to the frozen reference.
 3. **Proposer update** -- REINFORCE with the ``proposer_baseline`` of the config: ``none`` (SSP Eq. 5),
-   ``verified`` (the verified questions' mean; invalid ones get advantage 0), ``all`` or ``hop_group``
-   (EVE's HRPO); same loss and KL, log-probs summed or averaged per sequence
+   ``verified`` (the verified questions' mean; invalid ones get advantage 0), ``all``, ``hop_group``
+   (EVE's HRPO) or ``target`` (the mean over the questions on the same subgraph, each played by
+   ``proposer_group_size`` games of the step); same loss and KL, log-probs summed or averaged per sequence
    (``proposer_loss_aggregation``; the papers' REINFORCE sums them).
 
 The named recipes of :mod:`searchgym.training.recipes` set these switches as each paper does. The
