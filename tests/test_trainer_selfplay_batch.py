@@ -218,7 +218,9 @@ def test_proposer_group_size_plays_each_subgraph_that_many_times_and_target_base
         s.reward = r
     adv = [t[0] for s, t in zip(batch.samples, tr.advantages(batch.samples)) if s.role == "proposer"]
     assert adv == pytest.approx([0.25, -0.25, 0.0, 0.0])
-    assert tr.games_played == 4 and tr.collect().samples  # the next step's games go on to pool subgraphs 2 and 3
+    assert tr.games_played == 4
+    nxt = [s.trajectory.task.subgraph.id for s in tr.collect().samples if s.role == "proposer"]
+    assert nxt[0] == nxt[1] and nxt[2] == nxt[3] and len(set(nxt) | set(ids)) == 4  # pool subgraphs 2 and 3
 
 
 def test_target_baseline_needs_groups_and_a_dividing_batch():

@@ -9,7 +9,7 @@ from typing import Any, Optional, Sequence
 
 from ..core.types import Trajectory
 
-__all__ = ["RolloutBatch", "Sample", "mean", "question_record", "rollout_metrics"]
+__all__ = ["RolloutBatch", "Sample", "mean", "question_record", "rollout_metrics", "written_on"]
 
 
 @dataclass
@@ -110,13 +110,20 @@ def question_record(sample: Sample) -> dict:
     return {
         "question": traj.question or "",
         "answer": traj.task.answer,
-        "target": traj.task.subgraph.id if traj.task.subgraph is not None else None,
+        "target": written_on(sample),
         "hops": traj.task.hops,
         "valid": valid,
         "reason": reason,
         "reward": sample.reward,
         "searches": traj.num_searches,
     }
+
+
+def written_on(sample: Sample) -> Optional[str]:
+    """The id of the pool subgraph a rollout's task was built on (what a Proposer question was written on); None for a
+    task without one."""
+    subgraph = sample.trajectory.task.subgraph
+    return subgraph.id if subgraph is not None else None
 
 
 def mean(xs) -> float:

@@ -24,7 +24,7 @@ from ..wrappers.registry import reward_plan
 from .losses import group_advantages, policy_loss, proposer_advantages, token_logprobs, truncated_is_weights
 from .model_loading import apply_lora, load_start_policy
 from .selfplay_config import TrainConfig
-from .selfplay_samples import Sample
+from .selfplay_samples import Sample, written_on
 
 logger = logging.getLogger(__name__)
 
@@ -57,8 +57,8 @@ def selfplay_advantages(samples: Sequence[Sample], config: TrainConfig) -> list[
 def _target_key(sample: Sample) -> Any:
     """What a Proposer question was written on: its subgraph's id, else its task's id (the ``target`` baseline's
     group)."""
-    task = sample.trajectory.task
-    return ("subgraph", task.subgraph.id) if task.subgraph is not None else ("task", task.id)
+    subgraph_id = written_on(sample)
+    return ("subgraph", subgraph_id) if subgraph_id is not None else ("task", sample.trajectory.task.id)
 
 
 def _solver_advantages(samples: Sequence[Sample], config: TrainConfig, out: list[list[float]]) -> None:
