@@ -316,3 +316,12 @@ def test_target_baseline_centres_each_question_on_its_own_subgraph():
     assert adv == pytest.approx([0.25, -0.25, 0.0, 0.0, 0.0, 0.0])  # a target played once, or all tied: 0
     with pytest.raises(ValueError, match="target key"):
         proposer_advantages(rewards, valid, baseline="target")
+
+
+def test_target_or_all_baseline_falls_back_to_the_step_mean_where_a_subgraph_has_no_contrast():
+    rewards, valid = [0.5, 0.0, 0.0, 0.0, 1.0, 0.5], [True, False, False, False, True, True]
+    adv = proposer_advantages(rewards, valid, baseline="target_or_all", targets=["x", "x", "y", "y", "z", "w"])
+    step = sum(rewards) / 6  # 1/3: y's two failed questions are pushed down, z and w measured against the step
+    assert adv == pytest.approx([0.25, -0.25, -step, -step, 1.0 - step, 0.5 - step])
+    with pytest.raises(ValueError, match="target key"):
+        proposer_advantages(rewards, valid, baseline="target_or_all", targets=["x"])

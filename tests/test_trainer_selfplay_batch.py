@@ -226,5 +226,7 @@ def test_proposer_group_size_plays_each_subgraph_that_many_times_and_target_base
 def test_target_baseline_needs_groups_and_a_dividing_batch():
     with pytest.raises(ValueError, match="proposer_group_size to 2 or more"):
         TrainConfig(proposer_baseline="target")
+    with pytest.raises(ValueError, match="target_or_all compares"):
+        TrainConfig(proposer_baseline="target_or_all", proposer_group_size=1)
     with pytest.raises(ValueError, match="divide batch_size=6"):
         TrainConfig(batch_size=6, proposer_group_size=4)

@@ -9,8 +9,9 @@ SAPO step-reward wrappers' users need them (docs/rewards.md has every formula wi
 * :func:`baseline_advantages` — REINFORCE with the batch-mean baseline; :func:`proposer_advantages` —
   the Proposer's advantages under one of :data:`PROPOSER_BASELINES`: ``none`` (SSP Eq. 5, plain
   REINFORCE), ``verified`` (kg-paths-wcr Eq. 9 with b = the verified questions' mean), ``all`` (the
-  batch mean), ``hop_group`` (EVE's HRPO, Eq. 5: standardised within each hop count) or ``target`` (the mean
-  over the questions written on the same subgraph, when a step plays each subgraph several times).
+  batch mean), ``hop_group`` (EVE's HRPO, Eq. 5: standardised within each hop count), ``target`` (the mean
+  over the questions written on the same subgraph, when a step plays each subgraph several times) or
+  ``target_or_all`` (``target``, and the step mean for a subgraph whose questions all got the same reward).
 * :func:`step_advantages`, :func:`sapo_step_advantages`, :func:`sapo_group_advantages` — SAPO
   (gdcr-sapo §3.4): ``A_t,g = clip((r_t − mean_t r) / (std_t r + ε), −1, 1)`` (Eq. 13) and
   ``A_t = Â_o + λ |Â_o| A_t,g`` with λ = 0.5 (Eq. 14), applied to every agent token of step t.
@@ -46,7 +47,7 @@ __all__ = [
 
 STD_DDOFS = (0, 1)
 #: the Proposer's REINFORCE baselines (see :func:`proposer_advantages`)
-PROPOSER_BASELINES = ("none", "verified", "all", "hop_group", "target")
+PROPOSER_BASELINES = ("none", "verified", "all", "hop_group", "target", "target_or_all")
 #: the Solver's group advantages: ``grpo`` divides by the group std (GRPO, kg-paths-wcr Eq. 3/10),
 #: ``grpo_centred`` does not (SSP Eq. 4: ``r − mean``)
 SOLVER_ADVANTAGES = ("grpo", "grpo_centred")
@@ -124,6 +125,10 @@ def proposer_advantages(
       invalid wording is pushed down only where another sample on the *same* target was verified, and a verified
       one up against its own siblings: the contrast is between wordings of one path, not between easy and hard
       paths. A target played once gets 0.
+    * ``baseline="target_or_all"`` — ``target`` where a target's questions got different rewards, and the step mean
+      (``all``) where they all got the same: a path whose questions all failed is pushed down against the step, not
+      left without a gradient (under ``target`` alone such paths, the 3-hop ones a drifting Proposer writes short,
+      get nothing while the verified 2-hop ones keep pushing up).
     """
     if baseline not in PROPOSER_BASELINES:
         raise InvalidArgumentError(f"baseline={baseline!r}: use one of {', '.join(PROPOSER_BASELINES)}")
@@ -137,10 +142,15 @@ def proposer_advantages(
         if hops is None or len(hops) != len(rewards):
             raise InvalidArgumentError("baseline='hop_group' (HRPO) needs one hop count per proposer question")
         return group_advantages(rewards, hops, eps, ddof)
-    if baseline == "target":
+    if baseline in ("target", "target_or_all"):
         if targets is None or len(targets) != len(rewards):
-            raise InvalidArgumentError("baseline='target' needs one target key per proposer question")
-        return group_advantages(rewards, targets, eps, ddof, normalise=False)
+            raise InvalidArgumentError(f"baseline={baseline!r} needs one target key per proposer question")
+        within = group_advantages(rewards, targets, eps, ddof, normalise=False)
+        if baseline == "target":
+            return within
+        step = baseline_advantages(rewards)
+        flat = {t for t in targets if len({float(rewards[i]) for i, u in enumerate(targets) if u == t}) == 1}
+        return [step[i] if targets[i] in flat else within[i] for i in range(len(rewards))]
     kept = [i for i, ok in enumerate(valid) if ok]
     out = [0.0] * len(rewards)
     for i, a in zip(kept, baseline_advantages([rewards[i] for i in kept])):

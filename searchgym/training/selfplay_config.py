@@ -259,8 +259,9 @@ class TrainConfig(ModelOptions, ConfigIO):
         metadata={
             "help": (
                 "Proposer REINFORCE baseline: none (SSP Eq. 5), verified (mean over verified questions), all (batch "
-                "mean), hop_group (EVE's HRPO) or target (mean over the questions on the same subgraph; needs "
-                "proposer_group_size > 1)."
+                "mean), hop_group (EVE's HRPO), target (mean over the questions on the same subgraph; needs "
+                "proposer_group_size > 1) or target_or_all (target, and the batch mean for a subgraph whose "
+                "questions all got the same reward)."
             )
         },
     )
@@ -270,7 +271,7 @@ class TrainConfig(ModelOptions, ConfigIO):
             "help": (
                 "Games per pool subgraph in a step: each subgraph is proposed on by this many games in a row (each "
                 "its own seed), so batch_size must be a multiple. 1 (the papers): one question per subgraph; with "
-                "proposer_baseline target, >1 lets wordings of one path be compared."
+                "proposer_baseline target or target_or_all, >1 lets wordings of one path be compared."
             )
         },
     )
@@ -441,10 +442,11 @@ class TrainConfig(ModelOptions, ConfigIO):
             raise InvalidArgumentError(
                 f"proposer_group_size={self.proposer_group_size} must be >= 1 and divide batch_size={self.batch_size}"
             )
-        if self.proposer_baseline == "target" and self.proposer_group_size < 2:
+        if self.proposer_baseline in ("target", "target_or_all") and self.proposer_group_size < 2:
             raise InvalidArgumentError(
-                "proposer_baseline=target compares questions on the same subgraph, but proposer_group_size=1 plays "
-                "each subgraph once (every advantage would be 0); set proposer_group_size to 2 or more"
+                f"proposer_baseline={self.proposer_baseline} compares questions on the same subgraph, but "
+                "proposer_group_size=1 plays each subgraph once, so no two questions share one; set "
+                "proposer_group_size to 2 or more"
             )
         if self.solver_advantage not in SOLVER_ADVANTAGES:
             raise InvalidArgumentError(
