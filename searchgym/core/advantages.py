@@ -148,9 +148,11 @@ def proposer_advantages(
         within = group_advantages(rewards, targets, eps, ddof, normalise=False)
         if baseline == "target":
             return within
+        seen: dict[object, set[float]] = {}
+        for t, r in zip(targets, rewards):
+            seen.setdefault(t, set()).add(float(r))
         step = baseline_advantages(rewards)
-        flat = {t for t in targets if len({float(rewards[i]) for i, u in enumerate(targets) if u == t}) == 1}
-        return [step[i] if targets[i] in flat else within[i] for i in range(len(rewards))]
+        return [step[i] if len(seen[t]) == 1 else within[i] for i, t in enumerate(targets)]
     kept = [i for i, ok in enumerate(valid) if ok]
     out = [0.0] * len(rewards)
     for i, a in zip(kept, baseline_advantages([rewards[i] for i in kept])):
