@@ -34,6 +34,7 @@ from ..errors import InvalidArgumentError
 __all__ = [
     "STD_DDOFS",
     "PROPOSER_BASELINES",
+    "SUBGRAPH_BASELINES",
     "SOLVER_ADVANTAGES",
     "check_ddof",
     "grpo_advantages",
@@ -48,6 +49,9 @@ __all__ = [
 STD_DDOFS = (0, 1)
 #: the Proposer's REINFORCE baselines (see :func:`proposer_advantages`)
 PROPOSER_BASELINES = ("none", "verified", "all", "hop_group", "target", "target_or_all")
+#: the baselines that compare questions written on the same subgraph (they need ``targets`` and, in the trainer,
+#: ``proposer_group_size`` > 1)
+SUBGRAPH_BASELINES = ("target", "target_or_all")
 #: the Solver's group advantages: ``grpo`` divides by the group std (GRPO, kg-paths-wcr Eq. 3/10),
 #: ``grpo_centred`` does not (SSP Eq. 4: ``r − mean``)
 SOLVER_ADVANTAGES = ("grpo", "grpo_centred")
@@ -79,14 +83,19 @@ def group_advantages(
     """
     if len(rewards) != len(groups):
         raise InvalidArgumentError(f"{len(rewards)} rewards but {len(groups)} group keys")
-    members: dict[object, list[int]] = {}
-    for i, g in enumerate(groups):
-        members.setdefault(g, []).append(i)
     out = [0.0] * len(rewards)
-    for idx in members.values():
+    for idx in _members(groups).values():
         for i, a in zip(idx, grpo_advantages([rewards[i] for i in idx], eps, ddof, normalise=normalise)):
             out[i] = a
     return out
+
+
+def _members(groups: Sequence[object]) -> dict[object, list[int]]:
+    """group key -> the indices of its rollouts, in order."""
+    members: dict[object, list[int]] = {}
+    for i, g in enumerate(groups):
+        members.setdefault(g, []).append(i)
+    return members
 
 
 def baseline_advantages(rewards: Sequence[float]) -> list[float]:
@@ -142,17 +151,15 @@ def proposer_advantages(
         if hops is None or len(hops) != len(rewards):
             raise InvalidArgumentError("baseline='hop_group' (HRPO) needs one hop count per proposer question")
         return group_advantages(rewards, hops, eps, ddof)
-    if baseline in ("target", "target_or_all"):
+    if baseline in SUBGRAPH_BASELINES:
         if targets is None or len(targets) != len(rewards):
             raise InvalidArgumentError(f"baseline={baseline!r} needs one target key per proposer question")
         within = group_advantages(rewards, targets, eps, ddof, normalise=False)
         if baseline == "target":
             return within
-        seen: dict[object, set[float]] = {}
-        for t, r in zip(targets, rewards):
-            seen.setdefault(t, set()).add(float(r))
-        step = baseline_advantages(rewards)
-        return [step[i] if len(seen[t]) == 1 else within[i] for i, t in enumerate(targets)]
+        tied = {t for t, idx in _members(targets).items() if len({float(rewards[i]) for i in idx}) == 1}
+        step = baseline_advantages(rewards)  # a subgraph whose questions tied is measured against the step instead
+        return [step[i] if t in tied else within[i] for i, t in enumerate(targets)]
     kept = [i for i, ok in enumerate(valid) if ok]
     out = [0.0] * len(rewards)
     for i, a in zip(kept, baseline_advantages([rewards[i] for i in kept])):

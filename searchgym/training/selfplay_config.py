@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
+from ..core.advantages import SUBGRAPH_BASELINES
 from ..core.config_io import ConfigIO
 from ..core.moved import moved_getattr
 from ..errors import InvalidArgumentError
@@ -442,7 +443,7 @@ class TrainConfig(ModelOptions, ConfigIO):
             raise InvalidArgumentError(
                 f"proposer_group_size={self.proposer_group_size} must be >= 1 and divide batch_size={self.batch_size}"
             )
-        if self.proposer_baseline in ("target", "target_or_all") and self.proposer_group_size < 2:
+        if self.proposer_baseline in SUBGRAPH_BASELINES and self.proposer_group_size < 2:
             raise InvalidArgumentError(
                 f"proposer_baseline={self.proposer_baseline} compares questions on the same subgraph, but "
                 "proposer_group_size=1 plays each subgraph once, so no two questions share one; set "
