@@ -54,6 +54,7 @@ import traceback
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Optional, Sequence
 
@@ -73,6 +74,10 @@ COLD = "cold_start"  # the cold start's evaluation stage
 #: the config fields that make a run's rollout budget: equal in every run a results file compares
 BUDGET = ("batch_size", "group_size", "max_turns", "max_new_tokens", "max_response_tokens", "total_steps")
 DONE = "selfplay.json"  # written last into a run's final/ folder: the run is finished
+SAMPLED = "proposer_sampled.json"  # a stage's sampled held-out Proposer result, in its eval folder
+#: the sampled Proposer evaluation's temperature: every recipe's rollout temperature (SPEC §10, ``temperature``)
+SAMPLED_TEMPERATURE = 1.0
+SAMPLED_CELL = "kg_sampled"  # its name among a stage's ``proposer_cells`` (and ``vs_cold_start``: proposer_kg_sampled)
 
 
 @dataclass(frozen=True)
@@ -104,6 +109,7 @@ ARMS = {
 #: agree on batch, group, turns and tokens at a size, and ``train`` sets the rest for every arm alike).
 #: ``pool``: self-play pool subgraphs by hop count, played interleaved (every step mixes them);
 #: ``eval_hops`` / ``eval_proposer``: the held-out Solver questions per hop and Proposer targets;
+#: ``proposer_samples``: rollouts a held-out Proposer target at the rollouts' temperature (the sampled valid rate);
 #: ``max_new_tokens``: per turn when evaluating.
 _GPU_TRAIN = dict(
     # 6 steps x 32 games; on an H200 (2026-11-28) one step took 185 s with transformers' loop (rollouts 94 %), the
@@ -134,6 +140,7 @@ SIZES: dict[str, dict[str, Any]] = {
         pool={2: 80, 3: 48},
         eval_hops={1: 32, 2: 32, 3: 16},
         eval_proposer=64,
+        proposer_samples=4,
         max_new_tokens=128,
         seeds=(0,),
         threads=1,
@@ -146,6 +153,7 @@ SIZES: dict[str, dict[str, Any]] = {
         pool={2: 96, 3: 96},
         eval_hops={1: 50, 2: 100, 3: 100},
         eval_proposer=64,
+        proposer_samples=4,
         max_new_tokens=128,
         seeds=(0, 1, 2),
         threads=None,
@@ -172,6 +180,7 @@ SIZES: dict[str, dict[str, Any]] = {
         pool={2: 1, 3: 1},
         eval_hops={1: 2, 2: 2, 3: 1},
         eval_proposer=2,
+        proposer_samples=2,
         max_new_tokens=8,
         seeds=(0, 1),
         threads=1,
@@ -564,6 +573,50 @@ def stage_eval(name: str, load, modes: Sequence[str], world, size: dict, work: P
     )
 
 
+def stage_sampled(name: str, load, world, size: dict, work: Path, device: str, samples: int) -> dict:
+    """The KG Proposer's valid rate on the held-out targets as the game plays it: ``samples`` rollouts a target at
+    the rollouts' temperature (:data:`SAMPLED_TEMPERATURE`), seeded, records in the stage's eval folder (cached in
+    :data:`SAMPLED`; a cached stage sampled another number of times is refused). The greedy rate scores the
+    policy's mode, which the game never plays: self-play trains the distribution it samples questions from."""
+    import torch
+
+    from searchgym.training.learning_checks import heldout_proposer_tasks, llm_eval_agent, proposer_valid_rate
+
+    meta = eval_dir(work, name) / SAMPLED
+    if meta.is_file():
+        done = json.loads(meta.read_text())
+        if done.get("samples") != samples:
+            raise BenchError(
+                f"{meta} was sampled {done.get('samples')} times a target, this invocation asks {samples}: rerun "
+                f"with --proposer-samples {done.get('samples')}, or give another --workdir"
+            )
+        return done
+    model, tok = load()
+    agent = llm_eval_agent(
+        model,
+        tok,
+        name,
+        max_new_tokens=size["max_new_tokens"],
+        device=None if device == "cpu" else device,
+        temperature=SAMPLED_TEMPERATURE,
+        seed=0,
+    )
+    t0 = time.perf_counter()
+    tasks = heldout_proposer_tasks(world, size["eval_proposer"])
+    rate = proposer_valid_rate(
+        agent, world, tasks, output_dir=eval_dir(work, name), mode="kg", progress=True, samples=samples
+    )
+    out = {
+        **rate,
+        "samples": samples,
+        "temperature": SAMPLED_TEMPERATURE,
+        "seconds": round(time.perf_counter() - t0, 1),
+        "torch_threads": torch.get_num_threads(),
+    }
+    write_text(meta, json.dumps(out, indent=1) + "\n")
+    return out
+
+
 # ============================================================================ collect
 #: curve name -> the trainer's metrics.jsonl key
 CURVES = {
@@ -687,24 +740,61 @@ def proposer_cells(work: Path, name: str, modes: Sequence[str], facts: TargetFac
     it here, not in the overall rate; the valid count on the single-answer targets (``single_answer``; the
     others admit no verifiable question); and, for the KG prompt, why the invalid questions were invalid
     (``invalid_kinds``: ``searchgym.evaluation.proposer_errors``, kind -> count)."""
-    from searchgym.evaluation.metrics import bootstrap_ci
-    from searchgym.evaluation.proposer_errors import count_invalid_kinds
-
     out = {}
     for m in modes:
         records = proposer_records(work, name, m)
-        if not records:
-            continue
-        by_hops: dict[str, dict] = {}
-        for task, r in sorted(records.items(), key=lambda kv: facts.hops.get(kv[0], 0)):
+        if records:  # an answer-only question is written on no path: no invalid kinds
+            out[m] = records_cell({task: [r] for task, r in records.items()}, facts, kinds=m == "kg")
+    return out
+
+
+def records_cell(records: Mapping[str, Sequence[Mapping]], facts: TargetFacts, *, kinds: bool) -> dict:
+    """One Proposer cell from a stage's held-out ``records`` (target id -> its rollouts: one greedy, or several
+    sampled): the valid share of all rollouts with a 95 % bootstrap interval over targets (a target's rollouts
+    resampled together), and counting rollouts ``by_hops`` (:func:`tally_valid`), ``single_answer`` and, with
+    ``kinds`` and the world known, the invalid ones' ``invalid_kinds``."""
+    from searchgym.evaluation.metrics import bootstrap_ci
+    from searchgym.evaluation.proposer_errors import count_invalid_kinds
+
+    by_hops: dict[str, dict] = {}
+    for task, rs in sorted(records.items(), key=lambda kv: facts.hops.get(kv[0], 0)):
+        for r in rs:
             searches = len(r["queries"]) if isinstance(r.get("queries"), list) else None
             tally_valid(by_hops, facts.hops.get(task, "?"), bool(r["valid"]), searches)
-        out[m] = {**bootstrap_ci([float(r["valid"]) for r in records.values()]), "by_hops": by_hops}
-        kept = [bool(r["valid"]) for task, r in records.items() if task in facts.single]
-        out[m]["single_answer"] = {"valid": sum(kept), "n": len(kept)}
-        if m == "kg" and facts.world is not None:  # an answer-only question is written on no path
-            out[m]["invalid_kinds"] = count_invalid_kinds(facts.world, facts.subgraphs, records.values())
+    cell: dict[str, Any] = {**bootstrap_ci(valid_shares(records).values()), "by_hops": by_hops}
+    kept = [bool(r["valid"]) for task, rs in records.items() if task in facts.single for r in rs]
+    cell["single_answer"] = {"valid": sum(kept), "n": len(kept)}
+    if kinds and facts.world is not None:
+        rows = [r for rs in records.values() for r in rs]
+        cell["invalid_kinds"] = count_invalid_kinds(facts.world, facts.subgraphs, rows)
+    return cell
+
+
+def valid_shares(records: Mapping[str, Sequence[Mapping]]) -> dict:
+    """target id -> the share of its rollouts in ``records`` (target id -> rollouts) that wrote a valid question."""
+    return {task: sum(bool(r["valid"]) for r in rs) / len(rs) for task, rs in records.items()}
+
+
+def sampled_records(work: Path, name: str) -> dict:
+    """target id -> the stage's sampled held-out KG Proposer records (:func:`stage_sampled`), {} if not scored."""
+    from searchgym.training.learning_checks import proposer_records_name
+
+    path = eval_dir(work, name) / proposer_records_name("kg", sampled=True)
+    if not path.is_file():
+        return {}
+    out: dict[str, list] = {}
+    for r in map(json.loads, path.read_text(encoding="utf-8").splitlines()):
+        out.setdefault(r["task"], []).append(r)
     return out
+
+
+def sampled_cell(work: Path, name: str, facts: TargetFacts) -> Optional[dict]:
+    """The stage's sampled held-out KG Proposer rate as :func:`records_cell` reports it, with ``samples`` a target
+    (None if not scored)."""
+    records = sampled_records(work, name)
+    if not records:
+        return None
+    return {**records_cell(records, facts, kinds=True), "samples": max(len(rs) for rs in records.values())}
 
 
 def proposer_records(work: Path, name: str, mode: str) -> dict:
@@ -747,13 +837,22 @@ def seeds_note(runs_done: dict) -> str:
 def scored_stage(work: Path, name: str, modes: Sequence[str], facts: TargetFacts) -> dict:
     """A scored stage's held-out results with its Proposer cells and its paired flips against the cold start."""
     ev = json.loads((work / f"eval_{name}.json").read_text())
-    ev["proposer_cells"] = proposer_cells(work, name, modes, facts)
+    ev["proposer_cells"] = with_sampled(proposer_cells(work, name, modes, facts), work, name, facts)
     ev["vs_cold_start"] = {
         "solver": paired_flips(work, COLD, name),
         "solver_reworded": paired_flips(work, COLD, name, reworded=True),
         **{f"proposer_{m}": paired_counts(proposer_valid(work, COLD, m), proposer_valid(work, name, m)) for m in modes},
     }
+    before, after = valid_shares(sampled_records(work, COLD)), valid_shares(sampled_records(work, name))
+    if before and after:  # per target, the share of its sampled rollouts that were valid
+        ev["vs_cold_start"][f"proposer_{SAMPLED_CELL}"] = paired_counts(before, after)
     return ev
+
+
+def with_sampled(cells: dict, work: Path, name: str, facts: TargetFacts) -> dict:
+    """``cells`` with the stage's sampled KG Proposer rate as the :data:`SAMPLED_CELL` mode, where it was scored."""
+    cell = sampled_cell(work, name, facts)
+    return cells if cell is None else {**cells, SAMPLED_CELL: cell}
 
 
 def scored_checkpoints(work: Path, name: str) -> list[int]:
@@ -779,7 +878,7 @@ def collect(work: Path, size_name: str, header: dict, facts: TargetFacts, pool: 
     from searchgym.training.selfplay_config import TrainConfig
 
     cold = json.loads(cold_path.read_text())
-    cold["proposer_cells"] = proposer_cells(work, COLD, ("kg", "vanilla"), facts)
+    cold["proposer_cells"] = with_sampled(proposer_cells(work, COLD, ("kg", "vanilla"), facts), work, COLD, facts)
     configs = {
         (k, s): TrainConfig.load(work / run_name(k, s) / "config.yaml") for k, ss in runs_done.items() for s in ss
     }
@@ -879,7 +978,8 @@ def proposer_gain(cold: dict, arms: dict) -> dict:
 def targets(size_name: str, results: dict) -> dict:
     """The issue's targets for ``size_name``, each with the measured values and whether it is met.
 
-    cpu: in the KG arms the Proposer's held-out valid rate (KG prompt) rises >= 10 points, and no arm loses
+    cpu: in the KG arms the Proposer's held-out valid rate (KG prompt) rises >= 10 points, greedy and, where
+    scored, sampled as the game samples (``<arm>_proposer_sampled_valid_plus_10``), and no arm loses
     held-out Solver accuracy on any hop count. gpu (and toy, its scaled copy): arm (c) gains >= 5 points on
     held-out 2- and 3-hop questions, and the ordering (c) >= (b) >= (a) of mean held-out accuracy."""
     gain, pgain = results["solver_gain"], results["proposer_gain"]
@@ -889,6 +989,9 @@ def targets(size_name: str, results: dict) -> dict:
             if key in pgain and "kg" in pgain[key]:
                 g = pgain[key]["kg"]["gain"]
                 out[f"{key}_proposer_valid_plus_10"] = {"gain": g, "met": g >= 0.10}
+            if key in pgain and SAMPLED_CELL in pgain[key]:  # the same target on the rate the game samples
+                g = pgain[key][SAMPLED_CELL]["gain"]
+                out[f"{key}_proposer_sampled_valid_plus_10"] = {"gain": g, "met": g >= 0.10}
         for key, arm in results["arms"].items():
             by_hop = gain.get(arm["label"], {})
             out[f"{key}_no_net_loss_any_hop"] = {
@@ -946,12 +1049,12 @@ def plot(results: dict, path: Path) -> None:
     )
     axes[1][1].set_title("held-out Solver exact match", fontsize=10)
     axes[1][1].set_ylim(0, 1)
-    modes = ("kg", "vanilla")
+    modes = ("kg", SAMPLED_CELL, "vanilla")
     interval_bars(
         axes[1][2],
         {st: [r.get("proposer_cells", {}) for r in runs] for st, runs in stages.items()},
         modes,
-        ["KG prompt", "answer-only prompt"],
+        ["KG prompt, greedy", f"KG prompt, sampled (T = {SAMPLED_TEMPERATURE:g})", "answer-only prompt"],
         ylabel="held-out valid-question rate",
     )
     axes[1][2].set_title("Proposer on held-out targets", fontsize=10)
@@ -1010,6 +1113,13 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         help="also score every run on the held-out sets at these training steps (each a multiple of the size's "
         "save_every and below the run's last step); the runs keep those checkpoints",
     )
+    ap.add_argument(
+        "--proposer-samples",
+        type=int,
+        default=None,
+        help="rollouts a held-out Proposer target for the sampled valid rate, at the rollouts' temperature "
+        "(default: the size's; 0: greedy only)",
+    )
     ap.add_argument("--out", default=None, help="results JSON (default benchmarks/results/selfplay_<size>.json)")
     ap.add_argument("--collect", action="store_true", help="only write the JSON/PNG from the finished runs")
     ap.add_argument(
@@ -1033,6 +1143,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         ap.error(f"--seeds {args.seeds!r}: give comma-separated integers, e.g. 0,1,2")
     if args.steps is not None and args.steps < 1:
         ap.error(f"--steps must be at least 1; got {args.steps}")
+    if args.proposer_samples is not None and args.proposer_samples < 0:
+        ap.error(f"--proposer-samples must be 0 (greedy only) or more; got {args.proposer_samples}")
+    args.samples = size["proposer_samples"] if args.proposer_samples is None else args.proposer_samples
     args.device = args.device or size["device"]
     args.eval_steps = parse_eval_at(
         ap, args.eval_at, size["train"]["save_every"], args.steps or size["train"]["total_steps"]
@@ -1129,9 +1242,10 @@ def run(args: argparse.Namespace) -> None:
                 cfg = train_config(arm, seed, size, opts, pool_path, work)
                 final = stage_train(arm, seed, cfg, start, work, opts["overrides"])
                 modes = sorted({"kg", arm.proposer_mode})
+                load = partial(open_trained, start, final)
                 stage_eval(
                     run_name(key, seed),
-                    lambda final=final: open_trained(start, final),
+                    load,
                     modes,
                     world,
                     size,
@@ -1139,6 +1253,8 @@ def run(args: argparse.Namespace) -> None:
                     args.device,
                     str(final),
                 )
+                if args.samples:
+                    stage_sampled(run_name(key, seed), load, world, size, work, args.device, args.samples)
                 for step in opts["eval_at"]:
                     policy = checkpoint_policy(work, run_name(key, seed), step)
                     stage_eval(
@@ -1155,6 +1271,8 @@ def run(args: argparse.Namespace) -> None:
 
         with wait_lock(work / f"{COLD}.stage"):  # the cold start once per workdir, whichever process gets here first
             stage_eval(COLD, lambda: open_model(start), ("kg", "vanilla"), world, size, work, args.device, start)
+            if args.samples:
+                stage_sampled(COLD, lambda: open_model(start), world, size, work, args.device, args.samples)
     header = {
         "benchmark": "selfplay",
         "size": args.size,
@@ -1171,6 +1289,8 @@ def run(args: argparse.Namespace) -> None:
             "solver_per_hop": {str(h): n for h, n in size["eval_hops"].items()},
             "proposer_targets": size["eval_proposer"],
             "proposer_single_answer_targets": len(single),
+            "proposer_samples": args.samples,
+            "proposer_sampled_temperature": SAMPLED_TEMPERATURE,
         },
         "disjointness": disjoint,
         "proposer_baseline_override": args.proposer_baseline,

@@ -134,7 +134,13 @@ def test_toy_benchmark_trains_three_arms_collects_and_resumes(tmp_path, capsys):
     assert flips["solver_reworded"]["n"] == 5 and set(flips["solver_reworded"]["by_hops"]) == {"1", "2", "3"}
     assert flips["proposer_kg"]["n"] == flips["proposer_vanilla"]["n"] == 2
     assert "proposer_vanilla" not in r["arms"]["b"]["runs"][0]["vs_cold_start"]  # b trains the KG prompt only
-    assert set(r["cold_start"]["proposer_cells"]) == {"kg", "vanilla"}
+    assert set(r["cold_start"]["proposer_cells"]) == {"kg", "kg_sampled", "vanilla"}
+    sampled = r["cold_start"]["proposer_cells"]["kg_sampled"]  # each target played twice at the rollouts' temperature
+    assert sampled["samples"] == r["eval"]["proposer_samples"] == 2 and sampled["n"] == 2  # n: targets resampled
+    assert {h: c["n"] for h, c in sampled["by_hops"].items()} == {"2": 2, "3": 2}
+    assert sum(sampled["invalid_kinds"].values()) == 4 - sum(c["valid"] for c in sampled["by_hops"].values())
+    assert flips["proposer_kg_sampled"]["n"] == 2 and "kg_sampled" in run["proposer_cells"]
+    assert r["eval"]["proposer_sampled_temperature"] == 1.0
     by_hops = r["cold_start"]["proposer_cells"]["kg"]["by_hops"]  # the 2 held-out targets: one of 2, one of 3 hops
     assert {h: c["n"] for h, c in by_hops.items()} == {"2": 1, "3": 1} and all(
         0 <= c["valid"] <= 1 for c in by_hops.values()
@@ -190,6 +196,8 @@ def test_toy_benchmark_trains_three_arms_collects_and_resumes(tmp_path, capsys):
     assert "finished at 2 steps, not 3" in capsys.readouterr().err
     assert bs.main([*base, "--arms", "a", "--seeds", "0", "--proposer-baseline", "hop_group"]) == 2
     assert "trained with proposer_baseline=none, not hop_group" in capsys.readouterr().err
+    assert bs.main([*base, "--arms", "a", "--seeds", "0", "--proposer-samples", "3"]) == 2
+    assert "sampled 2 times a target, this invocation asks 3" in capsys.readouterr().err
     assert bs.main([*base, "--arms", "a", "--seeds", "0", "--set", "kl_coef=0.05"]) == 2
     assert "trained with --set (none), not kl_coef=0.05" in capsys.readouterr().err
     shutil.rmtree(c0 / "checkpoints" / "step_00000001")
@@ -273,6 +281,10 @@ def test_bad_input_is_a_one_line_error(tmp_path, capsys):
             bs.parse_args(["--eval-at", bad])
         assert info.value.code == 2 and message in capsys.readouterr().err
     assert bs.parse_args(["--eval-at", "16,8", "--steps", "32"]).eval_steps == [8, 16]
+    with pytest.raises(SystemExit) as info:
+        bs.parse_args(["--proposer-samples", "-1"])
+    assert info.value.code == 2 and "--proposer-samples must be 0 (greedy only) or more" in capsys.readouterr().err
+    assert bs.parse_args([]).samples == 4 and bs.parse_args(["--proposer-samples", "0"]).samples == 0
     empty = ["--size", "toy", "--model", str(tmp_path / "m"), "--workdir", str(tmp_path / "w"), "--collect"]
     assert bs.main(empty) == 2
     err = capsys.readouterr().err

@@ -32,6 +32,26 @@ def test_proposer_rate_counts_reasons_and_writes_one_record_per_rollout(tmp_path
     assert none["valid_rate"] == 0.0 and set(none["reasons"]) == {"no_question"}, none
 
 
+def test_sampled_proposer_rate_plays_each_target_samples_times(tmp_path):
+    """``samples``: every target played that many times, all records in the sampled file (the greedy one
+    untouched), sorted by target; a sample count below one is refused by name."""
+    import pytest
+
+    from searchgym.errors import InvalidArgumentError
+
+    world = default_world()
+    tasks = heldout_proposer_tasks(world, 4)
+    rate = proposer_valid_rate(
+        ScriptedEvalAgent(ProposerExpert(0), "expert"), world, tasks, output_dir=tmp_path, samples=3
+    )
+    rows = [json.loads(x) for x in (tmp_path / "proposer_sampled.jsonl").read_text().splitlines()]
+    assert rate["n"] == len(rows) == 12 and not (tmp_path / "proposer.jsonl").exists()
+    assert [r["task"] for r in rows] == sorted(t.id for t in tasks for _ in range(3))
+    assert rate["valid_rate"] == sum(r["valid"] for r in rows) / 12
+    with pytest.raises(InvalidArgumentError, match="samples must be >= 1"):
+        proposer_valid_rate(ScriptedEvalAgent(ProposerExpert(0), "expert"), world, tasks, samples=0)
+
+
 def test_proposer_records_repeat_run_to_run(tmp_path):
     """play_tasks seeds each episode from the task's key: unseeded resets drew fresh OS entropy, and the expert
     scored 23 or 24 of these 32 from run to run. (Records still depend on the number of envs: an env alone

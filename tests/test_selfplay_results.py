@@ -49,19 +49,23 @@ def distinct(full: dict) -> dict:
     cold = r["cold_start"]
     cold["solver"]["by_hops"] = {"1": _cell(0.31), "2": _cell(0.06), "3": _cell(0.02)}
     cold["proposer_cells"]["kg"] = _cell(0.27)
+    cold["proposer_cells"]["kg_sampled"] = _cell(0.14)
     a = r["arms"]["a"]["runs"][0]
     a["train"].update(valid_rate=[0.1, 0.3], solver_reward=[0.2, 0.6], solver_proposed_reward=[None, 0.5])
     a["solver"]["by_hops"] = {"1": _cell(0.44), "2": _cell(0.12), "3": _cell(0.03)}
     a["proposer_cells"]["kg"] = _cell(0.52)
+    a["proposer_cells"]["kg_sampled"] = _cell(0.33)
     c0 = r["arms"]["c"]["runs"][0]
     c0["train"].update(valid_rate=[0.15, 0.45], solver_reward=[0.25, 0.35])
     c0["solver"]["by_hops"] = {"1": _cell(0.30), "2": _cell(0.20), "3": _cell(0.10)}
     c0["proposer_cells"]["kg"] = _cell(0.40)
+    c0["proposer_cells"]["kg_sampled"] = _cell(0.21)
     c1 = copy.deepcopy(c0)
     c1["seed"] = 1
     c1["train"].update(valid_rate=[0.25, 0.55], solver_reward=[0.05, float("nan")])
     c1["solver"]["by_hops"] = {"1": _cell(0.50), "2": _cell(0.40), "3": _cell(0.30)}
     c1["proposer_cells"]["kg"] = _cell(0.60)
+    c1["proposer_cells"]["kg_sampled"] = _cell(0.41)
     r["arms"]["c"]["runs"].append(c1)
     r["seeds"] = [0, 1]
     return r
@@ -105,6 +109,8 @@ def test_compact_form_keeps_the_benchmarks_curves_and_heldout_results(toy, tmp_p
         }
         assert run.heldout.proposer_valid is not None
         assert run.heldout.proposer_valid.mean == src["proposer_cells"]["kg"]["mean"]
+        assert run.heldout.proposer_sampled is not None  # the rate as the game samples its Proposer
+        assert run.heldout.proposer_sampled.mean == src["proposer_cells"]["kg_sampled"]["mean"]
     assert set(res.cold_start.solver_by_hop) == {"1", "2", "3"}
     assert res.cold_start.solver_by_hop["1"].n == full["cold_start"]["solver"]["by_hops"]["1"]["n"]
 
@@ -124,14 +130,22 @@ def test_table_shows_each_arms_numbers(toy):
     # the first vs last step of its one run; held-out cold start -> after for 1-, 2-, 3-hop and the Proposer
     for cell in ("2 x 1", "0.10 -> 0.30", "0.20 -> 0.60", "0.31 -> 0.44", "0.06 -> 0.12", "0.02 -> 0.03"):
         assert cell in a, (cell, a)
-    assert a.endswith("0.27 -> 0.52")
+    assert "0.27 -> 0.52" in a and a.endswith("0.14 -> 0.33")  # the Proposer, greedy then sampled
     (c,) = [line for line in lines if line.startswith("(c) KG Proposer + WCR ")]
     # two seeds: their mean (a NaN step is left out of the mean, not counted as 0)
     for cell in ("0.20 -> 0.50", "0.15 -> 0.35", "0.31 -> 0.40", "0.06 -> 0.30", "0.02 -> 0.20"):
         assert cell in c, (cell, c)
-    assert c.endswith("0.27 -> 0.50")
+    assert "0.27 -> 0.50" in c and c.endswith("0.14 -> 0.31")
     assert res.arms[1].runs[1].curves.solver_reward == (0.05, None)  # JSON has no NaN
-    assert len(lines) <= 9
+    assert len(lines) <= 9 and "Proposer (KG, sampled)" in table
+
+    # a file written before the sampled rate was measured still loads, without its column
+    old = spr.compact_results(distinct(json.loads(toy[1].read_text())))
+    for stage in [old["cold_start"], *(run["heldout"] for arm in old["arms"] for run in arm["runs"])]:
+        del stage["proposer_sampled"]
+    table = spr.format_selfplay_table(spr.SelfPlayResults.from_dict(old))
+    assert "sampled" not in table
+    assert [line for line in table.splitlines() if line.startswith("(a) ")][0].endswith("0.27 -> 0.52")
 
 
 def test_settings_every_arm_shares_are_said_once(toy, tmp_path, monkeypatch):

@@ -84,28 +84,37 @@ class HeldOutCell:
 @dataclass(frozen=True)
 class HeldOut:
     """One model's held-out results: Solver exact match by hop count (``"1"``, ``"2"``, ...) and the Proposer's
-    valid-question rate on the held-out KG targets with the KG prompt (None when not scored)."""
+    valid-question rate on the held-out KG targets with the KG prompt, greedy (``proposer_valid``) and sampled at
+    the rollouts' temperature as the game plays it (``proposer_sampled``); None when not scored (files written
+    before the sampled rate was measured have none)."""
 
     solver_by_hop: dict[str, HeldOutCell]
     proposer_valid: Optional[HeldOutCell]
+    proposer_sampled: Optional[HeldOutCell] = None
 
     @classmethod
     def from_dict(cls, d: dict) -> HeldOut:
-        """From the compact form (``solver_by_hop``, ``proposer_valid``)."""
-        prop = d.get("proposer_valid")
+        """From the compact form (``solver_by_hop``, ``proposer_valid``, ``proposer_sampled``)."""
         return cls(
             solver_by_hop={str(h): HeldOutCell.from_dict(c) for h, c in sorted(d["solver_by_hop"].items())},
-            proposer_valid=None if prop is None else HeldOutCell.from_dict(prop),
+            proposer_valid=_cell(d.get("proposer_valid")),
+            proposer_sampled=_cell(d.get("proposer_sampled")),
         )
 
     @classmethod
     def from_bench(cls, stage: dict) -> HeldOut:
         """From a stage of the benchmark's JSON (the cold start or a run: ``solver.by_hops``, ``proposer_cells``)."""
-        kg = stage.get("proposer_cells", {}).get("kg")
+        cells = stage.get("proposer_cells", {})
         return cls(
             solver_by_hop={str(h): HeldOutCell.from_dict(c) for h, c in sorted(stage["solver"]["by_hops"].items())},
-            proposer_valid=None if kg is None else HeldOutCell.from_dict(kg),
+            proposer_valid=_cell(cells.get("kg")),
+            proposer_sampled=_cell(cells.get("kg_sampled")),
         )
+
+
+def _cell(d: Optional[dict]) -> Optional[HeldOutCell]:
+    """A :class:`HeldOutCell` from its dict, None for None."""
+    return None if d is None else HeldOutCell.from_dict(d)
 
 
 @dataclass(frozen=True)
@@ -338,13 +347,19 @@ def _first_last(arm: SelfPlayArm, name: str) -> tuple[Optional[float], Optional[
     return _mean(first), _mean(last)
 
 
-def _after(arm: SelfPlayArm, hop: Optional[str]) -> Optional[float]:
-    """The seeds' mean held-out result after training: Solver exact match at ``hop``, or (None) Proposer valid."""
+def _after(arm: SelfPlayArm, hop: Optional[str], proposer: str = "proposer_valid") -> Optional[float]:
+    """The seeds' mean held-out result after training: Solver exact match at ``hop``, or (None) the Proposer's valid
+    rate (``proposer``: the :class:`HeldOut` field, greedy or sampled)."""
     if hop is None:
-        cells = [r.heldout.proposer_valid for r in arm.runs]
+        cells = [getattr(r.heldout, proposer) for r in arm.runs]
     else:
         cells = [r.heldout.solver_by_hop.get(hop) for r in arm.runs]
     return _mean([c.mean if c is not None else None for c in cells])
+
+
+def _mean_of(cell: Optional[HeldOutCell]) -> Optional[float]:
+    """The cell's mean, None for no cell."""
+    return None if cell is None else cell.mean
 
 
 def _plural(n: int, word: str) -> str:
@@ -370,8 +385,8 @@ def shared_settings(labels: Sequence[str]) -> tuple[list[str], str]:
 def format_selfplay_table(results: SelfPlayResults) -> str:
     """A few lines: the seeds, machine and budget, then a row per arm: its steps x games per step, the mean
     Proposer valid rate and Solver reward over the first vs the last quarter of the training steps, held-out
-    Solver exact match by hop and the Proposer's held-out valid rate (KG prompt), cold start -> after training
-    (with several seeds, the seeds' mean)."""
+    Solver exact match by hop and the Proposer's held-out valid rate (KG prompt; greedy, and sampled where the file
+    has it), cold start -> after training (with several seeds, the seeds' mean)."""
     b = results.budget
     seeds = ", ".join(map(str, results.seeds))
     k = _window(max(arm.steps for arm in results.arms))
@@ -381,7 +396,9 @@ def format_selfplay_table(results: SelfPlayResults) -> str:
         key=int,
     )
     solver_head = [f"Solver {h}-hop" for h in hops]
-    head = ["arm", "steps x games", "Proposer valid", "Solver reward", *solver_head, "Proposer (KG)"]
+    sampled = cold.proposer_sampled is not None or any(r.heldout.proposer_sampled for a in results.arms for r in a.runs)
+    proposer_head = ["Proposer (KG)", *(["Proposer (KG, sampled)"] if sampled else [])]
+    head = ["arm", "steps x games", "Proposer valid", "Solver reward", *solver_head, *proposer_head]
     rows = []
     names, shared = shared_settings([arm.label for arm in results.arms])
     for arm, name in zip(results.arms, names):
@@ -392,7 +409,8 @@ def format_selfplay_table(results: SelfPlayResults) -> str:
             f"{_fmt(cold.solver_by_hop[h].mean if h in cold.solver_by_hop else None)} -> {_fmt(_after(arm, h))}"
             for h in hops
         ]
-        prop = cold.proposer_valid.mean if cold.proposer_valid is not None else None
+        fields = ["proposer_valid", *(["proposer_sampled"] if sampled else [])]
+        proposer = [f"{_fmt(_mean_of(getattr(cold, f)))} -> {_fmt(_after(arm, None, f))}" for f in fields]
         rows.append(
             [
                 name,
@@ -400,7 +418,7 @@ def format_selfplay_table(results: SelfPlayResults) -> str:
                 f"{_fmt(v0)} -> {_fmt(v1)}",
                 f"{_fmt(s0)} -> {_fmt(s1)}",
                 *solver,
-                f"{_fmt(prop)} -> {_fmt(_after(arm, None))}",
+                *proposer,
             ]
         )
     widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
@@ -426,8 +444,8 @@ def format_selfplay_table(results: SelfPlayResults) -> str:
 def plot_selfplay_curves(results: SelfPlayResults, path: str | Path) -> Path:
     """Draw ``results`` to the PNG ``path`` (matplotlib's Agg backend, imported here): per arm (a colour) and
     run, the Proposer's valid rate and the Solvers' reward over the training steps (dashed: on the model's own
-    questions), then held-out Solver exact match by hop and the Proposer's held-out valid rate (KG prompt),
-    cold start and every arm. Returns ``path``."""
+    questions), then held-out Solver exact match by hop and the Proposer's held-out valid rate (KG prompt, greedy
+    and sampled), cold start and every arm. Returns ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -451,10 +469,13 @@ def plot_selfplay_curves(results: SelfPlayResults, path: str | Path) -> Path:
     hop_bars(axes[1][0], {s: [ho.solver_by_hop for ho in runs] for s, runs in stages.items()}, hops)
     axes[1][0].set_title("held-out Solver exact match", fontsize=10)
     kg = {
-        s: [{"kg": ho.proposer_valid} if ho.proposer_valid is not None else {} for ho in runs]
+        s: [
+            {k: c for k, c in (("kg", ho.proposer_valid), ("kg_sampled", ho.proposer_sampled)) if c is not None}
+            for ho in runs
+        ]
         for s, runs in stages.items()
     }
-    interval_bars(axes[1][1], kg, ["kg"], ["KG prompt"])
+    interval_bars(axes[1][1], kg, ["kg", "kg_sampled"], ["KG prompt, greedy", "KG prompt, sampled"])
     axes[1][1].set_title("Proposer valid-question rate on held-out targets", fontsize=10)
     seeds = ", ".join(map(str, results.seeds))
     fig.suptitle(

@@ -17,8 +17,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from ..core.atomic_writes import write_text
 from ..core.renamed import renamed_kwargs
 from ..core.types import Task
+from ..errors import InvalidArgumentError
 
 __all__ = [
     "heldout_solver_tasks",
@@ -76,14 +78,25 @@ def heldout_proposer_tasks(world, n: int) -> list[Task]:
     return mixed[:n]
 
 
-def llm_eval_agent(model: Any, tokenizer: Any, name: str, *, max_new_tokens: int = 48, device: Optional[str] = None):
-    """A greedy :class:`~searchgym.agents.eval_agents.LLMEvalAgent` over an in-memory model."""
+def llm_eval_agent(
+    model: Any,
+    tokenizer: Any,
+    name: str,
+    *,
+    max_new_tokens: int = 48,
+    device: Optional[str] = None,
+    temperature: float = 0.0,
+    seed: int = 0,
+):
+    """An :class:`~searchgym.agents.eval_agents.LLMEvalAgent` over an in-memory model: greedy by default;
+    ``temperature`` > 0 samples, every draw from the generator's stream seeded with ``seed`` (the same rollouts
+    for the same model, tasks and concurrency)."""
     from ..agents.eval_agents import LLMEvalAgent
     from ..core.llm import GenerationConfig
     from ..llm.transformers_backend import TransformersGenerator
 
-    gen = TransformersGenerator(model, tokenizer, device=device, seed=0)
-    return LLMEvalAgent(gen, name, GenerationConfig(max_new_tokens=max_new_tokens, temperature=0.0))
+    gen = TransformersGenerator(model, tokenizer, device=device, seed=seed)
+    return LLMEvalAgent(gen, name, GenerationConfig(max_new_tokens=max_new_tokens, temperature=temperature))
 
 
 @renamed_kwargs(out_dir="output_dir")
@@ -96,12 +109,18 @@ def proposer_valid_rate(
     output_dir: str | Path | None = None,
     mode: str = "kg",
     progress: bool = False,
+    samples: int = 1,
 ) -> dict:
     """Proposer rollouts on ``tasks`` (``mode``: ``kg``, the KG-grounded prompt, or ``vanilla``, SSP's
     answer-only one): the share whose question passes the rule filters and RAG verification, with the
     rejection reasons counted. ``output_dir``: also write one line per rollout (task, queries, question,
-    verdict, the verifier's answer) to ``output_dir/`` :func:`proposer_records_name` ``(mode)``, so a low
-    rate can be read rollout by rollout. ``progress``: a progress line (minutes on 2 CPU cores: never silent)."""
+    verdict, the verifier's answer) to ``output_dir/`` :func:`proposer_records_name` ``(mode, sampled)``, so a low
+    rate can be read rollout by rollout. ``progress``: a progress line (minutes on 2 CPU cores: never silent).
+    ``samples`` > 1 plays every target that many times (for a sampling agent: the rate of the policy's
+    distribution rather than of its greedy mode), each episode seeded by (target, sample), and writes the
+    records to the ``sampled`` file, sorted by target."""
+    if samples < 1:
+        raise InvalidArgumentError(f"samples must be >= 1 (rollouts per target), got {samples}")
     import gymnasium as gym
 
     from .. import envs as _envs  # noqa: F401  (registers the env ids)
@@ -118,7 +137,8 @@ def proposer_valid_rate(
         for _ in range(min(concurrency, len(tasks)))
     ]
     rows: list[dict] = []
-    bar = Progress(len(tasks), f"proposer ({mode})", unit="target", enabled=progress)
+    label = f"proposer ({mode})" if samples == 1 else f"proposer ({mode}, {samples} samples a target)"
+    bar = Progress(len(tasks) * samples, label, unit="rollout" if samples > 1 else "target", enabled=progress)
 
     def done(trajs) -> None:
         bar.update(len(trajs))
@@ -137,20 +157,22 @@ def proposer_valid_rate(
             )
 
     with bar:
-        play_tasks(agent, envs, list(tasks), done)
+        play_tasks(agent, envs, list(tasks), done, repeats=samples)
     if output_dir is not None:
         Path(output_dir).mkdir(parents=True, exist_ok=True)
-        lines = (json.dumps(r, ensure_ascii=False) for r in sorted(rows, key=lambda r: r["task"]))
-        text = "".join(line + "\n" for line in lines)
-        (Path(output_dir) / proposer_records_name(mode)).write_text(text, encoding="utf-8")
+        ordered = sorted(rows, key=lambda r: (r["task"], json.dumps(r, sort_keys=True)))  # same file, any finish order
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in ordered)
+        write_text(Path(output_dir) / proposer_records_name(mode, sampled=samples > 1), text)
     reasons = Counter("valid" if r["valid"] else str(r["reason"]) for r in rows)
     n = len(rows)
     return {"valid_rate": reasons["valid"] / n, "n": n, "reasons": dict(reasons), "mode": mode}
 
 
-def proposer_records_name(mode: str = "kg") -> str:
-    """The per-rollout file :func:`proposer_valid_rate` writes for Proposer ``mode`` (``proposer.jsonl`` for kg)."""
-    return "proposer.jsonl" if mode == "kg" else f"proposer_{mode}.jsonl"
+def proposer_records_name(mode: str = "kg", *, sampled: bool = False) -> str:
+    """The per-rollout file :func:`proposer_valid_rate` writes for Proposer ``mode`` (``proposer.jsonl`` for kg;
+    ``sampled``: several rollouts a target, ``proposer_sampled.jsonl``)."""
+    stem = "proposer" if mode == "kg" else f"proposer_{mode}"
+    return f"{stem}_sampled.jsonl" if sampled else f"{stem}.jsonl"
 
 
 def _solver_summary(records: Sequence[dict], seed: int) -> dict:
