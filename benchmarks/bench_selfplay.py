@@ -604,7 +604,7 @@ def stage_sampled(name: str, load, world, size: dict, work: Path, device: str, s
     t0 = time.perf_counter()
     tasks = heldout_proposer_tasks(world, size["eval_proposer"])
     rate = proposer_valid_rate(
-        agent, world, tasks, output_dir=eval_dir(work, name), mode="kg", progress=True, samples=samples
+        agent, world, tasks, output_dir=eval_dir(work, name), mode="kg", progress=True, samples=samples, sampled=True
     )
     out = {
         **rate,

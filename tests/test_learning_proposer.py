@@ -33,8 +33,9 @@ def test_proposer_rate_counts_reasons_and_writes_one_record_per_rollout(tmp_path
 
 
 def test_sampled_proposer_rate_plays_each_target_samples_times(tmp_path):
-    """``samples``: every target played that many times, all records in the sampled file (the greedy one
-    untouched), sorted by target; a sample count below one is refused by name."""
+    """``samples``: every target played that many times, records sorted by target; a sampling agent's records go to
+    the sampled file, the greedy one untouched, even at one sample a target; a sample count below one is refused
+    by name."""
     import pytest
 
     from searchgym.errors import InvalidArgumentError
@@ -42,12 +43,16 @@ def test_sampled_proposer_rate_plays_each_target_samples_times(tmp_path):
     world = default_world()
     tasks = heldout_proposer_tasks(world, 4)
     rate = proposer_valid_rate(
-        ScriptedEvalAgent(ProposerExpert(0), "expert"), world, tasks, output_dir=tmp_path, samples=3
+        ScriptedEvalAgent(ProposerExpert(0), "expert"), world, tasks, output_dir=tmp_path, samples=3, sampled=True
     )
     rows = [json.loads(x) for x in (tmp_path / "proposer_sampled.jsonl").read_text().splitlines()]
     assert rate["n"] == len(rows) == 12 and not (tmp_path / "proposer.jsonl").exists()
     assert [r["task"] for r in rows] == sorted(t.id for t in tasks for _ in range(3))
     assert rate["valid_rate"] == sum(r["valid"] for r in rows) / 12
+    once = tmp_path / "once"
+    proposer_valid_rate(ScriptedEvalAgent(ProposerExpert(0), "expert"), world, tasks, output_dir=once, sampled=True)
+    assert len((once / "proposer_sampled.jsonl").read_text().splitlines()) == 4
+    assert not (once / "proposer.jsonl").exists()
     with pytest.raises(InvalidArgumentError, match="samples must be >= 1"):
         proposer_valid_rate(ScriptedEvalAgent(ProposerExpert(0), "expert"), world, tasks, samples=0)
 

@@ -110,6 +110,7 @@ def proposer_valid_rate(
     mode: str = "kg",
     progress: bool = False,
     samples: int = 1,
+    sampled: bool = False,
 ) -> dict:
     """Proposer rollouts on ``tasks`` (``mode``: ``kg``, the KG-grounded prompt, or ``vanilla``, SSP's
     answer-only one): the share whose question passes the rule filters and RAG verification, with the
@@ -117,8 +118,9 @@ def proposer_valid_rate(
     verdict, the verifier's answer) to ``output_dir/`` :func:`proposer_records_name` ``(mode, sampled)``, so a low
     rate can be read rollout by rollout. ``progress``: a progress line (minutes on 2 CPU cores: never silent).
     ``samples`` > 1 plays every target that many times (for a sampling agent: the rate of the policy's
-    distribution rather than of its greedy mode), each episode seeded by (target, sample), and writes the
-    records to the ``sampled`` file, sorted by target."""
+    distribution rather than of its greedy mode), each episode seeded by (target, sample), records sorted by
+    target. ``sampled``: the agent samples; its records go to the ``sampled`` file, so they never replace a greedy
+    run's, however many ``samples``."""
     if samples < 1:
         raise InvalidArgumentError(f"samples must be >= 1 (rollouts per target), got {samples}")
     import gymnasium as gym
@@ -162,7 +164,7 @@ def proposer_valid_rate(
         Path(output_dir).mkdir(parents=True, exist_ok=True)
         ordered = sorted(rows, key=lambda r: (r["task"], json.dumps(r, sort_keys=True)))  # same file, any finish order
         text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in ordered)
-        write_text(Path(output_dir) / proposer_records_name(mode, sampled=samples > 1), text)
+        write_text(Path(output_dir) / proposer_records_name(mode, sampled=sampled), text)
     reasons = Counter("valid" if r["valid"] else str(r["reason"]) for r in rows)
     n = len(rows)
     return {"valid_rate": reasons["valid"] / n, "n": n, "reasons": dict(reasons), "mode": mode}
