@@ -744,7 +744,7 @@ def proposer_cells(work: Path, name: str, modes: Sequence[str], facts: TargetFac
     for m in modes:
         records = proposer_records(work, name, m)
         if records:  # an answer-only question is written on no path: no invalid kinds
-            out[m] = records_cell({task: [r] for task, r in records.items()}, facts, kinds=m == "kg")
+            out[m] = records_cell(records, facts, kinds=m == "kg")
     return out
 
 
@@ -775,11 +775,21 @@ def valid_shares(records: Mapping[str, Sequence[Mapping]]) -> dict:
     return {task: sum(bool(r["valid"]) for r in rs) / len(rs) for task, rs in records.items()}
 
 
-def sampled_records(work: Path, name: str) -> dict:
-    """target id -> the stage's sampled held-out KG Proposer records (:func:`stage_sampled`), {} if not scored."""
+def sampled_cell(work: Path, name: str, facts: TargetFacts) -> Optional[dict]:
+    """The stage's sampled held-out KG Proposer rate as :func:`records_cell` reports it, with ``samples`` a target
+    (None if not scored)."""
+    records = proposer_records(work, name, "kg", sampled=True)
+    if not records:
+        return None
+    return {**records_cell(records, facts, kinds=True), "samples": max(len(rs) for rs in records.values())}
+
+
+def proposer_records(work: Path, name: str, mode: str, *, sampled: bool = False) -> dict[str, list]:
+    """target id -> the stage's held-out Proposer rollouts on it (prompt ``mode``: question, queries, valid, reason;
+    one greedy, or with ``sampled`` those of :func:`stage_sampled`), {} if not scored."""
     from searchgym.training.learning_checks import proposer_records_name
 
-    path = eval_dir(work, name) / proposer_records_name("kg", sampled=True)
+    path = eval_dir(work, name) / proposer_records_name(mode, sampled=sampled)
     if not path.is_file():
         return {}
     out: dict[str, list] = {}
@@ -788,29 +798,10 @@ def sampled_records(work: Path, name: str) -> dict:
     return out
 
 
-def sampled_cell(work: Path, name: str, facts: TargetFacts) -> Optional[dict]:
-    """The stage's sampled held-out KG Proposer rate as :func:`records_cell` reports it, with ``samples`` a target
-    (None if not scored)."""
-    records = sampled_records(work, name)
-    if not records:
-        return None
-    return {**records_cell(records, facts, kinds=True), "samples": max(len(rs) for rs in records.values())}
-
-
-def proposer_records(work: Path, name: str, mode: str) -> dict:
-    """target id -> the stage's held-out Proposer record (prompt ``mode``: question, queries, valid, reason), {} if
-    not scored."""
-    from searchgym.training.learning_checks import proposer_records_name
-
-    path = eval_dir(work, name) / proposer_records_name(mode)
-    if not path.is_file():
-        return {}
-    return {r["task"]: r for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
-
-
-def proposer_valid(work: Path, name: str, mode: str) -> dict:
-    """target id -> 1.0 if the stage's Proposer (prompt ``mode``) wrote a valid question for it ({} if not scored)."""
-    return {task: float(r["valid"]) for task, r in proposer_records(work, name, mode).items()}
+def proposer_valid(work: Path, name: str, mode: str, *, sampled: bool = False) -> dict:
+    """target id -> the share of the stage's Proposer rollouts on it (prompt ``mode``; greedy: one, so 1.0 or 0.0)
+    that wrote a valid question ({} if not scored)."""
+    return valid_shares(proposer_records(work, name, mode, sampled=sampled))
 
 
 def finished_runs(work: Path) -> dict:
@@ -843,7 +834,7 @@ def scored_stage(work: Path, name: str, modes: Sequence[str], facts: TargetFacts
         "solver_reworded": paired_flips(work, COLD, name, reworded=True),
         **{f"proposer_{m}": paired_counts(proposer_valid(work, COLD, m), proposer_valid(work, name, m)) for m in modes},
     }
-    before, after = valid_shares(sampled_records(work, COLD)), valid_shares(sampled_records(work, name))
+    before, after = proposer_valid(work, COLD, "kg", sampled=True), proposer_valid(work, name, "kg", sampled=True)
     if before and after:  # per target, the share of its sampled rollouts that were valid
         ev["vs_cold_start"][f"proposer_{SAMPLED_CELL}"] = paired_counts(before, after)
     return ev

@@ -354,7 +354,7 @@ def _after(arm: SelfPlayArm, hop: Optional[str], proposer: str = "proposer_valid
         cells = [getattr(r.heldout, proposer) for r in arm.runs]
     else:
         cells = [r.heldout.solver_by_hop.get(hop) for r in arm.runs]
-    return _mean([c.mean if c is not None else None for c in cells])
+    return _mean([_mean_of(c) for c in cells])
 
 
 def _mean_of(cell: Optional[HeldOutCell]) -> Optional[float]:
