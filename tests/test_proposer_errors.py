@@ -7,7 +7,7 @@ import pytest
 
 from searchgym.construction.path_answers import question_answers
 from searchgym.construction.question_templates import path_question
-from searchgym.evaluation.proposer_errors import INVALID_KINDS, count_invalid_kinds, invalid_kind
+from searchgym.evaluation.proposer_errors import INVALID_KINDS, count_invalid_kinds, invalid_kind, misspelled_name
 from searchgym.training.learning_checks import heldout_proposer_tasks
 from searchgym.world.synthetic import default_world
 
@@ -23,6 +23,12 @@ WRITTEN = [
     ("h2:sg000005", "What place is the region in which the capital of Wourndal is located?", "wrong_relation"),
     ("h2:sg000050", "Who is the child of the father of Nernor Caaiv?", "several_answer_target"),
     ("h2:sg000023", "Who is the member of the child of Stotreskelle Jofaerik?", "not_template_form"),
+    (
+        "h2:sg000057",
+        "What place is the region in which the place where Cyrankin Eirn died is located?",
+        "misspelled_seed",
+    ),
+    ("h2:sg000081", "What is the date on which the father of Stotreskelle Trisula died?", "misspelled_seed"),
     (
         "h3:sg000139",
         "What place is the region in which the city where Shor Museum of Art has its headquarters is located?",
@@ -77,3 +83,16 @@ def test_filter_reasons_and_valid_questions_pass_through(targets):
     assert sum(counts.values()) == len(records) - 1  # the valid one is not counted
     assert counts["no_question"] == 1 and counts["verifier_incorrect"] == 1  # an unknown target keeps its reason
     assert {k for k in counts if k in INVALID_KINDS} == {kind for _, _, kind in WRITTEN}
+
+
+def test_a_misspelled_seed_is_a_near_miss_that_reads_once_copied_right(targets):
+    world, subgraphs = targets
+    assert misspelled_name("the place where Cyrankin Eirn died", ["Cyrkan Eirn"]) == ("Cyrankin Eirn", "Cyrkan Eirn")
+    assert misspelled_name("the place where cyrkan eirn died", ["Cyrkan Eirn"]) is None  # named, whatever the case
+    assert misspelled_name("the place where Heithythia Nimen died", ["Gromarnric Nimen"]) is None  # another person
+    assert misspelled_name("Who wrote it?", ["Cyrkan Eirn"]) is None
+    # a near miss in a question that would not read even with the name right stays unreadable
+    sg = subgraphs["bench-v1-h2:sg000057"]
+    garbled = "Which place gives the winner of Cyrankin Eirn by copy?"
+    assert misspelled_name(garbled, sg.nodes[sg.path[0]].names) is not None
+    assert invalid_kind(world, sg, garbled, "verifier_incorrect") == "not_template_form"

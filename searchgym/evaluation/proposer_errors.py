@@ -11,6 +11,9 @@ Kinds (:data:`INVALID_KINDS`, checked in this order):
 
 * ``several_answer_target``: the target path itself reaches several nodes from its seed ("the child of the father
   of X": every sibling), so no question on it has a single answer;
+* ``misspelled_seed``: the question cannot be read, has a near miss of the seed's name ("Cyrankin Eirn" for "Cyrkan
+  Eirn", :func:`misspelled_name`), and can be read with the name copied right: a name copied wrong, which sampling
+  a small model at temperature 1 does to made-up names, not a wording the reader cannot follow;
 * ``not_template_form``: the question cannot be read as a relation chain from a named seed (the verifier fell back
   to reading it by word overlap);
 * ``other_seed``: it starts from another entity than the path's seed;
@@ -26,17 +29,20 @@ A question rejected by a rule filter keeps the filter's reason (``too_few_words`
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from difflib import SequenceMatcher
 from typing import Iterable, Mapping, Optional
 
 from ..construction.path_answers import path_answers, question_answers
 from ..core.subgraph import Subgraph
 
-__all__ = ["INVALID_KINDS", "count_invalid_kinds", "invalid_kind"]
+__all__ = ["INVALID_KINDS", "NEAR_MISS_RATIO", "count_invalid_kinds", "invalid_kind", "misspelled_name"]
 
 #: what :func:`invalid_kind` returns for a question the verifier judged incorrect, in the order it checks them
 INVALID_KINDS = (
     "several_answer_target",
+    "misspelled_seed",
     "not_template_form",
     "other_seed",
     "fewer_hops",
@@ -45,6 +51,33 @@ INVALID_KINDS = (
     "ambiguous_question",
     "not_in_passages",
 )
+
+
+#: how alike (``difflib`` ratio, 0-1) a run of the question's words must be to a name to count as that name
+#: misspelled: "Cyrankin Eirn" for "Cyrkan Eirn" is 0.83, "Stotreskelle Trisula" for "Stotreskelle Trisova" 0.90;
+#: two people of the default world who share a surname, "Gromarnric Nimen" and "Heithythia Nimen", 0.44
+NEAR_MISS_RATIO = 0.8
+
+_WORD = re.compile(r"[\w'-]+")
+
+
+def misspelled_name(text: str, names: Iterable[str], ratio: float = NEAR_MISS_RATIO) -> Optional[tuple[str, str]]:
+    """Where ``text`` names none of ``names`` exactly (case-insensitive, as whole words) but has a near miss of one:
+    the near miss as written in ``text`` and the name it misses (the most alike run of as many words, at least
+    ``ratio`` alike); None when a name is there or nothing comes close."""
+    spans = list(_WORD.finditer(text))
+    lowered = [m.group().lower() for m in spans]
+    best: tuple[float, str, str] = (ratio, "", "")
+    for name in names:
+        want = [w.lower() for w in _WORD.findall(name)]
+        k = len(want)
+        for i in range(len(lowered) - k + 1) if k else ():
+            if lowered[i : i + k] == want:
+                return None
+            alike = SequenceMatcher(None, " ".join(want), " ".join(lowered[i : i + k])).ratio()
+            if alike >= best[0] and alike > 0:
+                best = (alike, text[spans[i].start() : spans[i + k - 1].end()], name)
+    return (best[1], best[2]) if best[1] else None
 
 
 def invalid_kind(world, subgraph: Subgraph, question: Optional[str], reason: Optional[str]) -> Optional[str]:
@@ -57,6 +90,9 @@ def invalid_kind(world, subgraph: Subgraph, question: Optional[str], reason: Opt
         return "several_answer_target"
     readings = question_answers(world, question or "")
     if not readings:
+        miss = misspelled_name(question or "", subgraph.nodes[subgraph.path[0]].names)
+        if miss and question_answers(world, (question or "").replace(*miss)):  # readable with the name copied right
+            return "misspelled_seed"
         return "not_template_form"
     answer, seed, hops = subgraph.path[-1], subgraph.path[0], len(subgraph.relation_ids)
     if any(r.answers == {answer} for r in readings):
