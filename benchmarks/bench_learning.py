@@ -33,7 +33,7 @@ import logging
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from machine import machine_info
 
@@ -512,20 +512,42 @@ def rl_curve(work: Path, stage: str, seed: int) -> dict:
     }
 
 
+def heldout_records(work: Path, name: str, *, reworded: bool = False) -> dict:
+    """A scored stage's held-out Solver records (key -> record): the benchmark's wording, or ``reworded``."""
+    from searchgym.evaluation.runner import RECORDS_NAME
+
+    lines = (eval_dir(work, name) / RECORDS_NAME).read_text().splitlines()
+    return {r["key"]: r for r in map(json.loads, lines) if str(r.get("dataset", "")).endswith("-reworded") == reworded}
+
+
+def stopped_short(records: Mapping[str, Mapping], intermediates: Mapping[str, Sequence[str]]) -> dict:
+    """Per hop count, of the held-out ``records`` (key -> record) whose task's path is known (``intermediates``:
+    task id -> the names of the nodes its path passes through between seed and answer), how many answered one of
+    those nodes (``intermediate``: the Solver stopped short of the answer, "the place where X was born" for "the
+    mayor of the place where X was born") and how many searched fewer times than the question has hops
+    (``searched_short``). WCR can teach the first: a wrong answer earns 0.3 x its waypoint coverage, and one
+    search that finds the first hop's entity, answered, covers every waypoint of a 2-hop question."""
+    from searchgym.core.answers import normalize_answer
+
+    out: dict[str, dict] = {}
+    for r in records.values():
+        names = intermediates.get(str(r.get("id")))
+        if names is None or r.get("hops") is None:
+            continue
+        cell = out.setdefault(str(r["hops"]), {"n": 0, "intermediate": 0, "searched_short": 0})
+        cell["n"] += 1
+        prediction = normalize_answer(r.get("prediction"))
+        cell["intermediate"] += bool(prediction) and prediction in {normalize_answer(x) for x in names}
+        cell["searched_short"] += r.get("searches") is not None and int(r["searches"]) < int(r["hops"])
+    return dict(sorted(out.items()))
+
+
 def paired_flips(work: Path, before: str, after: str, *, reworded: bool = False) -> dict:
     """Held-out questions both stages answered, paired (:func:`paired_counts` of their exact match), overall and
     by hop count. With n in the tens, a gain of a few points is a question or two: the pairs show whether it is
     a shift or noise. ``reworded``: the reworded split instead of the benchmark's own wording (each pairs only
     with itself)."""
-    from searchgym.evaluation.runner import RECORDS_NAME
-
-    def records(name: str) -> dict:
-        lines = (eval_dir(work, name) / RECORDS_NAME).read_text().splitlines()
-        return {
-            r["key"]: r for r in map(json.loads, lines) if str(r.get("dataset", "")).endswith("-reworded") == reworded
-        }
-
-    a, b = records(before), records(after)
+    a, b = heldout_records(work, before, reworded=reworded), heldout_records(work, after, reworded=reworded)
 
     def em(recs: dict, hop: Any = None) -> dict:
         return {k: r["em"] for k, r in recs.items() if hop is None or r.get("hops") == hop}

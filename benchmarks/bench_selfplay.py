@@ -58,7 +58,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Optional, Sequence
 
-from bench_learning import HOPS, eval_dir, evaluate_model, paired_counts, paired_flips, rl_gain
+from bench_learning import (
+    HOPS,
+    eval_dir,
+    evaluate_model,
+    heldout_records,
+    paired_counts,
+    paired_flips,
+    rl_gain,
+    stopped_short,
+)
 from machine import device_info, machine_info
 
 from searchgym.core.advantages import PROPOSER_BASELINES
@@ -731,6 +740,9 @@ class TargetFacts:
     single: frozenset
     subgraphs: Mapping[str, Any] = field(default_factory=dict)
     world: Any = None
+    #: the held-out Solver questions' task id -> the names of the nodes each one's path passes through between
+    #: its seed and its answer, to count answers that stopped short (``bench_learning.stopped_short``)
+    intermediates: Mapping[str, tuple] = field(default_factory=dict)
 
 
 def proposer_cells(work: Path, name: str, modes: Sequence[str], facts: TargetFacts) -> dict:
@@ -827,7 +839,7 @@ def seeds_note(runs_done: dict) -> str:
 
 def scored_stage(work: Path, name: str, modes: Sequence[str], facts: TargetFacts) -> dict:
     """A scored stage's held-out results with its Proposer cells and its paired flips against the cold start."""
-    ev = json.loads((work / f"eval_{name}.json").read_text())
+    ev = with_stopped_short(json.loads((work / f"eval_{name}.json").read_text()), work, name, facts)
     ev["proposer_cells"] = with_sampled(proposer_cells(work, name, modes, facts), work, name, facts)
     ev["vs_cold_start"] = {
         "solver": paired_flips(work, COLD, name),
@@ -837,6 +849,26 @@ def scored_stage(work: Path, name: str, modes: Sequence[str], facts: TargetFacts
     before, after = proposer_valid(work, COLD, "kg", sampled=True), proposer_valid(work, name, "kg", sampled=True)
     if before and after:  # per target, the share of its sampled rollouts that were valid
         ev["vs_cold_start"][f"proposer_{SAMPLED_CELL}"] = paired_counts(before, after)
+    return ev
+
+
+def intermediate_names(subgraph: Any) -> tuple:
+    """The names (titles and aliases) of the nodes ``subgraph``'s target path passes through between its seed and
+    its answer."""
+    return tuple(name for node in subgraph.path[1:-1] for name in subgraph.nodes[node].names)
+
+
+def with_stopped_short(ev: dict, work: Path, name: str, facts: TargetFacts) -> dict:
+    """``ev`` (a stage's held-out results) with, in each wording's Solver cell, the answers per hop count that
+    stopped at a node short of the answer and the rollouts that searched fewer times than the hops
+    (``stopped_short_by_hops``), where the questions' paths are known."""
+    if not facts.intermediates:
+        return ev
+    for key, reworded in (("solver", False), ("solver_reworded", True)):
+        if key in ev:
+            ev[key]["stopped_short_by_hops"] = stopped_short(
+                heldout_records(work, name, reworded=reworded), facts.intermediates
+            )
     return ev
 
 
@@ -868,7 +900,7 @@ def collect(work: Path, size_name: str, header: dict, facts: TargetFacts, pool: 
         )
     from searchgym.training.selfplay_config import TrainConfig
 
-    cold = json.loads(cold_path.read_text())
+    cold = with_stopped_short(json.loads(cold_path.read_text()), work, COLD, facts)
     cold["proposer_cells"] = with_sampled(proposer_cells(work, COLD, ("kg", "vanilla"), facts), work, COLD, facts)
     configs = {
         (k, s): TrainConfig.load(work / run_name(k, s) / "config.yaml") for k, ss in runs_done.items() for s in ss
@@ -1289,7 +1321,10 @@ def run(args: argparse.Namespace) -> None:
         "seconds_this_invocation": None,
     }
     targets = heldout["proposer"]
-    facts = TargetFacts({t.id: t.hops for t in targets}, single, {t.id: t.subgraph for t in targets}, world)
+    intermediates = {t.id: intermediate_names(t.subgraph) for t in heldout["solver"] if t.subgraph is not None}
+    facts = TargetFacts(
+        {t.id: t.hops for t in targets}, single, {t.id: t.subgraph for t in targets}, world, intermediates
+    )
     results = collect(work, args.size, header, facts, pool)
     results["seconds_this_invocation"] = round(time.perf_counter() - t0, 1)
     out = Path(args.out) if args.out else RESULTS / f"selfplay_{args.size}.json"

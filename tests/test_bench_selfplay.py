@@ -133,6 +133,10 @@ def test_toy_benchmark_trains_three_arms_collects_and_resumes(tmp_path, capsys):
     assert flips["solver"]["n"] == 5 and set(flips["solver"]["by_hops"]) == {"1", "2", "3"}
     assert flips["solver_reworded"]["n"] == 5 and set(flips["solver_reworded"]["by_hops"]) == {"1", "2", "3"}
     assert flips["proposer_kg"]["n"] == flips["proposer_vanilla"]["n"] == 2
+    for wording in ("solver", "solver_reworded"):  # every held-out question counted once, by its hop count
+        short = run[wording]["stopped_short_by_hops"]
+        assert {h: c["n"] for h, c in short.items()} == {h: c["n"] for h, c in flips[wording]["by_hops"].items()}
+        assert short["1"]["intermediate"] == 0  # a 1-hop path passes through no node between seed and answer
     assert "proposer_vanilla" not in r["arms"]["b"]["runs"][0]["vs_cold_start"]  # b trains the KG prompt only
     assert set(r["cold_start"]["proposer_cells"]) == {"kg", "kg_sampled", "vanilla"}
     sampled = r["cold_start"]["proposer_cells"]["kg_sampled"]  # each target played twice at the rollouts' temperature
@@ -342,3 +346,20 @@ def test_valid_by_hops_counts_questions_per_hop_count_per_step_and_in_all():
         "2": {**cell(1, 2), "searches_total": 3, "short": 0, "long": 1, "matched": 0, "matched_valid": 0},
         "3": {**cell(1, 3), **searched},
     }
+
+
+def test_stopped_short_counts_answers_at_a_node_before_the_answer(world):
+    """An answer naming a node the question's path passes through is counted, whatever its case or article; so is
+    a rollout that searched fewer times than the hops; a record whose task is not known is left out."""
+    from searchgym.training.learning_checks import heldout_solver_tasks
+
+    (task,) = heldout_solver_tasks(world, {2: 1})
+    mid = task.subgraph.nodes[task.subgraph.path[1]].title
+    records = {
+        "stopped": {"id": task.id, "hops": 2, "prediction": f"the {mid.upper()}", "searches": 1},
+        "right": {"id": task.id, "hops": 2, "prediction": task.subgraph.answer, "searches": 2},
+        "silent": {"id": task.id, "hops": 2, "prediction": None, "searches": 0},
+        "unknown": {"id": "not-a-task", "hops": 2, "prediction": mid, "searches": 1},
+    }
+    counts = bs.stopped_short(records, {task.id: bs.intermediate_names(task.subgraph)})
+    assert counts == {"2": {"n": 3, "intermediate": 1, "searched_short": 2}}
