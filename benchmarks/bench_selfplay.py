@@ -741,8 +741,9 @@ class TargetFacts:
     subgraphs: Mapping[str, Any] = field(default_factory=dict)
     world: Any = None
     #: the held-out Solver questions' task id -> the names of the nodes each one's path passes through between
-    #: its seed and its answer, to count answers that stopped short (``bench_learning.stopped_short``)
-    intermediates: Mapping[str, tuple] = field(default_factory=dict)
+    #: its seed and its answer (``Subgraph.bridge_names``), to count answers that stopped short
+    #: (``bench_learning.stopped_short``)
+    intermediates: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
 def proposer_cells(work: Path, name: str, modes: Sequence[str], facts: TargetFacts) -> dict:
@@ -850,12 +851,6 @@ def scored_stage(work: Path, name: str, modes: Sequence[str], facts: TargetFacts
     if before and after:  # per target, the share of its sampled rollouts that were valid
         ev["vs_cold_start"][f"proposer_{SAMPLED_CELL}"] = paired_counts(before, after)
     return ev
-
-
-def intermediate_names(subgraph: Any) -> tuple:
-    """The names (titles and aliases) of the nodes ``subgraph``'s target path passes through between its seed and
-    its answer."""
-    return tuple(name for node in subgraph.path[1:-1] for name in subgraph.nodes[node].names)
 
 
 def with_stopped_short(ev: dict, work: Path, name: str, facts: TargetFacts) -> dict:
@@ -1321,7 +1316,7 @@ def run(args: argparse.Namespace) -> None:
         "seconds_this_invocation": None,
     }
     targets = heldout["proposer"]
-    intermediates = {t.id: intermediate_names(t.subgraph) for t in heldout["solver"] if t.subgraph is not None}
+    intermediates = {t.id: t.subgraph.bridge_names for t in heldout["solver"] if t.subgraph is not None}
     facts = TargetFacts(
         {t.id: t.hops for t in targets}, single, {t.id: t.subgraph for t in targets}, world, intermediates
     )

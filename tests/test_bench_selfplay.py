@@ -361,5 +361,5 @@ def test_stopped_short_counts_answers_at_a_node_before_the_answer(world):
         "silent": {"id": task.id, "hops": 2, "prediction": None, "searches": 0},
         "unknown": {"id": "not-a-task", "hops": 2, "prediction": mid, "searches": 1},
     }
-    counts = bs.stopped_short(records, {task.id: bs.intermediate_names(task.subgraph)})
+    counts = bs.stopped_short(records, {task.id: task.subgraph.bridge_names})
     assert counts == {"2": {"n": 3, "intermediate": 1, "searched_short": 2}}

@@ -119,6 +119,12 @@ class Subgraph:
         return [self.nodes[n].title for n in self.path[:-1]]
 
     @property
+    def bridge_names(self) -> list[str]:
+        """Names (titles and aliases) of the bridge entities: every node the target path passes through between its
+        seed and its answer (``v1 … v(K-1)``), which a question must not name and an answer that stops short does."""
+        return [n for node in self.path[1:-1] for n in self.nodes[node].names]
+
+    @property
     def node_count(self) -> int:
         """Distinct nodes on the target path and distractor branches."""
         return len(self.nodes)

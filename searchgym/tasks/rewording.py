@@ -421,10 +421,6 @@ def _draw(subgraph: Subgraph, split: str, rng: random.Random) -> tuple[str, str]
     return shape, frame.format(np=np, NP=np[:1].upper() + np[1:], Wh=wh_first, wh=_WH_LAST.get(kind, "what"))
 
 
-def _bridge_names(subgraph: Subgraph) -> list[str]:
-    return [n for nid in subgraph.path[1:-1] for n in subgraph.nodes[nid].names]
-
-
 def question_leaks(question: str, subgraph: Subgraph) -> list[str]:
     """The names of ``subgraph``'s answer (title and aliases) and bridge entities (every node between the seed
     and the answer) that stand in ``question`` as whole words, case-insensitive: what a question must not say.
@@ -432,7 +428,7 @@ def question_leaks(question: str, subgraph: Subgraph) -> list[str]:
     low = question.lower()
     return [
         name
-        for name in dict.fromkeys(subgraph.answer_aliases + _bridge_names(subgraph))
+        for name in dict.fromkeys(subgraph.answer_aliases + subgraph.bridge_names)
         if set(name.lower().split()) - _FUNCTION_WORDS
         and re.search(rf"(?<!\w){re.escape(name.strip().lower())}(?!\w)", low)
     ]
