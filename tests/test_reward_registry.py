@@ -129,3 +129,28 @@ def test_set_wrapper_attr_reaches_the_env_through_a_stack():
     env.set_wrapper_attr("max_turns", 3)
     assert env.unwrapped.max_turns == 3 and env.get_wrapper_attr("max_turns") == 3
     assert env.get_wrapper_attr("alpha") == 0.3  # the outermost wrapper that has it answers (WCR's α)
+
+
+def test_reward_options_reach_the_wrappers_from_the_config_and_bad_ones_name_the_fix():
+    from searchgym.training.selfplay_envs import make_envs
+
+    cfg = TrainConfig(reward="gdcr,wcr", max_turns=2, batch_size=1, group_size=2).with_overrides(
+        ["reward_options.wcr.waypoint_answer_credit=false", "reward_options.wcr.alpha=0.5"]
+    )
+    assert cfg.reward_options == {"wcr": {"waypoint_answer_credit": False, "alpha": 0.5}}
+    (env,) = make_envs(cfg, 1)
+    wcr = env.get_wrapper_attr("waypoint_answer_credit"), env.get_wrapper_attr("alpha")
+    assert wcr == (False, 0.5)
+    again = gym.make(env.spec)  # the options are recorded constructor arguments
+    assert again.get_wrapper_attr("waypoint_answer_credit") is False
+    for options, match in [
+        ({"dynasearcher": {}}, "not in the reward stack gdcr,wcr"),
+        ({"wcr": {"alpha_": 0.5}}, "has no option alpha_; its options: alpha, "),
+        ({"wcr": 0.5}, "must be a mapping"),
+    ]:
+        with pytest.raises(InvalidArgumentError, match=match):
+            TrainConfig(reward="gdcr,wcr", reward_options=options)
+    with pytest.raises(InvalidArgumentError, match="'binary' is the env's own reward and takes no options"):
+        reward_plan("binary").check_options({"binary": {"x": 1}})
+    with pytest.raises(InvalidArgumentError, match="'eve' has no option x; its options: \\(none\\)"):
+        reward_plan("eve").check_options({"eve": {"x": 1}})

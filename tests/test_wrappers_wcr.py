@@ -240,6 +240,45 @@ def test_wrapper_rejects_bad_options():
         WaypointCoverageReward(EventEnv([]), lone_normalisation="mean")
 
 
+def _stop_short_group():
+    """A 2-hop question (seed Texas -> capital Austin -> mayor Kirk Watson): two rollouts stopped on the path
+    (answered the bridge, by title and by alias; answered the seed), one searched on and was wrong, one right."""
+    sg = chain_subgraph(["Texas", "Austin", "Kirk Watson"], aliases={"Austin": ["Austin, Texas"]})
+    task = make_task("q3", subgraph=sg, answers=["Kirk Watson"])
+    return [
+        make_traj(task, ["Texas has capital Austin."], answer="Austin", correct=False),
+        make_traj(task, ["Texas has capital Austin."], answer="austin, texas", correct=False),
+        make_traj(task, ["Texas and Austin"], answer="The Texas", correct=False),
+        make_traj(task, ["Texas has capital Austin; its mayor?"], answer="Steve Adler", correct=False),
+        make_traj(task, ["Texas, Austin"], answer="Kirk Watson", correct=True),
+    ]
+
+
+def test_waypoint_answers_lose_their_credit_only_when_switched_off():
+    trajs = _stop_short_group()
+    paper = wcr_group_rewards(trajs)
+    assert [s["reward"] for s in paper] == pytest.approx([0.3, 0.3, 0.3, 0.3, 1.0])
+    assert all("wcr_answered_waypoint" not in s for s in paper)
+    off = wcr_group_rewards(trajs, waypoint_answer_credit=False)
+    assert [s["reward"] for s in off] == pytest.approx([0.0, 0.0, 0.0, 0.3, 1.0])
+    assert [s["wcr_answered_waypoint"] for s in off] == [1, 1, 1, 0, 0]
+    assert [s["wcr_coverage"] for s in off] == [s["wcr_coverage"] for s in paper]  # coverage itself unchanged
+
+
+def test_wrapper_switch_withholds_waypoint_answer_credit_and_logs_it():
+    trajs = _stop_short_group()
+    env = WaypointCoverageReward(EventEnv(trajs), waypoint_answer_credit=False)
+    env.reset()
+    info = env.step("a")[4]
+    assert [ev["reward"] for ev in info["rewards"]] == pytest.approx([0.0, 0.0, 0.0, 0.3, 1.0])
+    assert info["reward_components"]["solver"]["wcr_answered_waypoint"] == [1, 1, 1, 0, 0]
+    assert env._saved_kwargs["waypoint_answer_credit"] is False  # recorded: gym.make(env.spec) rebuilds it
+    with pytest.raises(TypeError, match="waypoint_answer_credit"):
+        WaypointCoverageReward(EventEnv([]), waypoint_answer_credit="no")
+    with pytest.raises(ValueError, match="answered_waypoint has 1 flags for 2"):
+        wcr_rewards([False, False], [True, True], [0.5, 1.0], answered_waypoint=[True])
+
+
 def test_group_of_lone_rollouts_scored_offline():
     _, trajs = _paper_group()
     scores = wcr_group_rewards(trajs)

@@ -87,6 +87,16 @@ class TrainConfig(ModelOptions, ConfigIO):
             )
         },
     )
+    reward_options: dict = field(
+        default_factory=dict,
+        metadata={
+            "help": (
+                "Keyword arguments of the reward wrappers, by reward name: {wcr: {waypoint_answer_credit: false}} "
+                "(set one with --set reward_options.wcr.waypoint_answer_credit=false); each name must be in the "
+                "reward stack and each option a parameter of its wrapper."
+            )
+        },
+    )
     # rollout
     batch_size: int = field(
         default=256,
@@ -363,7 +373,7 @@ class TrainConfig(ModelOptions, ConfigIO):
         check_env_id(self.env_id)  # before anything loads: a typo must not cost a model load
 
         try:  # a registered name, a stack "dynasearcher,wcr" or "package.module:Wrapper"
-            reward_plan(self.reward)
+            reward_plan(self.reward).check_options(self.reward_options)
         except InvalidArgumentError as exc:
             raise InvalidArgumentError(f"reward={self.reward!r}: {exc}") from None
         backend = get_backend(self.rollout_backend, purpose="train", key="rollout_backend")  # the LLM registry

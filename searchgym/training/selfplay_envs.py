@@ -21,15 +21,15 @@ __all__ = [
 
 def make_envs(config: TrainConfig, n: int, **context: Any) -> list:
     """``n`` envs of ``config.env_id`` sharing one world/retriever (via ``clone()`` where the env has it),
-    each wrapped in ``config.reward``; ``context`` supplies what a reward needs besides the env (the
-    trainer passes ``answerer=`` its generator for ``eve``)."""
+    each wrapped in ``config.reward`` (with ``config.reward_options``); ``context`` supplies what a reward needs
+    besides the env (the trainer passes ``answerer=`` its generator for ``eve``)."""
     from ..envs.registration import env_spec  # registers the envs too
 
     kwargs = {**config.env_kwargs, "max_turns": config.max_turns}  # the config validated that they agree
     if env_spec(config.env_id).group:  # it plays a group of Solver rollouts per question
         kwargs["group_size"] = config.group_size
     plan = reward_plan(config.reward)
-    return [plan.wrap(e, **context) for e in make_env_copies(config.env_id, kwargs, n)]
+    return [plan.wrap(e, options=config.reward_options, **context) for e in make_env_copies(config.env_id, kwargs, n)]
 
 
 def make_env_copies(env_id: str, kwargs: dict, n: int) -> list:

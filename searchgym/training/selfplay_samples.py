@@ -68,6 +68,9 @@ def rollout_metrics(samples: Sequence[Sample]) -> dict:
         cov = [float(x) for x in cov if isinstance(x, (int, float))]
         if cov:
             m["solver/wcr_coverage"] = mean(cov)
+        stopped = [s.components["wcr_answered_waypoint"] for s in solver if "wcr_answered_waypoint" in s.components]
+        if stopped:  # WCR with waypoint_answer_credit=false: the rollouts that answered a waypoint (no bonus)
+            m["solver/answered_waypoint"] = mean(float(x) for x in stopped)
         groups: dict[Any, list[float]] = {}
         for s in solver:
             groups.setdefault(s.group, []).append(s.reward)

@@ -22,8 +22,9 @@ provides step rewards; :func:`register_reward` adds one under a short name.
 from __future__ import annotations
 
 import importlib
+import inspect
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import gymnasium as gym
 
@@ -102,8 +103,43 @@ class RewardPlan:
         """What the stack's factories need besides the env (see :attr:`RewardSpec.needs`)."""
         return sorted({n for s in self.specs for n in s.needs})
 
-    def wrap(self, env, **context):
-        """``env`` wrapped in every reward of the plan, innermost first; ``context`` supplies what a
+    def check_options(self, options: Optional[Mapping[str, Mapping[str, Any]]]) -> dict:
+        """``options`` (reward name → keyword arguments of its wrapper, e.g. ``{"wcr": {"alpha": 0.5}}``) checked
+        against the plan: each name must be one of its rewards and each keyword a parameter of that reward's
+        factory (one line naming the problem otherwise). Returns them as plain dicts."""
+        if options is None:
+            return {}
+        if not isinstance(options, Mapping):
+            raise InvalidArgumentError(
+                f"reward options must map a reward name to its keyword arguments, e.g. {{wcr: {{alpha: 0.5}}}}; "
+                f"got {options!r}"
+            )
+        by_name = {s.name: s for s in self.specs}
+        out = {}
+        for name, kwargs in options.items():
+            spec = by_name.get(name)
+            if spec is None:
+                raise InvalidArgumentError(
+                    f"reward options for {name!r}, which is not in the reward stack {','.join(self.names)}; "
+                    "drop them or add the reward"
+                )
+            if spec.factory is None:
+                raise InvalidArgumentError(f"reward {name!r} is the env's own reward and takes no options")
+            if not isinstance(kwargs, Mapping):
+                raise InvalidArgumentError(
+                    f"reward options for {name!r} must be a mapping of keyword arguments, got {kwargs!r}"
+                )
+            accepted = _keyword_parameters(spec.factory, skip=("env", *spec.needs))
+            unknown = sorted(set(kwargs) - set(accepted)) if accepted is not None else []
+            if unknown:
+                listed = ", ".join(accepted or ()) or "(none)"
+                raise InvalidArgumentError(f"reward {name!r} has no option {', '.join(unknown)}; its options: {listed}")
+            out[name] = dict(kwargs)
+        return out
+
+    def wrap(self, env, *, options: Optional[Mapping[str, Mapping[str, Any]]] = None, **context):
+        """``env`` wrapped in every reward of the plan, innermost first; ``options`` gives a reward's wrapper
+        keyword arguments by name (:meth:`check_options`); ``context`` supplies what a
         reward needs besides the env (e.g. ``answerer=`` for ``eve``), refused by name when missing.
 
         Recording stays outermost: an env made with ``export_path=``, or a stack with a
@@ -117,11 +153,12 @@ class RewardPlan:
                     f"reward {spec.name!r} needs {', '.join(missing)}= (e.g. the policy's text generator); "
                     f"the trainer passes its own, or call wrap_rewards(env, {spec.name!r}, {missing[0]}=...)"
                 )
+        options = self.check_options(options)
         if not specs:
             return env
         env, writer = take_recording(env)
         for spec in specs:
-            env = spec.factory(env, **{n: context[n] for n in spec.needs})
+            env = spec.factory(env, **{n: context[n] for n in spec.needs}, **options.get(spec.name, {}))
         return RecordGames(env, writer) if writer is not None else env
 
     def missing_in(self, env) -> list[str]:
@@ -144,6 +181,18 @@ class RewardPlan:
             if not found:
                 missing.append(spec.name)
         return missing
+
+
+def _keyword_parameters(factory: Any, skip: Sequence[str]) -> Optional[list[str]]:
+    """The keyword parameters ``factory`` takes besides ``skip`` (``None``: it takes any, via ``**kwargs``)."""
+    params = inspect.signature(factory).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    return [
+        p.name
+        for p in params
+        if p.name not in skip and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    ]
 
 
 _REGISTRY: dict[str, RewardSpec] = {}

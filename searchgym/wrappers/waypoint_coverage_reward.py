@@ -12,6 +12,10 @@ break no waypoint name may contain, so ``look for New`` + ``port`` never matches
 Correct answers get exactly 1, invalid rollouts (z_i = 0: format broken or no parseable answer) get
 no partial credit, and the Proposer keeps its binary-correctness reward.
 
+``waypoint_answer_credit=False`` (a deviation from Eq. 6; docs/fidelity.md) also withholds the partial
+credit from a rollout whose answer *is* a waypoint (the seed or a bridge, by title or alias, SQuAD exact
+match): it stopped on the path before the answer, and Eq. 6 pays it as much as a rollout that went on.
+
 A lone rollout (``KGSolver-v0``, G = 1) has no group to normalise over; ``lone`` picks what to do
 (:data:`LONE_MODES`): ``"raw"`` (default) uses g_i itself, ``"group"`` applies the group formula
 literally (g̃ = 1 whenever g > 0), ``"binary"`` gives no partial credit.
@@ -34,6 +38,7 @@ from typing import Mapping, Optional, Sequence
 
 import gymnasium as gym
 
+from ..core.answers import exact_match
 from ..core.types import THINK_SEPARATOR, Task, Trajectory
 from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymRuntimeError
 from .base import Event, MissingTaskDataError, RewardShapingWrapper, event_trajectory
@@ -227,30 +232,41 @@ def wcr_group_terms(
     coverages: Sequence[float],
     alpha: float = 0.3,
     lone: str = "raw",
+    *,
+    answered_waypoint: Optional[Sequence[bool]] = None,
 ) -> list[dict]:
     """Eq. 6's terms for each rollout of one group, as reward components.
 
     ``wcr_coverage`` (g_i), ``wcr_normalised_coverage`` (g̃_i), ``wcr_bonus`` (α (1 − c_i) z_i g̃_i)
-    and ``correct`` (c_i); the reward is R_i = c_i + bonus.
+    and ``correct`` (c_i); the reward is R_i = c_i + bonus. ``answered_waypoint`` (one flag per rollout;
+    ``None``: Eq. 6 as written) withholds the bonus from the rollouts flagged, and is reported as a component.
     """
     if not len(correct) == len(valid) == len(coverages):
         raise InvalidArgumentError(
             f"correct/valid/coverages lengths differ: {len(correct)}, {len(valid)}, {len(coverages)}"
+        )
+    if answered_waypoint is not None and len(answered_waypoint) != len(correct):
+        raise InvalidArgumentError(
+            f"answered_waypoint has {len(answered_waypoint)} flags for {len(correct)} rollouts; give one per rollout"
         )
     if not correct:
         raise InvalidArgumentError("an empty group has no WCR rewards")
     if not 0.0 <= alpha <= 1.0:
         raise InvalidArgumentError(f"alpha must lie in [0, 1] (paper: (0, 1), default 0.3); got {alpha}")
     g_tilde = normalised_coverages(coverages, lone)
-    return [
-        {
+    stopped = [False] * len(correct) if answered_waypoint is None else [bool(a) for a in answered_waypoint]
+    terms = []
+    for c, z, g, gt, w in zip(correct, valid, coverages, g_tilde, stopped):
+        term = {
             "wcr_coverage": g,
             "wcr_normalised_coverage": gt,
-            "wcr_bonus": 0.0 if c or not z else alpha * gt,
+            "wcr_bonus": 0.0 if c or not z or w else alpha * gt,
             "correct": int(bool(c)),
         }
-        for c, z, g, gt in zip(correct, valid, coverages, g_tilde)
-    ]
+        if answered_waypoint is not None:
+            term["wcr_answered_waypoint"] = int(w)
+        terms.append(term)
+    return terms
 
 
 def wcr_rewards(
@@ -259,9 +275,13 @@ def wcr_rewards(
     coverages: Sequence[float],
     alpha: float = 0.3,
     lone: str = "raw",
+    *,
+    answered_waypoint: Optional[Sequence[bool]] = None,
 ) -> list[float]:
-    """R_i = c_i + α (1 − c_i) z_i g̃_i for one group (Eq. 6). Correct → exactly 1; invalid → c_i."""
-    return [t["correct"] + t["wcr_bonus"] for t in wcr_group_terms(correct, valid, coverages, alpha, lone)]
+    """R_i = c_i + α (1 − c_i) z_i g̃_i for one group (Eq. 6). Correct → exactly 1; invalid → c_i; a rollout
+    flagged in ``answered_waypoint`` → c_i (the ``waypoint_answer_credit=False`` deviation)."""
+    terms = wcr_group_terms(correct, valid, coverages, alpha, lone, answered_waypoint=answered_waypoint)
+    return [t["correct"] + t["wcr_bonus"] for t in terms]
 
 
 def rollout_is_valid(trajectory: Trajectory) -> bool:
@@ -278,6 +298,21 @@ def task_waypoint_aliases(task: Task) -> list[tuple[str, ...]]:
             "construct the task with its Subgraph or use match_aliases=False"
         )
     return [sg.nodes[n].aliases for n in sg.waypoint_ids]
+
+
+def answers_a_waypoint(trajectory: Trajectory) -> bool:
+    """Whether an incorrect rollout's answer names one of its task's waypoints (the seed or a bridge; by
+    title, or by alias where the task carries its subgraph), SQuAD exact match as answers are judged: the
+    rollout stopped on the construction path before the answer. A correct rollout is never flagged."""
+    if trajectory.correct or trajectory.answer is None:
+        return False
+    task = trajectory.task
+    _require_waypoints(task)
+    names = list(task.waypoints)
+    sg = task.subgraph
+    if sg is not None and [sg.nodes[n].title for n in sg.waypoint_ids] == list(task.waypoints):
+        names += [alias for n in sg.waypoint_ids for alias in sg.nodes[n].aliases]
+    return exact_match(trajectory.answer, names)
 
 
 def _require_waypoints(task: Task) -> None:
@@ -305,11 +340,13 @@ def wcr_group_rewards(
     case_insensitive: bool = False,
     match_aliases: bool = False,
     lone: str = "raw",
+    waypoint_answer_credit: bool = True,
 ) -> list[dict]:
     """Score finished rollouts of one question (e.g. G ``KGSolver-v0`` episodes on one task).
 
     Returns one dict per rollout: ``reward`` (Eq. 6), ``wcr_coverage``, ``wcr_normalised_coverage``,
-    ``wcr_bonus``, ``correct``. All rollouts must share one task id.
+    ``wcr_bonus``, ``correct`` (and ``wcr_answered_waypoint`` with ``waypoint_answer_credit=False``, which
+    withholds the bonus from a rollout whose answer is a waypoint). All rollouts must share one task id.
     """
     ids = {t.task.id for t in trajectories}
     if len(ids) > 1:
@@ -319,7 +356,8 @@ def wcr_group_rewards(
     ]
     correct = [bool(t.correct) for t in trajectories]
     valid = [rollout_is_valid(t) for t in trajectories]
-    terms = wcr_group_terms(correct, valid, coverages, alpha, lone)
+    stopped = None if waypoint_answer_credit else [answers_a_waypoint(t) for t in trajectories]
+    terms = wcr_group_terms(correct, valid, coverages, alpha, lone, answered_waypoint=stopped)
     return [{"reward": t["correct"] + t["wcr_bonus"], **t} for t in terms]
 
 
@@ -332,6 +370,11 @@ class WaypointCoverageReward(RewardShapingWrapper):
     (``KGSolverGroup-v0``, ``KGSelfPlay-v0``); a lone ``KGSolver-v0`` rollout uses
     ``lone_normalisation`` (:data:`LONE_MODES`). A task without waypoints raises
     :class:`MissingTaskDataError` at reset (or when its rollouts are scored).
+
+    ``waypoint_answer_credit=False`` withholds the bonus from an incorrect rollout whose answer is itself a
+    waypoint (:func:`answers_a_waypoint`; component ``wcr_answered_waypoint``): Eq. 6 pays a Solver that stops
+    at the first hop of a 2-hop question as much as one that searches on, and on the CPU benchmark that taught
+    the Solver to stop short (docs/fidelity.md). Default ``True``: Eq. 6 as written.
     """
 
     name = "wcr"
@@ -344,6 +387,7 @@ class WaypointCoverageReward(RewardShapingWrapper):
         case_insensitive: bool = False,
         match_aliases: bool = False,
         lone_normalisation: str = "raw",
+        waypoint_answer_credit: bool = True,
     ):
         gym.utils.RecordConstructorArgs.__init__(  # gym.make(env.spec) rebuilds it
             self,
@@ -351,6 +395,7 @@ class WaypointCoverageReward(RewardShapingWrapper):
             case_insensitive=case_insensitive,
             match_aliases=match_aliases,
             lone_normalisation=lone_normalisation,
+            waypoint_answer_credit=waypoint_answer_credit,
         )
         super().__init__(env)
         if not 0.0 <= alpha <= 1.0:
@@ -361,6 +406,9 @@ class WaypointCoverageReward(RewardShapingWrapper):
         self.case_insensitive = case_insensitive
         self.match_aliases = match_aliases
         self.lone_normalisation = lone_normalisation
+        if not isinstance(waypoint_answer_credit, bool):
+            raise InvalidTypeError(f"waypoint_answer_credit must be true or false, got {waypoint_answer_credit!r}")
+        self.waypoint_answer_credit = waypoint_answer_credit
 
     def check_task(self, task: Optional[Task]) -> None:
         """Every task must carry waypoints (and a subgraph when aliases are matched)."""
@@ -380,6 +428,10 @@ class WaypointCoverageReward(RewardShapingWrapper):
         coverages = [self.coverage(t)[0] for t in trajs]
         correct = [bool(t.correct) for t in trajs]
         valid = [rollout_is_valid(t) for t in trajs]
-        for ev, terms in zip(events, wcr_group_terms(correct, valid, coverages, self.alpha, self.lone_normalisation)):
+        stopped = None if self.waypoint_answer_credit else [answers_a_waypoint(t) for t in trajs]
+        group = wcr_group_terms(
+            correct, valid, coverages, self.alpha, self.lone_normalisation, answered_waypoint=stopped
+        )
+        for ev, terms in zip(events, group):
             bonus = terms.pop("wcr_bonus")
             ev.add_term("wcr_bonus", bonus, **terms)
