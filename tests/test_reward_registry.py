@@ -147,6 +147,11 @@ def test_reward_options_reach_the_wrappers_from_the_config_and_bad_ones_name_the
         ({"dynasearcher": {}}, "not in the reward stack gdcr,wcr"),
         ({"wcr": {"alpha_": 0.5}}, "has no option alpha_; its options: alpha, "),
         ({"wcr": 0.5}, "must be a mapping"),
+        (
+            {"wcr": {"waypoint_answer_credit": "nope"}},
+            "option waypoint_answer_credit expects true or false, got 'nope'",
+        ),
+        ({"wcr": {"alpha": True}}, "option alpha expects a number"),
     ]:
         with pytest.raises(InvalidArgumentError, match=match):
             TrainConfig(reward="gdcr,wcr", reward_options=options)

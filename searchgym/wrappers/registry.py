@@ -134,6 +134,8 @@ class RewardPlan:
             if unknown:
                 listed = ", ".join(accepted or ()) or "(none)"
                 raise InvalidArgumentError(f"reward {name!r} has no option {', '.join(unknown)}; its options: {listed}")
+            for key, value in kwargs.items():
+                _check_option_type(spec, key, value)
             out[name] = dict(kwargs)
         return out
 
@@ -193,6 +195,24 @@ def _keyword_parameters(factory: Any, skip: Sequence[str]) -> Optional[list[str]
         for p in params
         if p.name not in skip and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     ]
+
+
+def _check_option_type(spec: RewardSpec, key: str, value: Any) -> None:
+    """Refuse an option whose value is not of its default's plain type (``true``/``false`` for a flag, a number
+    for a number), so a config typo fails when the config is read, not when the first env is wrapped."""
+    param = inspect.signature(spec.factory).parameters.get(key)
+    default = None if param is None else param.default
+    if default is None or default is inspect.Parameter.empty or type(default) not in (bool, int, float, str):
+        return
+    kind = type(default)
+    ok = (
+        isinstance(value, kind)
+        if kind in (bool, str)
+        else isinstance(value, (int, float)) and not isinstance(value, bool)
+    )
+    if not ok:
+        expected = {bool: "true or false", str: "a string"}.get(kind, "a number")
+        raise InvalidArgumentError(f"reward {spec.name!r} option {key} expects {expected}, got {value!r}")
 
 
 _REGISTRY: dict[str, RewardSpec] = {}
