@@ -525,8 +525,10 @@ def stopped_short(records: Mapping[str, Mapping], intermediates: Mapping[str, Se
     task id -> the names of the nodes its path passes through between seed and answer), how many answered one of
     those nodes (``intermediate``: the Solver stopped short of the answer, "the place where X was born" for "the
     mayor of the place where X was born") and how many searched fewer times than the question has hops
-    (``searched_short``). WCR can teach the first: a wrong answer earns 0.3 x its waypoint coverage, and one
-    search that finds the first hop's entity, answered, covers every waypoint of a 2-hop question."""
+    (``searched_short``), and more times (``searched_long``). WCR can teach the first: a wrong answer earns 0.3 x
+    its waypoint coverage, and one search that finds the first hop's entity, answered, covers every waypoint of a
+    2-hop question. A policy trained on 2- and 3-hop games can carry a second search over to 1-hop questions: the
+    third count shows it."""
     from searchgym.core.answers import normalize_answer
 
     out: dict[str, dict] = {}
@@ -534,11 +536,13 @@ def stopped_short(records: Mapping[str, Mapping], intermediates: Mapping[str, Se
         names = intermediates.get(str(r.get("id")))
         if names is None or r.get("hops") is None:
             continue
-        cell = out.setdefault(str(r["hops"]), {"n": 0, "intermediate": 0, "searched_short": 0})
+        cell = out.setdefault(str(r["hops"]), {"n": 0, "intermediate": 0, "searched_short": 0, "searched_long": 0})
         cell["n"] += 1
         prediction = normalize_answer(r.get("prediction"))
         cell["intermediate"] += bool(prediction) and prediction in {normalize_answer(x) for x in names}
-        cell["searched_short"] += r.get("searches") is not None and int(r["searches"]) < int(r["hops"])
+        if r.get("searches") is not None:
+            cell["searched_short"] += int(r["searches"]) < int(r["hops"])
+            cell["searched_long"] += int(r["searches"]) > int(r["hops"])
     return dict(sorted(out.items()))
 
 

@@ -350,7 +350,8 @@ def test_valid_by_hops_counts_questions_per_hop_count_per_step_and_in_all():
 
 def test_stopped_short_counts_answers_at_a_node_before_the_answer(world):
     """An answer naming a node the question's path passes through is counted, whatever its case or article; so is
-    a rollout that searched fewer times than the hops; a record whose task is not known is left out."""
+    a rollout that searched fewer times than the hops, and one that searched more; a record whose task is not known
+    is left out."""
     from searchgym.training.learning_checks import heldout_solver_tasks
 
     (task,) = heldout_solver_tasks(world, {2: 1})
@@ -359,7 +360,8 @@ def test_stopped_short_counts_answers_at_a_node_before_the_answer(world):
         "stopped": {"id": task.id, "hops": 2, "prediction": f"the {mid.upper()}", "searches": 1},
         "right": {"id": task.id, "hops": 2, "prediction": task.subgraph.answer, "searches": 2},
         "silent": {"id": task.id, "hops": 2, "prediction": None, "searches": 0},
+        "long": {"id": task.id, "hops": 2, "prediction": "elsewhere", "searches": 3},
         "unknown": {"id": "not-a-task", "hops": 2, "prediction": mid, "searches": 1},
     }
     counts = bs.stopped_short(records, {task.id: task.subgraph.bridge_names})
-    assert counts == {"2": {"n": 3, "intermediate": 1, "searched_short": 2}}
+    assert counts == {"2": {"n": 4, "intermediate": 1, "searched_short": 2, "searched_long": 1}}
