@@ -200,6 +200,8 @@ def _keyword_parameters(factory: Any, skip: Sequence[str]) -> Optional[list[str]
 def _check_option_type(spec: RewardSpec, key: str, value: Any) -> None:
     """Refuse an option whose value is not of its default's plain type (``true``/``false`` for a flag, a number
     for a number), so a config typo fails when the config is read, not when the first env is wrapped."""
+    if spec.factory is None:  # the env's own reward: check_options refuses its options before this
+        return
     param = inspect.signature(spec.factory).parameters.get(key)
     default = None if param is None else param.default
     if default is None or default is inspect.Parameter.empty or type(default) not in (bool, int, float, str):
