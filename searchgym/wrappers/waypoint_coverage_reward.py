@@ -291,8 +291,8 @@ def rollout_is_valid(trajectory: Trajectory) -> bool:
 
 def task_waypoint_aliases(task: Task) -> list[tuple[str, ...]]:
     """Aliases of each waypoint from the task's subgraph node table (for ``match_aliases``)."""
-    sg = task.subgraph
-    if sg is None or [sg.nodes[n].title for n in sg.waypoint_ids] != list(task.waypoints):
+    sg = _waypoint_subgraph(task)
+    if sg is None:
         raise MissingTaskDataError(
             f"task {task.id!r}: alias matching needs the subgraph whose path gives the waypoints; "
             "construct the task with its Subgraph or use match_aliases=False"
@@ -309,10 +309,18 @@ def answers_a_waypoint(trajectory: Trajectory) -> bool:
     task = trajectory.task
     _require_waypoints(task)
     names = list(task.waypoints)
-    sg = task.subgraph
-    if sg is not None and [sg.nodes[n].title for n in sg.waypoint_ids] == list(task.waypoints):
+    sg = _waypoint_subgraph(task)
+    if sg is not None:
         names += [alias for n in sg.waypoint_ids for alias in sg.nodes[n].aliases]
     return exact_match(trajectory.answer, names)
+
+
+def _waypoint_subgraph(task: Task):
+    """The task's subgraph when its path gives the task's waypoints (so its nodes' aliases are theirs), else None."""
+    sg = task.subgraph
+    if sg is None or [sg.nodes[n].title for n in sg.waypoint_ids] != list(task.waypoints):
+        return None
+    return sg
 
 
 def _require_waypoints(task: Task) -> None:
