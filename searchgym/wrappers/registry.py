@@ -129,13 +129,14 @@ class RewardPlan:
                 raise InvalidArgumentError(
                     f"reward options for {name!r} must be a mapping of keyword arguments, got {kwargs!r}"
                 )
-            accepted = _keyword_parameters(spec.factory, skip=("env", *spec.needs))
+            params = inspect.signature(spec.factory).parameters
+            accepted = _keyword_parameters(params, skip=("env", *spec.needs))
             unknown = sorted(set(kwargs) - set(accepted)) if accepted is not None else []
             if unknown:
                 listed = ", ".join(accepted or ()) or "(none)"
                 raise InvalidArgumentError(f"reward {name!r} has no option {', '.join(unknown)}; its options: {listed}")
             for key, value in kwargs.items():
-                _check_option_type(spec, key, value)
+                _check_option_type(name, key, params[key].default if key in params else None, value)
             out[name] = dict(kwargs)
         return out
 
@@ -185,25 +186,21 @@ class RewardPlan:
         return missing
 
 
-def _keyword_parameters(factory: Any, skip: Sequence[str]) -> Optional[list[str]]:
-    """The keyword parameters ``factory`` takes besides ``skip`` (``None``: it takes any, via ``**kwargs``)."""
-    params = inspect.signature(factory).parameters.values()
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+def _keyword_parameters(params: Mapping[str, inspect.Parameter], skip: Sequence[str]) -> Optional[list[str]]:
+    """The keyword parameters of a factory's signature ``params`` besides ``skip`` (``None``: it takes any, via
+    ``**kwargs``)."""
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return None
     return [
         p.name
-        for p in params
+        for p in params.values()
         if p.name not in skip and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     ]
 
 
-def _check_option_type(spec: RewardSpec, key: str, value: Any) -> None:
+def _check_option_type(name: str, key: str, default: Any, value: Any) -> None:
     """Refuse an option whose value is not of its default's plain type (``true``/``false`` for a flag, a number
     for a number), so a config typo fails when the config is read, not when the first env is wrapped."""
-    if spec.factory is None:  # the env's own reward: check_options refuses its options before this
-        return
-    param = inspect.signature(spec.factory).parameters.get(key)
-    default = None if param is None else param.default
     if default is None or default is inspect.Parameter.empty or type(default) not in (bool, int, float, str):
         return
     kind = type(default)
@@ -214,7 +211,7 @@ def _check_option_type(spec: RewardSpec, key: str, value: Any) -> None:
     )
     if not ok:
         expected = {bool: "true or false", str: "a string"}.get(kind, "a number")
-        raise InvalidArgumentError(f"reward {spec.name!r} option {key} expects {expected}, got {value!r}")
+        raise InvalidArgumentError(f"reward {name!r} option {key} expects {expected}, got {value!r}")
 
 
 _REGISTRY: dict[str, RewardSpec] = {}

@@ -341,6 +341,26 @@ def trajectory_coverage(
     return waypoint_coverage(trajectory.think_text, task.waypoints, case_insensitive=case_insensitive, aliases=aliases)
 
 
+def rollout_group_terms(
+    trajectories: Sequence[Trajectory],
+    alpha: float,
+    *,
+    case_insensitive: bool,
+    match_aliases: bool,
+    lone: str,
+    waypoint_answer_credit: bool,
+) -> list[dict]:
+    """:func:`wcr_group_terms` of one group's finished rollouts: their coverage, correctness, validity and (with
+    ``waypoint_answer_credit=False``) whether each answered a waypoint, read from the trajectories."""
+    coverages = [
+        trajectory_coverage(t, case_insensitive=case_insensitive, match_aliases=match_aliases)[0] for t in trajectories
+    ]
+    correct = [bool(t.correct) for t in trajectories]
+    valid = [rollout_is_valid(t) for t in trajectories]
+    stopped = None if waypoint_answer_credit else [answers_a_waypoint(t) for t in trajectories]
+    return wcr_group_terms(correct, valid, coverages, alpha, lone, answered_waypoint=stopped)
+
+
 def wcr_group_rewards(
     trajectories: Sequence[Trajectory],
     alpha: float = 0.3,
@@ -359,13 +379,14 @@ def wcr_group_rewards(
     ids = {t.task.id for t in trajectories}
     if len(ids) > 1:
         raise InvalidArgumentError(f"a WCR group is the rollouts of one question; got task ids {sorted(ids)}")
-    coverages = [
-        trajectory_coverage(t, case_insensitive=case_insensitive, match_aliases=match_aliases)[0] for t in trajectories
-    ]
-    correct = [bool(t.correct) for t in trajectories]
-    valid = [rollout_is_valid(t) for t in trajectories]
-    stopped = None if waypoint_answer_credit else [answers_a_waypoint(t) for t in trajectories]
-    terms = wcr_group_terms(correct, valid, coverages, alpha, lone, answered_waypoint=stopped)
+    terms = rollout_group_terms(
+        trajectories,
+        alpha,
+        case_insensitive=case_insensitive,
+        match_aliases=match_aliases,
+        lone=lone,
+        waypoint_answer_credit=waypoint_answer_credit,
+    )
     return [{"reward": t["correct"] + t["wcr_bonus"], **t} for t in terms]
 
 
@@ -432,13 +453,13 @@ class WaypointCoverageReward(RewardShapingWrapper):
 
     def shape_solver_group(self, events: list[Event], info: dict) -> None:
         """Score one question's rollouts together and add each one's bonus."""
-        trajs = [event_trajectory(ev) for ev in events]
-        coverages = [self.coverage(t)[0] for t in trajs]
-        correct = [bool(t.correct) for t in trajs]
-        valid = [rollout_is_valid(t) for t in trajs]
-        stopped = None if self.waypoint_answer_credit else [answers_a_waypoint(t) for t in trajs]
-        group = wcr_group_terms(
-            correct, valid, coverages, self.alpha, self.lone_normalisation, answered_waypoint=stopped
+        group = rollout_group_terms(
+            [event_trajectory(ev) for ev in events],
+            self.alpha,
+            case_insensitive=self.case_insensitive,
+            match_aliases=self.match_aliases,
+            lone=self.lone_normalisation,
+            waypoint_answer_credit=self.waypoint_answer_credit,
         )
         for ev, terms in zip(events, group):
             bonus = terms.pop("wcr_bonus")
