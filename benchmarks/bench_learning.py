@@ -28,11 +28,13 @@ the shipped adapter is scored beside the re-made one), ``--size gpu`` (``--devic
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import time
 from dataclasses import asdict
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
 from machine import machine_info
@@ -512,12 +514,27 @@ def rl_curve(work: Path, stage: str, seed: int) -> dict:
     }
 
 
-def heldout_records(work: Path, name: str, *, reworded: bool = False) -> dict:
-    """A scored stage's held-out Solver records (key -> record): the benchmark's wording, or ``reworded``."""
+def heldout_records(work: Path, name: str, *, reworded: bool = False) -> Mapping[str, Mapping]:
+    """A scored stage's held-out Solver records (key -> record, read-only): the benchmark's wording, or
+    ``reworded``. A collection asks for a stage's records once per wording and once per pairing; the file is read
+    and parsed once while it is unchanged (:func:`_records_by_wording`)."""
     from searchgym.evaluation.runner import RECORDS_NAME
 
-    lines = (eval_dir(work, name) / RECORDS_NAME).read_text().splitlines()
-    return {r["key"]: r for r in map(json.loads, lines) if str(r.get("dataset", "")).endswith("-reworded") == reworded}
+    path = eval_dir(work, name) / RECORDS_NAME
+    stat = path.stat()
+    return _records_by_wording(str(path), stat.st_mtime_ns, stat.st_size)[reworded]
+
+
+@functools.lru_cache(maxsize=64)
+def _records_by_wording(path: str, mtime_ns: int, size: int) -> tuple[Mapping[str, Mapping], Mapping[str, Mapping]]:
+    """The records file at ``path`` split by wording (the benchmark's, reworded), each key -> record behind a
+    read-only view; ``mtime_ns`` and ``size`` key the cache, so a file that grew (a resumed evaluation) is read
+    again."""
+    split: tuple[dict, dict] = ({}, {})
+    for line in Path(path).read_text().splitlines():
+        r = json.loads(line)
+        split[str(r.get("dataset", "")).endswith("-reworded")][r["key"]] = MappingProxyType(r)
+    return MappingProxyType(split[0]), MappingProxyType(split[1])
 
 
 def stopped_short(records: Mapping[str, Mapping], intermediates: Mapping[str, Sequence[str]]) -> dict:
@@ -553,7 +570,7 @@ def paired_flips(work: Path, before: str, after: str, *, reworded: bool = False)
     with itself)."""
     a, b = heldout_records(work, before, reworded=reworded), heldout_records(work, after, reworded=reworded)
 
-    def em(recs: dict, hop: Any = None) -> dict:
+    def em(recs: Mapping, hop: Any = None) -> dict:
         return {k: r["em"] for k, r in recs.items() if hop is None or r.get("hops") == hop}
 
     hops = sorted({r["hops"] for r in b.values() if r.get("hops") is not None})

@@ -365,3 +365,27 @@ def test_stopped_short_counts_answers_at_a_node_before_the_answer(world):
     }
     counts = bs.stopped_short(records, {task.id: task.subgraph.bridge_names})
     assert counts == {"2": {"n": 4, "intermediate": 1, "searched_short": 2, "searched_long": 1}}
+
+
+def test_heldout_records_split_by_wording_read_once_and_again_when_the_file_grows(tmp_path, monkeypatch):
+    """A stage's records file is parsed once while unchanged however many times a collection asks (each wording,
+    each pairing), comes back read-only, and is read again after it grows (a resumed evaluation appends)."""
+    from searchgym.evaluation.runner import RECORDS_NAME
+
+    bl = sys.modules["bench_learning"]
+    folder = bl.eval_dir(tmp_path, "stage")
+    folder.mkdir()
+    path = folder / RECORDS_NAME
+    rows = [{"key": "q1", "dataset": "kg-heldout", "em": 1.0}, {"key": "q1", "dataset": "kg-heldout-reworded", "em": 0}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    reads = []
+    real = Path.read_text
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: reads.append(self) or real(self, *a, **k))
+    own, reworded = bs.heldout_records(tmp_path, "stage"), bs.heldout_records(tmp_path, "stage", reworded=True)
+    assert (own["q1"]["em"], reworded["q1"]["em"]) == (1.0, 0)
+    assert bs.heldout_records(tmp_path, "stage")["q1"] is own["q1"] and reads == [path]
+    with pytest.raises(TypeError):
+        own["q2"] = {}  # type: ignore[index]
+    with path.open("a") as f:
+        f.write(json.dumps({"key": "q2", "dataset": "kg-heldout", "em": 0.0}) + "\n")
+    assert sorted(bs.heldout_records(tmp_path, "stage")) == ["q1", "q2"] and reads == [path, path]
