@@ -94,3 +94,18 @@ def test_task_sources_function_calling_and_bad_settings():
         gem.make("searchgym:KGSolver-v0", tasks=picked, pool=[])
     with pytest.raises(InvalidArgumentError, match="unknown reward"):
         gem.make("searchgym:KGSolver-v0", rewards="nope")
+
+
+def test_reward_options_reach_the_wrappers_and_spawned_envs():
+    no_credit = {"wcr": {"waypoint_answer_credit": False}}
+    env = gem.make("searchgym:KGSolver-WCR-v0", reward_options=no_credit, seed=3)
+    env.reset()
+    task = env.rollout.task
+    # reasoning through the waypoints, then a wrong answer that is one of them: no WCR credit with the option
+    turn = f"<think>via {', '.join(task.waypoints)}</think><answer>{task.waypoints[0]}</answer>"
+    _, reward, terminated, _, info = env.step(turn)
+    assert terminated and reward == 0.0 and info["reward_components"]["wcr_answered_waypoint"] == 1
+    assert env.spawn().rollout.env.get_wrapper_attr("waypoint_answer_credit") is False
+    assert gem.make("searchgym:KGSolver-WCR-v0").rollout.env.get_wrapper_attr("waypoint_answer_credit") is True
+    with pytest.raises(InvalidArgumentError, match="given with no reward stack"):
+        gem.make("searchgym:KGSolver-v0", reward_options=no_credit)

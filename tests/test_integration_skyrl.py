@@ -172,3 +172,17 @@ def test_bad_settings_fail_clearly(name, rows):
         skyrl_gym.register(id="searchgym_other", entry_point="skyrl_gym.envs.gsm8k.env:GSM8kEnv")
     with pytest.raises(InvalidArgumentError, match="already has an env"):
         register_env("searchgym_other")
+
+
+def test_reward_options_in_the_hydra_block_reach_the_wrappers(name, rows):
+    block = OmegaConf.create({"rewards": "wcr", "reward_options": {"wcr": {"waypoint_answer_credit": False}}})
+    env = skyrl_gym.make(name, env_config=block, extras=extras_of(rows[0]))
+    assert env.rollout.env.get_wrapper_attr("waypoint_answer_credit") is False  # (skyrl_gym.make sets env.spec)
+    env.init(rows[0]["prompt"])
+    waypoints = task_of(rows[0])["waypoints"]
+    # reasoning through the waypoints, then a wrong answer that is one of them: no WCR credit with the option
+    out = env.step(f"<think>via {', '.join(waypoints)}</think><answer>{waypoints[0]}</answer>")
+    assert out["done"] and out["reward"] == 0.0 and out["metadata"]["reward_components"]["wcr_answered_waypoint"] == 1
+    with pytest.raises(InvalidArgumentError, match="reward 'wcr' has no option credit"):
+        bad = {"rewards": "wcr", "reward_options": {"wcr": {"credit": 1}}}
+        skyrl_gym.make(name, env_config=bad, extras=extras_of(rows[0]))

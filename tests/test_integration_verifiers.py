@@ -101,6 +101,39 @@ def test_rollouts_score_the_envs_reward_and_components():
             assert trace.metrics["outcome"] == 0.0 and 0 < trace.reward == pytest.approx(trace.metrics["wcr_bonus"])
 
 
+class SeedAnswerer(ScriptedGenerator):
+    """Reasons through the task's waypoints and answers the seed: a wrong answer that is itself a waypoint."""
+
+    def generate(self, prompts, config=None):
+        out = []
+        for messages in prompts:
+            task = self.tasks[question_of(messages[0]["content"] + "\n")]
+            out.append(f"<think>via {', '.join(task.waypoints)}</think><answer>{task.waypoints[0]}")
+        return out
+
+
+def test_reward_options_travel_in_the_task_payload_to_the_harness():
+    from searchgym.integrations.verifiers.environment import SearchGymData, _spec
+
+    no_credit = {"wcr": {"waypoint_answer_credit": False}}
+    env = load_environment(rewards="wcr", reward_options=no_credit)
+    (task,) = list(env.taskset.take(1))
+    assert task.data.searchgym["reward_options"] == no_credit
+    back = SearchGymData.model_validate_json(task.data.model_dump_json())  # as a task is serialised
+    spec = _spec(json.loads(json.dumps(back.searchgym)))
+    assert spec == env.taskset.config.env_spec() and spec.reward_options == no_credit
+    assert _spec({**back.searchgym, "reward_options": {}}).reward_options == {}
+    with OpenAIServer(SeedAnswerer({task.data.searchgym["task"]["question"]: _task(task)}, set()), "s") as server:
+        (episode,) = run_episodes(env, [task], server.url)
+    assert episode.ok, episode.errors
+    (trace,) = episode.traces
+    assert trace.reward == 0.0 and trace.metrics["wcr_answered_waypoint"] == 1.0 and trace.metrics["wcr_coverage"] > 0
+    with pytest.raises(ValueError, match="reward 'wcr' has no option credit"):
+        load_environment(rewards="wcr", reward_options={"wcr": {"credit": False}})
+    with pytest.raises(ValueError, match="given with no reward stack"):
+        load_environment(reward_options=no_credit)
+
+
 def test_function_calling_sends_the_envs_tools_and_tool_messages():
     env = load_environment(protocol="function_calling")
     (task,) = list(env.taskset.take(1))

@@ -159,3 +159,67 @@ def test_reward_options_reach_the_wrappers_from_the_config_and_bad_ones_name_the
         reward_plan("binary").check_options({"binary": {"x": 1}})
     with pytest.raises(InvalidArgumentError, match="'eve' has no option x; its options: \\(none\\)"):
         reward_plan("eve").check_options({"eve": {"x": 1}})
+
+
+# ----------------------------------------------------------------------------- the adapters' EnvSpec
+NO_CREDIT = {"wcr": {"waypoint_answer_credit": False}}
+
+
+def _answer_a_waypoint(env) -> dict:
+    """One rollout of ``env`` (a ``KGSolver-v0``) whose reasoning walks every waypoint and whose wrong answer is
+    the seed (a waypoint): its reward components."""
+    _, info = env.reset(seed=0)
+    task = info["task"]
+    *_, info = env.step(f"<think>{' '.join(task.waypoints)}</think><answer>{task.waypoints[0]}</answer>")
+    return info["reward_components"]
+
+
+def test_env_spec_reward_options_reach_the_wrapper_and_change_the_reward():
+    from searchgym.integrations.environments import EnvSpec, cached_env, make_env
+
+    given = {"wcr": {"waypoint_answer_credit": False}}
+    spec = EnvSpec("KGSolver-v0", ("wcr",), reward_options=given)
+    given["wcr"]["waypoint_answer_credit"] = True  # the spec keeps its own checked copy
+    assert spec.reward_options == NO_CREDIT and type(spec.reward_options["wcr"]) is dict
+    env = make_env(spec)
+    assert isinstance(env, WaypointCoverageReward) and env.waypoint_answer_credit is False
+    off = _answer_a_waypoint(env)
+    on = _answer_a_waypoint(make_env(EnvSpec("KGSolver-v0", ("wcr",))))
+    assert on["wcr_bonus"] == pytest.approx(0.3) and off["wcr_bonus"] == 0.0 and off["wcr_answered_waypoint"] == 1
+    # the options are part of the spec's identity: cached envs with and without them differ
+    plain = EnvSpec("KGSolver-v0", ("wcr",))
+    assert spec.key() != plain.key() and spec != plain
+    assert spec.key() == EnvSpec("KGSolver-v0", ("wcr",), reward_options=NO_CREDIT).key()
+    assert cached_env(spec, clone=False) is not cached_env(plain, clone=False)
+    assert cached_env(spec).get_wrapper_attr("waypoint_answer_credit") is False
+
+
+def test_env_spec_from_config_reads_reward_options():
+    from searchgym.integrations.environments import EnvSpec
+
+    cfg = {"env_id": "KGSolver-v0", "rewards": "gdcr,wcr", "env_kwargs": {"max_turns": 3}, "reward_options": NO_CREDIT}
+    spec = EnvSpec.from_config(cfg)
+    assert spec == EnvSpec("KGSolver-v0", ("gdcr", "wcr"), {"max_turns": 3}, reward_options=NO_CREDIT)
+    assert EnvSpec.from_config({**cfg, "rewards": list(spec.rewards), "reward_options": spec.reward_options}) == spec
+    assert EnvSpec.from_config({"rewards": "wcr"}).reward_options == {}
+    with pytest.raises(InvalidArgumentError, match="use env_id, rewards, env_kwargs, reward_options$"):
+        EnvSpec.from_config({"reward_option": NO_CREDIT})
+
+
+@pytest.mark.parametrize(
+    "rewards,options,match",
+    [
+        ((), NO_CREDIT, "given with no reward stack .*add the reward they configure to rewards, e.g. rewards='wcr'"),
+        (("binary",), NO_CREDIT, "given with no reward stack"),  # the env's own reward: no wrapper to configure
+        (("gdcr",), NO_CREDIT, "reward options for 'wcr', which is not in the reward stack gdcr; drop them or add"),
+        (("wcr",), {"wcr": {"credit": False}}, "reward 'wcr' has no option credit; its options: alpha, "),
+        (("wcr",), {"wcr": {"alpha": "high"}}, "reward 'wcr' option alpha expects a number, got 'high'"),
+        (("wcr",), ["wcr"], "reward options must map a reward name to its keyword arguments"),
+    ],
+)
+def test_env_spec_refuses_bad_reward_options_in_one_line(rewards, options, match):
+    from searchgym.integrations.environments import EnvSpec, reward_names
+
+    with pytest.raises(InvalidArgumentError, match=match) as caught:
+        EnvSpec("KGSolver-v0", reward_names(rewards), reward_options=options)
+    assert "\n" not in str(caught.value)

@@ -266,6 +266,55 @@ def test_get_reward_is_the_envs_reward_for_every_reward(default_world, rewards, 
     assert env.search(query="after the end") == "The episode is over: no more tool calls are run. Stop here."
 
 
+NO_CREDIT = {"wcr": {"waypoint_answer_credit": False}}
+
+
+def test_environment_factory_passes_reward_options_to_the_wrappers(default_world):
+    """The transcript names every waypoint and answers the seed (a waypoint, wrong): WCR pays it α unless
+    ``waypoint_answer_credit`` is off."""
+    kwargs = {**ENV, "world": default_world}
+    (row,) = dataset_rows(n=1, protocol="function_calling", env_kwargs=kwargs)
+    task = sgtrl.task_of_row(row).task
+    call = {"function": {"name": "answer", "arguments": {"answer": task.waypoints[0]}}}
+    message = {"role": "assistant", "content": f"<think>via {', '.join(task.waypoints)}</think>", "tool_calls": [call]}
+    scored = {}
+    for options in (None, NO_CREDIT):
+        cls = environment_factory("wcr", reward_options=options, **kwargs)
+        assert cls.spec.reward_options == (options or {})
+        env = cls()
+        env.reset(**row)
+        env._attach([message])
+        scored[bool(options)] = (env.get_reward(), env.reward_components)
+    assert scored[False][0] == pytest.approx(0.3) and scored[True][0] == 0.0
+    assert scored[True][1]["wcr_answered_waypoint"] == 1
+    with pytest.raises(InvalidArgumentError, match="reward 'wcr' has no option credit; its options: alpha"):
+        environment_factory("wcr", reward_options={"wcr": {"credit": False}}, **kwargs)
+    with pytest.raises(InvalidArgumentError, match="given with no reward stack"):
+        environment_factory(reward_options=NO_CREDIT, **kwargs)
+
+
+def test_rollout_func_and_grpo_trainer_pass_reward_options(qwen_tok, chatml_tok, default_world, monkeypatch):
+    import trl
+
+    rows = dataset_rows(n=1, env_kwargs={"world": default_world})
+    given = {"wcr": {"waypoint_answer_credit": False}}
+    func = rollout_func(rows, rewards="gdcr,wcr", reward_options=given, env_kwargs={"world": default_world})
+    given["wcr"]["waypoint_answer_credit"] = True  # the rollout keeps its own checked copy
+    for role, group in (("solver", 2), ("selfplay", 3), ("proposer", 2)):
+        assert func.spec(role, group).reward_options == NO_CREDIT
+    assert func._take_env(func.spec("solver", 2)).get_wrapper_attr("waypoint_answer_credit") is False
+    with pytest.raises(InvalidArgumentError, match="reward options for 'wcr', which is not in the reward stack gdcr"):
+        rollout_func(rows, rewards="gdcr", reward_options=NO_CREDIT)
+
+    made = []  # grpo_trainer hands the options to either entry point
+    monkeypatch.setattr(trl, "GRPOTrainer", lambda *a, **kw: made.append(kw) or kw)
+    common = dict(args=None, train_dataset=rows, rewards="wcr", reward_options=NO_CREDIT)
+    grpo_trainer(None, processing_class=qwen_tok, env_kwargs={"world": default_world}, **common)
+    grpo_trainer(None, processing_class=chatml_tok, entry="rollout_func", **common)
+    assert made[0]["environment_factory"].spec.reward_options == NO_CREDIT
+    assert made[1]["rollout_func"].spec("solver", 2).reward_options == NO_CREDIT
+
+
 # ----------------------------------------------------------------------------- rollout_func
 def after_prompt(context: str) -> str:
     return context.rsplit("<|im_start|>assistant\n", 1)[-1]

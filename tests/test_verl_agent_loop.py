@@ -223,6 +223,24 @@ def test_bad_names_fail_clearly(tok):
         make_loop(al.SearchGymSolverLoop, tok, None, env_kwargs={"protocol": "function_calling"})
 
 
+def test_reward_options_from_the_yaml_reach_the_solver_loops_wrappers(tok):
+    task = first_task()
+    seed = task.waypoints[0]  # answered: a wrong answer that is a waypoint, named in the reasoning
+    no_credit = OmegaConf.create({"wcr": {"waypoint_answer_credit": False}})  # as hydra passes the YAML entry
+    loop = make_loop(al.SearchGymSolverLoop, tok, ScriptedServer(tok, seed), rewards="wcr", reward_options=no_credit)
+    assert loop.spec == EnvSpec("KGSolver-v0", ("wcr",), reward_options={"wcr": {"waypoint_answer_credit": False}})
+    assert type(loop.spec.reward_options["wcr"]) is dict
+    paid = make_loop(al.SearchGymSolverLoop, tok, ScriptedServer(tok, seed), rewards="wcr")
+    row = {"searchgym": {"task": task.to_dict()}}
+    withheld, credited = (
+        asyncio.run(x.run({}, extra_info=row)).extra_fields["reward_extra_info"] for x in (loop, paid)
+    )
+    assert credited["wcr_bonus"] > 0 and credited["outcome"] == 0.0
+    assert withheld["wcr_bonus"] == 0.0 and withheld["wcr_answered_waypoint"] == 1.0
+    with pytest.raises(ValueError, match="reward 'wcr' has no option credit"):
+        make_loop(al.SearchGymSolverLoop, tok, None, rewards="wcr", reward_options={"wcr": {"credit": False}})
+
+
 def test_selfplay_loop_one_game_per_group(tok):
     group = 3
     server = TinyModelServer(tok)

@@ -75,6 +75,29 @@ def test_compute_score_bad_input():
         compute_score("searchgym", "<answer>x</answer>", "x", {"searchgym": {"rewards": "wrc"}})
 
 
+def test_reward_options_travel_in_the_rows_and_shape_compute_score(rows, tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    no_credit = {"wcr": {"waypoint_answer_credit": False}}
+    written = dataset_rows(EnvSpec("KGSolver-v0"), 3, rewards="wcr", reward_options=no_credit)
+    (row,) = pq.read_table(write_dataset(tmp_path / "train.parquet", written[:1])).to_pylist()
+    assert json.loads(row["extra_info"]["searchgym"]["reward_options"]) == no_credit
+    assert "reward_options" not in rows[0]["extra_info"]["searchgym"]  # none given: none written
+    gold = row["reward_model"]["ground_truth"]
+    task = json.loads(row["extra_info"]["searchgym"]["task"])
+    # reasoning through every waypoint, then a wrong answer that is the seed (a waypoint)
+    think = " ".join(task["waypoints"])
+    response = tool_loop_response([f"<think>{think}</think><answer>{task['waypoints'][0]}</answer>"])
+    paid = compute_score("searchgym", response, gold, rows[0]["extra_info"])
+    assert paid["score"] == pytest.approx(0.3)  # Eq. 6: WCR's partial credit
+    for extra in (row["extra_info"], {"searchgym": {**row["extra_info"]["searchgym"], "reward_options": no_credit}}):
+        withheld = compute_score("searchgym", response, gold, extra)  # the row's JSON, or a mapping
+        assert withheld["score"] == 0.0 and withheld["wcr_answered_waypoint"] == 1.0
+    with pytest.raises(ValueError, match="reward 'wcr' has no option credit; its options: alpha"):
+        dataset_rows(EnvSpec("KGSolver-v0"), 1, rewards="wcr", reward_options={"wcr": {"credit": False}})
+    with pytest.raises(ValueError, match="given with no reward stack"):
+        dataset_rows(EnvSpec("KGSolver-v0"), 1, reward_options=no_credit)
+
+
 def test_dataset_rows_round_trip_through_parquet(rows, tmp_path):
     pq = pytest.importorskip("pyarrow.parquet")
     path = write_dataset(tmp_path / "train.parquet", rows)

@@ -184,6 +184,61 @@ def test_play_cli_rejects_bad_reward_stacks(spec, message, capsys):
     assert message in capsys.readouterr().err
 
 
+def test_play_cli_passes_reward_options_to_the_wrappers(capsys, monkeypatch):
+    from searchgym.cli import main as cli_main
+    from searchgym.wrappers import registry
+
+    built = []  # the envs play wrapped, to read the wrapper's settings
+    real_wrap = registry.RewardPlan.wrap
+
+    def wrap(self, env, **kwargs):
+        built.append(real_wrap(self, env, **kwargs))
+        return built[-1]
+
+    monkeypatch.setattr(registry.RewardPlan, "wrap", wrap)
+    argv = ["play", "--games", "1", "--reward", "wcr"]
+    options = ["--reward-option", "wcr.waypoint_answer_credit=false", "--reward-option", "wcr.alpha=0.5"]
+    assert cli_main([*argv, *options]) == 0
+    out = capsys.readouterr().out
+    line = next(row for row in out.splitlines() if row.startswith("mean solver reward components"))
+    assert "wcr_answered_waypoint" in line  # reported only without credit for an answer at a waypoint
+    (env,) = built
+    assert env.get_wrapper_attr("waypoint_answer_credit") is False and env.get_wrapper_attr("alpha") == 0.5
+    assert cli_main(argv) == 0  # without the option: Eq. 6, the default
+    assert "wcr_answered_waypoint" not in capsys.readouterr().out
+    assert built[1].get_wrapper_attr("waypoint_answer_credit") is True
+
+
+def test_play_reward_options_read_yaml_values_and_dotted_wrapper_paths():
+    from searchgym.commands.play import parse_reward_options
+
+    items = ["wcr.alpha=0.5", "wcr.case_insensitive=yes", "pkg.mod:Mine.label= a b ", "pkg.mod:Mine.size=[1, 2]"]
+    assert parse_reward_options(items, "wcr,pkg.mod:Mine") == {
+        "wcr": {"alpha": 0.5, "case_insensitive": True},
+        "pkg.mod:Mine": {"label": "a b", "size": [1, 2]},
+    }
+    assert parse_reward_options([], None) == {}
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--reward", "wcr", "--reward-option", "wcr.credit=false"], "reward 'wcr' has no option credit; its options:"),
+        (["--reward", "wcr", "--reward-option", "gdcr.x=1"], "reward options for 'gdcr', which is not in the reward"),
+        (["--reward", "wcr", "--reward-option", "wcr=false"], "'wcr=false' must look like NAME.KEY=VALUE"),
+        (["--reward", "wcr", "--reward-option", "wcr.alpha"], "'wcr.alpha' must look like NAME.KEY=VALUE"),
+        (["--reward", "wcr", "--reward-option", "wcr.alpha=["], "--reward-option 'wcr.alpha=[': YAML syntax error"),
+        (["--reward-option", "wcr.alpha=0.5"], "--reward-option configures a reward of --reward; add it"),
+    ],
+)
+def test_play_cli_refuses_bad_reward_options_in_one_line(extra, message, capsys):
+    from searchgym.cli import main as cli_main
+
+    assert cli_main(["play", "--games", "1", *extra]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
 def test_only_reward_replacing_wrappers_are_marked_and_must_stack_innermost():
     from searchgym.wrappers import wrap_rewards
 

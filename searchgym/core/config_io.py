@@ -87,8 +87,6 @@ class ConfigIO:
         """Apply ``key=value`` strings (values parsed as YAML, checked against the field's type). A dotted key
         sets one entry of a mapping field and keeps its others (``env_kwargs.filter_config={min_words: 8}``), where
         ``env_kwargs={...}`` replaces the whole mapping."""
-        import yaml
-
         d = self.to_dict()
         hints = get_type_hints(type(self))
         for item in items:
@@ -99,13 +97,7 @@ class ConfigIO:
             key = next(iter(rename_keys({key: None}, self.RENAMED_KEYS, f"--set {key}")))
             if key not in d:
                 raise InvalidArgumentError(f"unknown config key {key!r}; valid keys: {', '.join(sorted(d))}")
-            try:
-                value = yaml.safe_load(raw) if raw.strip() else ""
-            except yaml.YAMLError as exc:
-                raise InvalidArgumentError(
-                    f"override {item!r}: {_yaml_problem(exc, line=False)} in the value; fix it, or quote it to pass "
-                    "a plain string"
-                ) from None
+            value = override_value(raw, item)
             if path:
                 d[key] = _set_entry(key, d[key], path, value, hints[key])
             else:
@@ -119,6 +111,20 @@ class ConfigIO:
     def digest(self) -> str:
         """Short hash of :meth:`fingerprint`."""
         return hashlib.sha256(json.dumps(self.fingerprint(), sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def override_value(raw: str, item: str, *, what: str = "override") -> Any:
+    """The VALUE of a ``KEY=VALUE`` override ``item`` (``raw``) read as YAML: ``false`` → ``False``, ``0.5`` → ``0.5``,
+    ``{a: 1}`` → a mapping, nothing → ``""``. A YAML error is one line naming the ``what`` and ``item``."""
+    import yaml
+
+    try:
+        return yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as exc:
+        raise InvalidArgumentError(
+            f"{what} {item!r}: {_yaml_problem(exc, line=False)} in the value; fix it, or quote it to pass "
+            "a plain string"
+        ) from None
 
 
 def dataclass_from_mapping(cls: type[_T], d: Mapping[str, Any], *, what: str = "config key") -> _T:

@@ -1,5 +1,5 @@
 """The searchgym env an adapter plays (verl agent loops and reward function, TRL entry points): an env
-id, reward wrappers, kwargs.
+id, reward wrappers and their options, kwargs.
 
 Envs are built once per (process, config) and reused: building the default world, pool and index
 takes seconds, and verl instantiates an agent loop per sample (TRL an environment per rollout). Bad
@@ -14,7 +14,7 @@ import logging
 import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 import gymnasium as gym
 
@@ -42,12 +42,15 @@ class EnvSpec:
     """Which env to play: ``env_id``, reward wrapper names innermost first (``("wcr",)``), and
     ``env_kwargs`` for ``gymnasium.make`` (``world``, ``retriever`` URL, ``group_size``, ``max_turns``,
     ``protocol`` ...). ``wrappers``: further wrapper factories (``env -> wrapped env``, applied after
-    the named rewards) for wrappers that need arguments, e.g. EVE's answerer."""
+    the named rewards) for wrappers that need arguments, e.g. EVE's answerer. ``reward_options``: keyword
+    arguments of the named rewards' wrappers by reward name (``{"wcr": {"waypoint_answer_credit": False}}``),
+    checked against the stack (:meth:`~searchgym.wrappers.registry.RewardPlan.check_options`)."""
 
     env_id: str = "KGSolver-v0"
     rewards: tuple[str, ...] = ()
     env_kwargs: dict = field(default_factory=dict)
     wrappers: tuple = ()
+    reward_options: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.env_id not in env_ids():
@@ -59,8 +62,16 @@ class EnvSpec:
             )
         object.__setattr__(self, "rewards", tuple(self.rewards))
         object.__setattr__(self, "wrappers", tuple(self.wrappers))
-        if self.rewards:
-            reward_plan(self.rewards)  # registered names (or 'package.module:Wrapper'), a valid stack
+        if self.rewards:  # registered names (or 'package.module:Wrapper'), a valid stack, options it takes
+            object.__setattr__(self, "reward_options", reward_plan(self.rewards).check_options(self.reward_options))
+        elif self.reward_options:
+            names = ",".join(map(str, self.reward_options)) if isinstance(self.reward_options, Mapping) else ""
+            raise InvalidArgumentError(
+                f"reward options {self.reward_options!r} given with no reward stack (rewards is empty: the env's own "
+                f"reward); add the reward they configure to rewards, e.g. rewards={names or 'wcr'!r}"
+            )
+        else:
+            object.__setattr__(self, "reward_options", {})
         for w in self.wrappers:
             if not callable(w):
                 raise InvalidArgumentError(f"wrappers must be callables env -> wrapped env, got {type(w).__name__}")
@@ -68,27 +79,33 @@ class EnvSpec:
     @classmethod
     def from_config(cls, cfg: Any) -> "EnvSpec":
         """From a mapping (verl's agent-loop YAML or a row's ``extra_info["searchgym"]``); ``rewards``
-        may be a comma-separated string."""
+        may be a comma-separated string, ``reward_options`` a mapping reward name → keyword arguments."""
         cfg = dict(cfg or {})
-        unknown = set(cfg) - {"env_id", "rewards", "env_kwargs"}
+        unknown = set(cfg) - {"env_id", "rewards", "env_kwargs", "reward_options"}
         if unknown:
             raise InvalidArgumentError(
-                f"unknown searchgym env settings {sorted(unknown)}; use env_id, rewards, env_kwargs"
+                f"unknown searchgym env settings {sorted(unknown)}; use env_id, rewards, env_kwargs, reward_options"
             )
         rewards = reward_names(cfg.get("rewards"))
-        return cls(cfg.get("env_id", "KGSolver-v0"), rewards, dict(cfg.get("env_kwargs") or {}))
+        return cls(
+            cfg.get("env_id", "KGSolver-v0"),
+            rewards,
+            dict(cfg.get("env_kwargs") or {}),
+            reward_options=cfg.get("reward_options") or {},
+        )
 
     def key(self) -> str:
-        """A hashable identity of this spec (kwargs by value, wrapper factories by identity)."""
+        """A hashable identity of this spec (kwargs and reward options by value, wrapper factories by identity)."""
         extra = [f"{getattr(w, '__qualname__', type(w).__name__)}@{id(w)}" for w in self.wrappers]
-        return json.dumps([self.env_id, list(self.rewards), self.env_kwargs, extra], sort_keys=True, default=str)
+        parts = [self.env_id, list(self.rewards), self.env_kwargs, self.reward_options, extra]
+        return json.dumps(parts, sort_keys=True, default=str)
 
 
 def make_env(spec: EnvSpec):
-    """A fresh env for ``spec`` with its reward wrappers."""
+    """A fresh env for ``spec`` with its reward wrappers (given their options)."""
     register_envs()
     env = gym.make(spec.env_id, **spec.env_kwargs).unwrapped  # the text envs skip gym's checker wrappers
-    env = wrap_rewards(env, spec.rewards) if spec.rewards else env
+    env = wrap_rewards(env, spec.rewards, options=spec.reward_options) if spec.rewards else env
     for wrap in spec.wrappers:
         env = wrap(env)
     return env

@@ -43,7 +43,8 @@ GEM_VERSION_READ = "0.1.0"
 class SearchGymGemEnv(Env):
     """One searchgym Solver rollout per GEM episode (see the module docstring).
 
-    ``rewards``: reward wrapper names (``"binary"``, ``"wcr"``, ``"dynasearcher,wcr"``, ...); ``protocol``:
+    ``rewards``: reward wrapper names (``"binary"``, ``"wcr"``, ``"dynasearcher,wcr"``, ...); ``reward_options``:
+    their wrappers' keyword arguments by reward name (``{"wcr": {"waypoint_answer_credit": False}}``); ``protocol``:
     ``"tags"`` or ``"function_calling"``; ``kg_tool``, ``max_turns`` and ``env_kwargs`` (``world``,
     ``retriever`` URL, ``judge``, ...) configure ``KGSolver-v0``; one task source at most."""
 
@@ -51,6 +52,7 @@ class SearchGymGemEnv(Env):
         self,
         rewards: Any = "binary",
         *,
+        reward_options: Optional[dict] = None,
         protocol: str = "tags",
         kg_tool: bool = False,
         max_turns: Optional[int] = None,
@@ -64,6 +66,7 @@ class SearchGymGemEnv(Env):
         super().__init__()
         self._config = dict(
             rewards=rewards,
+            reward_options=reward_options,
             protocol=protocol,
             kg_tool=kg_tool,
             max_turns=max_turns,
@@ -76,7 +79,8 @@ class SearchGymGemEnv(Env):
         kwargs = {**(env_kwargs or {}), "protocol": protocol, "kg_tool": kg_tool}
         if max_turns is not None:
             kwargs["max_turns"] = int(max_turns)
-        self.rollout = TextRollout(EnvSpec(TEXT_ENV_ID, reward_names(rewards), kwargs))
+        spec = EnvSpec(TEXT_ENV_ID, reward_names(rewards), kwargs, reward_options=reward_options or {})
+        self.rollout = TextRollout(spec)
         self.tasks = solver_tasks(
             self.rollout.env.unwrapped, pool=pool, flashrag=flashrag, parquet=parquet, tasks=tasks
         )

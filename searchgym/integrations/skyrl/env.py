@@ -3,15 +3,16 @@ tested against skyrl-gym 0.4.0).
 
 SkyRL-train's generator builds one env per trajectory with ``skyrl_gym.make(env_class, env_config=...,
 extras=...)``: ``env_config`` is the ``environment.skyrl_gym.<env_class>`` block of its Hydra config
-(here: ``rewards`` and ``env_kwargs``, as in verl's agent-loop YAML) and ``extras`` the dataset row's other
-columns but ``prompt`` and ``env_class``, plus ``max_turns`` (``generator.max_turns``, which becomes the env's
-turn limit). ``init(prompt)`` resets the env on the row's task (:func:`~searchgym.integrations.skyrl.rows.row_options`
-over the extras and the prompt; a row without a task is refused there) and returns the
-env's prompt as one user message; ``step(text)`` plays the model's turn and returns the env's insertion as
-the observation (tags: a ``user`` message holding ``<information>…</information>`` or a corrective message;
-function calling: the env's ``tool`` messages), the step's reward (the env's reward events, after its reward
-wrappers — 0 until the rollout ends, then e.g. ``1 + wcr_bonus``) and ``done``. ``get_metrics()`` reports
-the reward components, which SkyRL logs per env class.
+(here: ``rewards``, ``reward_options`` and ``env_kwargs``, as in verl's agent-loop YAML) and ``extras`` the
+dataset row's other columns but ``prompt`` and ``env_class``, plus ``max_turns`` (``generator.max_turns``,
+which becomes the env's turn limit). ``init(prompt)`` resets the env on the row's task
+(:func:`~searchgym.integrations.skyrl.rows.row_options` over the extras and the prompt; a row without a task
+is refused there) and returns the env's prompt as one user message; ``step(text)`` plays the model's turn
+and returns the env's insertion as the observation (tags: a ``user`` message holding
+``<information>…</information>`` or a corrective message; function calling: the env's ``tool`` messages),
+the step's reward (the env's reward events, after its reward wrappers — 0 until the rollout ends, then e.g.
+``1 + wcr_bonus``) and ``done``. ``get_metrics()`` reports the reward components, which SkyRL logs per env
+class.
 
 With ``generator.use_conversation_multi_turn=false`` SkyRL appends each observation's tokens to the response
 (mask 0) after the sampled ids (mask 1): exactly searchgym's tag-protocol stream, the one the verl and TRL

@@ -117,6 +117,7 @@ def grpo_trainer(
     train_dataset,
     entry: str = "environment_factory",
     rewards: Any = "binary",
+    reward_options: Optional[dict] = None,
     protocol: Optional[str] = None,
     kg_tool: bool = False,
     wrappers: Sequence = (),
@@ -131,7 +132,8 @@ def grpo_trainer(
     ``environment_factory``: :func:`environment_factory` (+ :func:`attach_transcripts` when
     ``transcripts``, so the env scores the model's reasoning too); ``rollout_func``:
     :func:`rollout_func` over ``train_dataset`` + :func:`env_reward` (``protocol`` defaults to
-    ``"tags"``; ``max_turn_tokens``: its per-turn cap, default 512). ``reward_funcs`` are added to
+    ``"tags"``; ``max_turn_tokens``: its per-turn cap, default 512). ``rewards`` and ``reward_options`` (their
+    wrappers' keyword arguments by reward name) go to either entry point. ``reward_funcs`` are added to
     searchgym's; everything else goes to ``GRPOTrainer``."""
     from trl import GRPOTrainer
 
@@ -147,7 +149,9 @@ def grpo_trainer(
         if protocol not in (None, "function_calling"):
             raise InvalidArgumentError("the environment_factory entry point speaks function calling; drop protocol=")
         check_tokenizer(processing_class, entry)
-        factory = environment_factory(rewards, kg_tool=kg_tool, wrappers=wrappers, **env_kwargs)
+        factory = environment_factory(
+            rewards, reward_options=reward_options, kg_tool=kg_tool, wrappers=wrappers, **env_kwargs
+        )
         funcs = ([attach_transcripts] if transcripts else []) + list(reward_funcs)
         return GRPOTrainer(
             model,
@@ -164,6 +168,7 @@ def grpo_trainer(
     func = rollout_func(
         train_dataset,
         rewards=rewards,
+        reward_options=reward_options,
         protocol=protocol,
         kg_tool=kg_tool,
         wrappers=wrappers,

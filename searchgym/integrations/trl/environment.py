@@ -221,6 +221,7 @@ class SearchGymKGToolEnv(SearchGymToolEnv):
 def environment_factory(
     rewards: Any = "binary",
     *,
+    reward_options: Optional[dict] = None,
     env_id: str = "KGSolver-v0",
     kg_tool: bool = False,
     wrappers: Sequence = (),
@@ -228,9 +229,11 @@ def environment_factory(
 ) -> type:
     """The class to pass as ``GRPOTrainer(environment_factory=...)``: a :class:`SearchGymToolEnv`
     (``kg_lookup`` added when ``kg_tool``) bound to ``KGSolver-v0`` in the function-calling protocol
-    with the named ``rewards`` (``"binary"``, ``"wcr"``, ``"dynasearcher,wcr"``, ...), further
+    with the named ``rewards`` (``"binary"``, ``"wcr"``, ``"dynasearcher,wcr"``, ...) given
+    ``reward_options`` (their wrappers' keyword arguments by reward name:
+    ``{"wcr": {"waypoint_answer_credit": False}}``), further
     ``wrappers`` (``env -> wrapped env``) and ``env_kwargs`` (``world``, ``retriever``, ``max_turns``,
-    ``judge``, ...). Unknown env ids and reward names raise here, naming the valid ones."""
+    ``judge``, ...). Unknown env ids, reward names and reward options raise here, naming the valid ones."""
     solvers = env_ids(kind="single", role="solver")  # the one-Solver-rollout families of the env registry
     if env_id not in solvers:
         EnvSpec(env_id)  # an unknown id raises, naming the registered ones
@@ -246,6 +249,7 @@ def environment_factory(
         reward_names(rewards),
         {**env_kwargs, "kg_tool": kg_tool, "protocol": "function_calling"},
         tuple(wrappers),
+        reward_options or {},
     )
     base = SearchGymKGToolEnv if kg_tool else SearchGymToolEnv
     return type("SearchGymEnv", (base,), {"spec": spec, "__doc__": base.__doc__, "__module__": __name__})

@@ -100,6 +100,7 @@ class SearchGymRollout:
         dataset: Iterable[dict],
         *,
         rewards: Any = "binary",
+        reward_options: Optional[dict] = None,
         protocol: str = "tags",
         kg_tool: bool = False,
         wrappers: Sequence = (),
@@ -109,6 +110,7 @@ class SearchGymRollout:
     ) -> None:
         self.index = PromptIndex(dataset)
         self.rewards = reward_names(rewards)
+        self.reward_options = reward_options or {}
         self.protocol = check_protocol(protocol)
         self.kg_tool = bool(kg_tool)
         self.wrappers = tuple(wrappers)
@@ -122,7 +124,8 @@ class SearchGymRollout:
         if max_turn_tokens < 1:
             raise InvalidArgumentError(f"max_turn_tokens must be >= 1, got {max_turn_tokens}")
         self.max_turn_tokens = int(max_turn_tokens)
-        self.spec("solver", 2)  # unknown reward names and bad env settings fail here, not mid-training
+        # unknown reward names and options and bad env settings fail here, not mid-training; the checked copy kept
+        self.reward_options = self.spec("solver", 2).reward_options
         self.stops = list(TURN_STOPS) if self.protocol == "tags" else []
         self.__name__ = "searchgym_rollout"
         self._free: dict[str, list] = {}  # envs of finished steps, by spec, reused (a copy costs ~10 ms)
@@ -139,7 +142,7 @@ class SearchGymRollout:
     def spec(self, role: str, group: int) -> EnvSpec:
         """The env a group of ``role`` rows plays with G = ``group``."""
         kwargs = {**self.env_kwargs, "protocol": self.protocol, "kg_tool": self.kg_tool, "group_size": group}
-        return EnvSpec(_ENV_OF_ROLE[role], self.rewards, kwargs, self.wrappers)
+        return EnvSpec(_ENV_OF_ROLE[role], self.rewards, kwargs, self.wrappers, self.reward_options)
 
     # ------------------------------------------------------------------ TRL's call
     def __call__(self, prompts: list, trainer) -> dict:
@@ -279,7 +282,8 @@ class SearchGymRollout:
 def rollout_func(dataset: Iterable[dict], **kwargs: Any) -> SearchGymRollout:
     """The ``rollout_func`` for ``GRPOTrainer`` over ``dataset`` (the same rows as ``train_dataset``).
 
-    ``rewards``: registry names (``"binary"``, ``"wcr"``, ``"wcr,gdcr"``, ...); ``protocol``:
+    ``rewards``: registry names (``"binary"``, ``"wcr"``, ``"wcr,gdcr"``, ...); ``reward_options``: their
+    wrappers' keyword arguments by reward name (``{"wcr": {"waypoint_answer_credit": False}}``); ``protocol``:
     ``"tags"`` or ``"function_calling"`` (must match the dataset's); ``kg_tool``; ``wrappers``: extra
     wrapper factories; ``env_kwargs``: ``world``, ``retriever``, ``max_turns``, ``judge``, ...;
     ``proposer_group``: Solvers per game of a ``"proposer"`` row (default G); ``max_turn_tokens``: the

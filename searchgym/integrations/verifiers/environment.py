@@ -7,8 +7,8 @@ train client the token ids and loss masks) and an *env* that runs them. searchgy
 
 * :class:`SearchGymTaskset`: one task per Solver task of the source (``--env.taskset.pool``, ``flashrag``,
   ``parquet``; none: the built-in tasks), its prompt the env's own, its data carrying the task (waypoints and
-  subgraph included) and the env settings (``rewards``, ``protocol``, ``kg_tool``, ``max_turns``,
-  ``retriever``, ``world``).
+  subgraph included) and the env settings (``rewards``, ``reward_options``, ``protocol``, ``kg_tool``,
+  ``max_turns``, ``retriever``, ``world``).
 * :class:`SearchGymHarness`: plays the task in-process through
   :class:`~searchgym.integrations.text_rollout.TextRollout`: each turn one chat completion from the
   interception endpoint (the official ``openai`` client), the reply stepped through ``KGSolver-v0``, the
@@ -72,7 +72,7 @@ INFO_KEY = "searchgym"
 
 class SearchGymData(vf.TaskData):
     """A task's data: the verifiers fields (``id``, ``prompt``) plus ``searchgym`` — the searchgym task
-    (``Task.to_dict()``), its reset ``seed`` and the env settings (``rewards``, ``env_kwargs``)."""
+    (``Task.to_dict()``), its reset ``seed`` and the env settings (``rewards``, ``reward_options``, ``env_kwargs``)."""
 
     searchgym: dict[str, Any] = Field(default_factory=dict)
 
@@ -108,6 +108,9 @@ class SearchGymTasksetConfig(vf.TasksetConfig):
 
     rewards: str = "binary"
     """Reward wrapper names, innermost first: ``binary`` (the env's exact match), ``wcr``, ``dynasearcher,wcr``..."""
+    reward_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Keyword arguments of the reward wrappers by reward name, e.g. ``{"wcr": {"waypoint_answer_credit": false}}``;
+    each name must be in ``rewards`` and each option a parameter of its wrapper."""
     protocol: Literal["tags", "function_calling"] = "tags"
     """``tags`` (``<search>`` / ``<answer>``) or ``function_calling`` (the env's tools in the request)."""
     kg_tool: bool = False
@@ -139,7 +142,7 @@ class SearchGymTasksetConfig(vf.TasksetConfig):
         for name in ("max_turns", "retriever", "world"):
             if getattr(self, name) is not None:
                 kwargs[name] = getattr(self, name)
-        return EnvSpec(TEXT_ENV_ID, reward_names(self.rewards), kwargs)
+        return EnvSpec(TEXT_ENV_ID, reward_names(self.rewards), kwargs, reward_options=self.reward_options)
 
 
 class SearchGymTaskset(vf.Taskset[SearchGymTask, SearchGymTasksetConfig]):
@@ -158,6 +161,7 @@ class SearchGymTaskset(vf.Taskset[SearchGymTask, SearchGymTasksetConfig]):
                 "task": task.to_dict(),
                 "seed": cfg.seed + i,
                 "rewards": list(spec.rewards),
+                "reward_options": spec.reward_options,
                 "env_kwargs": dict(spec.env_kwargs),
             }
             out.append(SearchGymTask(SearchGymData(id=task.id, prompt=prompt, searchgym=payload), cfg.task))
@@ -212,7 +216,7 @@ class SearchGymHarness(vf.Harness[SearchGymHarnessConfig]):
             raise InvalidArgumentError(
                 f"task {data.id!r} carries no searchgym task; the searchgym harness plays tasks of the {ENV_ID} taskset"
             )
-        spec = EnvSpec(TEXT_ENV_ID, tuple(payload["rewards"]), dict(payload["env_kwargs"]))
+        spec = _spec(payload)
         run = env_runner(self.config.env_threads)
         rollout: TextRollout = await run(TextRollout, spec)  # the first one builds the env (seconds): off the loop
         await run(functools.partial(rollout.reset, seed=payload.get("seed"), options={"task": _task(payload)}))
@@ -259,6 +263,13 @@ class SearchGymHarness(vf.Harness[SearchGymHarnessConfig]):
 def _task(payload: dict) -> Task:
     """The searchgym task a harness payload carries."""
     return Task.from_dict(payload["task"])
+
+
+def _spec(payload: dict) -> EnvSpec:
+    """The env a harness payload describes (:meth:`SearchGymTaskset.load` wrote its settings)."""
+    return EnvSpec(
+        TEXT_ENV_ID, tuple(payload["rewards"]), dict(payload["env_kwargs"]), reward_options=payload["reward_options"]
+    )
 
 
 class SearchGymEnvConfig(vf.EnvConfig):

@@ -16,7 +16,7 @@ Both return ``AgentLoopOutput`` with ``response_mask`` 0 on every env-inserted t
 ``reward_score`` set (so verl skips its own reward function), the reward components in
 ``extra_fields["reward_extra_info"]``. They need ``actor_rollout_ref.rollout.mode=async`` and
 ``data.return_raw_chat=True`` (verl's requirement for agent loops); the env settings come from the
-YAML entry (``env_id``, ``rewards``, ``env_kwargs``, ``env_threads``), the task from the row's
+YAML entry (``env_id``, ``rewards``, ``reward_options``, ``env_kwargs``, ``env_threads``), the task from the row's
 ``extra_info["searchgym"]`` (``task``: a ``Task.to_dict()``, or ``index`` / ``seed``) or, for a
 Search-R1 / FlashRAG row without it, from the row's question and gold answers; a row with neither is
 refused (:func:`searchgym.integrations.verl.data.row_options`).
@@ -84,6 +84,7 @@ class _SearchGymLoop(AgentLoopBase):
         env_id: str = "KGSolver-v0",
         rewards: Any = (),
         env_kwargs: Optional[dict] = None,
+        reward_options: Optional[dict] = None,
         stop: Optional[list] = None,
         on_generate_error: str = "mark",
         env_threads: int = DEFAULT_ENV_THREADS,
@@ -92,9 +93,18 @@ class _SearchGymLoop(AgentLoopBase):
         super().__init__(*args, **kwargs)
         if isinstance(env_kwargs, DictConfig):  # from verl's agent-loop YAML, via hydra
             env_kwargs = OmegaConf.to_container(env_kwargs, resolve=True)
+        if isinstance(reward_options, DictConfig):
+            reward_options = OmegaConf.to_container(reward_options, resolve=True)
         if isinstance(rewards, ListConfig):
             rewards = list(rewards)
-        self.spec = EnvSpec.from_config({"env_id": env_id, "rewards": rewards, "env_kwargs": dict(env_kwargs or {})})
+        self.spec = EnvSpec.from_config(
+            {
+                "env_id": env_id,
+                "rewards": rewards,
+                "env_kwargs": dict(env_kwargs or {}),
+                "reward_options": reward_options,
+            }
+        )
         if self.spec.env_kwargs.get("protocol", "tags") != "tags":
             raise InvalidArgumentError(
                 "the verl agent loops play the tag protocol; drop env_kwargs.protocol (function calling is offered "

@@ -27,7 +27,7 @@ from searchgym.envs.registration import env_spec
 
 from ...core.atomic_writes import write_file
 from ...errors import InvalidArgumentError, SearchGymRuntimeError
-from ..environments import EnvSpec, make_env
+from ..environments import EnvSpec, make_env, reward_names
 from ..qa_rows import qa_task
 from ..task_sources import given_source, solver_tasks, source_subgraphs
 
@@ -47,6 +47,7 @@ def dataset_rows(
     agent_names: Sequence[str] = ("searchgym_solver",),
     seed: int = 0,
     rewards: Optional[str] = None,
+    reward_options: Optional[dict] = None,
     pool: Any = None,
     flashrag: Any = None,
     parquet: Any = None,
@@ -54,9 +55,12 @@ def dataset_rows(
 ) -> list[dict]:
     """One row per task and agent loop name (self-play: ``searchgym_proposer`` and ``searchgym_selfplay``
     rows train both roles), over ``n`` tasks of the source (a seeded sample kept in the source's order;
-    ``None``: every task). A Solver env plays tasks, ``KGSelfPlay-v0`` the pool's subgraphs."""
+    ``None``: every task). A Solver env plays tasks, ``KGSelfPlay-v0`` the pool's subgraphs. ``rewards`` and
+    ``reward_options`` (their wrappers' keyword arguments by reward name) go into each row for
+    :func:`~searchgym.integrations.verl.reward.compute_score`, checked here."""
     if n is not None and n < 1:
         raise InvalidArgumentError(f"need n >= 1 rows, got {n}")
+    scoring = EnvSpec("KGSolver-v0", reward_names(rewards), reward_options=reward_options or {})  # compute_score's
     source = given_source(pool=pool, flashrag=flashrag, parquet=parquet, tasks=tasks)
     env = make_env(spec)
     base = env.unwrapped
@@ -83,6 +87,8 @@ def dataset_rows(
         sg = {"task": json.dumps(task.to_dict(), ensure_ascii=False), "index": i, "seed": seed + i}
         if rewards:
             sg["rewards"] = rewards
+        if scoring.reward_options:  # JSON, as the task: parquet has no column type for a free-form mapping
+            sg["reward_options"] = json.dumps(scoring.reward_options)
         rows += [
             {
                 "data_source": "searchgym",

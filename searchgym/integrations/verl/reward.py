@@ -11,12 +11,14 @@ re-runs the searches the turns ask for (BM25 is sub-millisecond), judges the fin
 ``score`` and every reward component, which verl logs.
 
 ``extra_info["searchgym"]`` may hold ``task`` (a ``Task.to_dict()``, carrying waypoints for WCR),
-``rewards`` and ``env_kwargs`` (``world``, ``retriever`` URL ...): the rows written by
-:func:`searchgym.integrations.verl.data.write_dataset` do.
+``rewards``, ``reward_options`` (their wrappers' keyword arguments by reward name, a mapping or its JSON, e.g.
+``{"wcr": {"waypoint_answer_credit": false}}``) and ``env_kwargs`` (``world``, ``retriever`` URL ...): the rows
+written by :func:`searchgym.integrations.verl.data.write_dataset` do.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Optional
 
@@ -68,8 +70,14 @@ def compute_score(
     """searchgym's reward for one decoded verl response: ``{"score": float, **components, "turns": n}``."""
     extra = dict((extra_info or {}).get("searchgym") or {})
     task = _task(ground_truth, extra)
+    options = extra.get("reward_options")
     spec = EnvSpec.from_config(
-        {"env_id": "KGSolver-v0", "rewards": extra.get("rewards"), "env_kwargs": extra.get("env_kwargs")}
+        {
+            "env_id": "KGSolver-v0",
+            "rewards": extra.get("rewards"),
+            "env_kwargs": extra.get("env_kwargs"),
+            "reward_options": json.loads(options) if isinstance(options, str) else options,  # rows hold JSON
+        }
     )
     env = cached_env(spec)
     env.reset(options={"task": task})
