@@ -187,6 +187,11 @@ def test_make_data_sources_sample_and_split_with_the_seed(tmp_path, default_worl
     tasks = [json.loads(r["extra_info"]["searchgym"]["task"]) for r in train + val]
     assert sorted(t["subgraph"]["id"] for t in tasks) == sorted(sg.id for sg in subgraphs)
     assert all(t["waypoints"] for t in tasks) and {r["agent_name"] for r in train} == {"searchgym_solver"}
+    assert all("reward_options" not in r["extra_info"]["searchgym"] for r in train)
+    train, _ = run("options", "--pool", str(pool), "--val", "2", "--reward-option", "wcr.waypoint_answer_credit=no")
+    assert {r["extra_info"]["searchgym"]["reward_options"] for r in train} == {
+        json.dumps({"wcr": {"waypoint_answer_credit": False}})
+    }  # what compute_score rebuilds the WCR wrapper with
     train, val = run("selfplay", "--pool", str(pool), "--n", "3", "--val", "1", "--selfplay")
     assert [r["agent_name"] for r in train + val] == ["searchgym_proposer", "searchgym_selfplay"] * 3
 
@@ -203,3 +208,10 @@ def test_make_data_bad_input_is_one_line_and_exit_2(tmp_path, make_data_main, ca
         with pytest.raises(SystemExit) as exit_:
             make_data_main(["--out", str(tmp_path), *args])
         assert exit_.value.code == 2 and message in capsys.readouterr().err
+    for args, message in [
+        (["--reward-option", "wcr.credit=false"], "reward 'wcr' has no option credit; its options:"),
+        (["--reward-option", "wcr=false"], "--reward-option 'wcr=false' must look like NAME.KEY=VALUE"),
+    ]:
+        assert make_data_main(["--out", str(tmp_path / "bad"), *args]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1

@@ -210,14 +210,14 @@ def test_play_cli_passes_reward_options_to_the_wrappers(capsys, monkeypatch):
 
 
 def test_play_reward_options_read_yaml_values_and_dotted_wrapper_paths():
-    from searchgym.commands.play import parse_reward_options
+    from searchgym.wrappers.registry import reward_options_from_items
 
     items = ["wcr.alpha=0.5", "wcr.case_insensitive=yes", "pkg.mod:Mine.label= a b ", "pkg.mod:Mine.size=[1, 2]"]
-    assert parse_reward_options(items, "wcr,pkg.mod:Mine") == {
+    assert reward_options_from_items(items) == {
         "wcr": {"alpha": 0.5, "case_insensitive": True},
         "pkg.mod:Mine": {"label": "a b", "size": [1, 2]},
     }
-    assert parse_reward_options([], None) == {}
+    assert reward_options_from_items([]) == {}
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 python examples/verl/make_data.py --out data/searchgym                  # the built-in tasks: 112 train, 16 val
 python examples/verl/make_data.py --out data/searchgym --pool pool.jsonl --n 2000 --val 64 --seed 1
 python examples/verl/make_data.py --out data/searchgym --selfplay       # searchgym_proposer + searchgym_selfplay rows
+python examples/verl/make_data.py --out data/searchgym --reward-option wcr.waypoint_answer_credit=false  # WCR options
 python examples/verl/make_data.py --out data/nq --flashrag nq_train.jsonl --n 5000   # searchgym_qa rows
 python examples/verl/make_data.py --out data/sr1 --parquet nq_hotpotqa_train.parquet # Search-R1's rows, re-written
 
@@ -21,6 +22,7 @@ import sys
 from searchgym.errors import SearchGymError
 from searchgym.integrations.environments import EnvSpec
 from searchgym.integrations.verl.data import dataset_rows, write_dataset
+from searchgym.wrappers.registry import reward_options_from_items
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -43,6 +45,14 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--rewards",
         default=None,
         help="reward wrappers compute_score applies (verl's own tool loop); default: wcr, binary for QA sources",
+    )
+    p.add_argument(
+        "--reward-option",
+        action="append",
+        default=[],
+        metavar="NAME.KEY=VALUE",
+        help="a keyword argument of one --rewards wrapper, VALUE read as YAML (repeatable), written into every row "
+        "for compute_score, e.g. --reward-option wcr.waypoint_answer_credit=false",
     )
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
     a = p.parse_args(argv)
@@ -69,6 +79,7 @@ def write(a: argparse.Namespace) -> str:
         agent_names=loops,
         seed=a.seed,
         rewards=rewards,
+        reward_options=reward_options_from_items(a.reward_option),
         pool=a.pool,
         flashrag=a.flashrag,
         parquet=a.parquet,

@@ -35,29 +35,6 @@ def _agent(name: str, env_id: str, seed: int):
     return s.PathFollowingSolver()
 
 
-def parse_reward_options(items: list[str], reward: str | None) -> dict:
-    """``--reward-option NAME.KEY=VALUE`` items as reward name → keyword arguments, each VALUE read as YAML
-    (``false``, ``0.5``) as ``--set`` reads it; a name may hold dots (``pkg.mod:Wrapper.alpha=0.5``: the key is
-    after the last one). A malformed item, or options without ``reward``, is one line naming the fix."""
-    from ..core.config_io import override_value
-
-    if items and not reward:
-        raise InvalidArgumentError(
-            "--reward-option configures a reward of --reward; add it, e.g. "
-            "--reward wcr --reward-option wcr.waypoint_answer_credit=false"
-        )
-    options: dict[str, dict] = {}
-    for item in items:
-        target, sep, raw = item.partition("=")
-        name, dot, key = (part.strip() for part in target.rpartition("."))
-        if not sep or not dot or not name or not key:
-            raise InvalidArgumentError(
-                f"--reward-option {item!r} must look like NAME.KEY=VALUE (e.g. wcr.waypoint_answer_credit=false)"
-            )
-        options.setdefault(name, {})[key] = override_value(raw, item, what="--reward-option")
-    return options
-
-
 def run_play(args: argparse.Namespace) -> int:
     """Play ``args.games`` games (:func:`~searchgym.evaluation.games.play_games`, game ``g`` seeded ``--seed`` + g);
     print each one (:func:`~searchgym.evaluation.game_text.game_lines`). Returns 0."""
@@ -65,11 +42,16 @@ def run_play(args: argparse.Namespace) -> int:
 
     from .. import envs  # noqa: F401  (registers the ids)
     from ..evaluation.games import PlayedGame, play_games
-    from ..wrappers.registry import reward_plan, wrap_rewards
+    from ..wrappers.registry import reward_options_from_items, reward_plan, wrap_rewards
 
     if args.games < 1:
         raise InvalidArgumentError("--games must be >= 1")
-    options = parse_reward_options(args.reward_option, args.reward)
+    if args.reward_option and not args.reward:
+        raise InvalidArgumentError(
+            "--reward-option configures a reward of --reward; add it, e.g. "
+            "--reward wcr --reward-option wcr.waypoint_answer_credit=false"
+        )
+    options = reward_options_from_items(args.reward_option)
     if args.reward:
         reward_plan(args.reward).check_options(options)  # a bad stack or option fails before the world loads
     kwargs = {}

@@ -274,6 +274,25 @@ def reward_plan(reward: str | Sequence[str]) -> RewardPlan:
     return RewardPlan(tuple(specs))
 
 
+def reward_options_from_items(items: Sequence[str], *, flag: str = "--reward-option") -> dict[str, dict]:
+    """Command-line ``NAME.KEY=VALUE`` items as reward name → keyword arguments (what :meth:`RewardPlan.wrap`
+    takes as ``options``), each VALUE read as YAML (``false``, ``0.5``) as ``--set`` reads it; a name may hold dots
+    (``pkg.mod:Wrapper.alpha=0.5``: the key is after the last one). A malformed item is one line naming ``flag``
+    and the form; the names and keys are checked against a stack by :meth:`RewardPlan.check_options`."""
+    from ..core.config_io import override_value
+
+    options: dict[str, dict] = {}
+    for item in items:
+        target, sep, raw = item.partition("=")
+        name, dot, key = (part.strip() for part in target.rpartition("."))
+        if not sep or not dot or not name or not key:
+            raise InvalidArgumentError(
+                f"{flag} {item!r} must look like NAME.KEY=VALUE (e.g. wcr.waypoint_answer_credit=false)"
+            )
+        options.setdefault(name, {})[key] = override_value(raw, item, what=flag)
+    return options
+
+
 def wrap_rewards(env, reward: str | Sequence[str], **context):
     """``env`` wrapped in the rewards named by ``reward`` (see :func:`reward_plan`); ``context`` as in
     :meth:`RewardPlan.wrap`."""
