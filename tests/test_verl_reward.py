@@ -96,6 +96,9 @@ def test_reward_options_travel_in_the_rows_and_shape_compute_score(rows, tmp_pat
         dataset_rows(EnvSpec("KGSolver-v0"), 1, rewards="wcr", reward_options={"wcr": {"credit": False}})
     with pytest.raises(ValueError, match="given with no reward stack"):
         dataset_rows(EnvSpec("KGSolver-v0"), 1, reward_options=no_credit)
+    torn = {"searchgym": {**row["extra_info"]["searchgym"], "reward_options": '{"wcr": {"waypoint'}}
+    with pytest.raises(ValueError, match="extra_info.searchgym.reward_options is not JSON"):
+        compute_score("searchgym", response, gold, torn)
 
 
 def test_dataset_rows_round_trip_through_parquet(rows, tmp_path):

@@ -64,19 +64,32 @@ def _task(ground_truth: Any, extra: dict) -> Task:
     return Task(id="verl", question=str(extra.get("question", "")), answers=answers, source="verl")
 
 
+def _reward_options(options: Any) -> Any:
+    """A row's ``reward_options``: the rows :func:`~searchgym.integrations.verl.data.dataset_rows` writes hold them as
+    JSON (parquet has no column type for a free-form mapping); a mapping passes as it is. Bad JSON is one line."""
+    if not isinstance(options, str):
+        return options
+    try:
+        return json.loads(options)
+    except json.JSONDecodeError as exc:
+        raise InvalidArgumentError(
+            f"extra_info.searchgym.reward_options is not JSON ({exc.msg} at character {exc.pos}): {options[:80]!r}; "
+            "write the rows with dataset_rows(..., reward_options=...)"
+        ) from None
+
+
 def compute_score(
     data_source: str, solution_str: str, ground_truth: Any, extra_info: Optional[dict] = None, **_: Any
 ) -> dict:
     """searchgym's reward for one decoded verl response: ``{"score": float, **components, "turns": n}``."""
     extra = dict((extra_info or {}).get("searchgym") or {})
     task = _task(ground_truth, extra)
-    options = extra.get("reward_options")
     spec = EnvSpec.from_config(
         {
             "env_id": "KGSolver-v0",
             "rewards": extra.get("rewards"),
             "env_kwargs": extra.get("env_kwargs"),
-            "reward_options": json.loads(options) if isinstance(options, str) else options,  # rows hold JSON
+            "reward_options": _reward_options(extra.get("reward_options")),
         }
     )
     env = cached_env(spec)
