@@ -42,7 +42,7 @@ def run_play(args: argparse.Namespace) -> int:
 
     from .. import envs  # noqa: F401  (registers the ids)
     from ..evaluation.games import PlayedGame, play_games
-    from ..wrappers.registry import reward_options_from_items, reward_plan, wrap_rewards
+    from ..wrappers.registry import reward_options_from_items, reward_plan
 
     if args.games < 1:
         raise InvalidArgumentError("--games must be >= 1")
@@ -51,9 +51,8 @@ def run_play(args: argparse.Namespace) -> int:
             "--reward-option configures a reward of --reward; add it, e.g. "
             "--reward wcr --reward-option wcr.waypoint_answer_credit=false"
         )
-    options = reward_options_from_items(args.reward_option)
-    if args.reward:
-        reward_plan(args.reward).check_options(options)  # a bad stack or option fails before the world loads
+    plan = reward_plan(args.reward) if args.reward else None  # a bad stack or option fails before the world loads
+    options = plan.check_options(reward_options_from_items(args.reward_option)) if plan else {}
     kwargs = {}
     if args.export:
         kwargs["export_path"] = args.export
@@ -62,8 +61,8 @@ def run_play(args: argparse.Namespace) -> int:
     if args.max_turns is not None:  # 0 is refused by the env, not read as "the default"
         kwargs["max_turns"] = args.max_turns
     env = gym.make(args.env, **kwargs)
-    if args.reward:
-        env = wrap_rewards(env, args.reward, options=options)
+    if plan is not None:
+        env = plan.wrap(env, options=options)
     agent = _agent(args.agent, args.env, args.seed)
     totals: dict[str, list[float]] = {"proposer": [], "solver": []}
     components: dict[str, list[float]] = {}
