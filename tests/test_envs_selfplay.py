@@ -12,10 +12,13 @@ import pytest
 import searchgym  # noqa: F401
 from searchgym.agents.scripted import LeakyProposer, PathFollowingSolver, ScriptedProposer, ScriptedSelfPlayAgent
 from searchgym.cli import main as cli_main
+from searchgym.construction.question_templates import path_question
 from searchgym.core.types import Task
 from searchgym.envs.export import TrajectoryWriter, read_trajectories
 from searchgym.envs.replay import ReplayBuffer
 from searchgym.envs.selfplay import KGSelfPlayEnv
+from searchgym.errors import InvalidArgumentError
+from searchgym.evaluation.game_text import game_lines
 from tests.support.env_helpers import AcceptAll, RejectAll, play, tiny_subgraph
 
 
@@ -243,3 +246,48 @@ def test_state_dict_continues_the_game_stream_exactly():
     assert ia["game"] == ib["game"] == 2 and ia["validation"]["valid"] == ib["validation"]["valid"]
     assert [e["reward"] for e in ia["rewards"]] == [e["reward"] for e in ib["rewards"]]
     assert len(env.replay) == len(other.replay) and list(env.validation.recent) == list(other.validation.recent)
+
+
+def test_a_solver_only_game_has_no_proposer_phase_and_reports_only_the_solvers(tiny_world):
+    """``solver_only_hops``: a game on a subgraph of that hop count starts in the Solver phase on the subgraph's own
+    question, reports the G Solver events and no Proposer event, stores nothing in the replay buffer, and prints as
+    a game without a Proposer; the reset option overrides the hop counts both ways."""
+    env = _tiny(tiny_world, solver_only_hops=[3])  # the tiny subgraph's path has 3 hops
+    steps, first = play(env, ScriptedSelfPlayAgent(), seed=0)
+    assert first["role"] == "solver" and first["proposer"] is None and first["replay"] == "solver_only"
+    assert first["task"].source == "subgraph" and first["task"].question == path_question(tiny_subgraph())
+    assert first["subgraph"].id == "tiny-0" and first["reward_components"]["proposer"] == {}
+    final = steps[-1][4]
+    assert [e["role"] for e in final["rewards"]] == ["solver"] * 3
+    assert all(e["reward"] == 1.0 for e in final["rewards"])  # the path follower answers the template question
+    assert len(env.replay) == 0 and env.games_finished == 1
+    lines = game_lines(0, final["rewards"], final)
+    assert "a solver-only game" in lines[1] and "proposer reward" not in "\n".join(lines)
+    _, info = env.reset(seed=0, options={"solver_only": False})
+    assert info["role"] == "proposer" and info["replay"] == "proposed"
+    _, info = _tiny(tiny_world).reset(seed=0, options={"solver_only": True})
+    assert info["role"] == "solver" and info["proposer"] is None
+    with pytest.raises(InvalidArgumentError, match="solver_only"):
+        env.reset(seed=0, options={"solver_only": "yes"})
+    for bad in (["1"], [0], "1"):
+        with pytest.raises(InvalidArgumentError, match="solver_only_hops"):
+            _tiny(tiny_world, solver_only_hops=bad)
+    assert env.clone().solver_only_hops == (3,)
+
+
+def test_solver_only_games_pass_check_env_and_export(tmp_path):
+    from gymnasium.utils.env_checker import check_env
+
+    env = gym.make("KGSelfPlay-v0", pool_hops=[1, 2], solver_only_hops=[1])
+    check_env(env.unwrapped, skip_render_check=True)
+    path = tmp_path / "games.jsonl"
+    env = gym.make("KGSelfPlay-v0", pool_hops=[1, 2], solver_only_hops=[1], export_path=str(path))
+    roles = []
+    for seed in range(4):
+        _, first = play(env, ScriptedSelfPlayAgent(seed=seed), seed=seed)
+        roles.append((len(first["subgraph"].path) - 1, first["role"]))
+    assert sorted(set(roles)) == [(1, "solver"), (2, "proposer")]
+    games = list(read_trajectories(path))
+    assert len(games) == 4
+    one_hop = [g for g in games if g.replay == "solver_only"]
+    assert one_hop and all(g.proposer is None and len(g.solvers) == 5 for g in one_hop)

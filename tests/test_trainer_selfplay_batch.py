@@ -42,7 +42,7 @@ def tok():
     return build_tokenizer()
 
 
-def _trainer(tmp_path, tok, *, n_envs=2, verifier=None, **kw):
+def _trainer(tmp_path, tok, *, n_envs=2, verifier=None, env_kwargs=None, **kw):
     cfg = dict(
         device="cpu",
         batch_size=24,
@@ -58,6 +58,7 @@ def _trainer(tmp_path, tok, *, n_envs=2, verifier=None, **kw):
     cfg.update(kw)
     config = TrainConfig(**cfg)
     extra = {"verifier": verifier} if verifier is not None else {}
+    extra.update(env_kwargs or {})
     first = gym.make("KGSelfPlay-v0", group_size=config.group_size, max_turns=config.max_turns, **extra)
     envs = [first] + [first.unwrapped.clone() for _ in range(n_envs - 1)]
     tr = SelfPlayTrainer(config, envs=envs, model=build_model(tok), tokenizer=tok)
@@ -230,3 +231,21 @@ def test_target_baseline_needs_groups_and_a_dividing_batch():
         TrainConfig(proposer_baseline="target_or_all", proposer_group_size=1)
     with pytest.raises(ValueError, match="divide batch_size=6"):
         TrainConfig(batch_size=6, proposer_group_size=4)
+
+
+def test_solver_only_games_give_solver_samples_and_no_proposer_sample(tmp_path, tok):
+    """A pool of 1- and 2-hop subgraphs with ``solver_only_hops=[1]``: every game gives its Solver group, only the
+    2-hop games a Proposer sample, and the step's metrics and advantages take the mix."""
+    from searchgym.training.selfplay_samples import rollout_metrics
+
+    tr = _trainer(tmp_path, tok, batch_size=4, env_kwargs={"pool_hops": [1, 2], "solver_only_hops": [1]})
+    batch = tr.collect()
+    prop = [s for s in batch.samples if s.role == "proposer"]
+    solver = [s for s in batch.samples if s.role == "solver"]
+    assert batch.games == 4 and len(solver) == 8
+    assert prop and all(s.trajectory.task.hops == 2 for s in prop)
+    one_hop = [s for s in solver if s.trajectory.task.hops == 1]
+    assert len(prop) + len(one_hop) // 2 == 4 and all(s.trajectory.task.source == "subgraph" for s in one_hop)
+    m = rollout_metrics(batch.samples)
+    assert m["proposer/n"] == len(prop) and m["solver/n"] == 8
+    assert len(tr.advantages(batch.samples)) == len(batch.samples)

@@ -418,3 +418,17 @@ def test_env_steps_run_off_the_event_loop_so_slow_searches_overlap(tok):
     assert [o.reward_score for o in outs] == [1.0] * n and SlowRetriever.calls == n  # one search per rollout
     assert SlowRetriever.peak == n  # all n searches were waiting at once
     assert elapsed < n * SLOW_SEARCH_S * 0.6, f"{n} rollouts took {elapsed:.2f}s: their searches ran one by one"
+
+
+def test_selfplay_loop_refuses_a_solver_only_game_before_generating(tok):
+    """A game without a Proposer phase (``solver_only_hops``) cannot train both roles: one line, nothing sampled."""
+    server = TinyModelServer(tok)
+    loop = make_loop(
+        al.SearchGymSelfPlayLoop,
+        tok,
+        server,
+        n=1,
+        env_kwargs={"group_size": 1, "max_turns": 2, "pool_hops": [1], "solver_only_hops": [1]},
+    )
+    with pytest.raises(ValueError, match="no Proposer phase"):
+        asyncio.run(loop.run({}, uid="row-s", extra_info={"searchgym": {"index": 0}}))

@@ -54,9 +54,10 @@ INFO_KINDS: tuple[InfoKind, ...] = (KIND_SINGLE, KIND_GROUP, KIND_SELFPLAY, KIND
 
 #: where the Solvers' question of a self-play game came from: the Proposer's own (valid) question, one
 #: replayed from the buffer (the Proposer's was invalid), or the subgraph's template question (invalid and
-#: the buffer empty). Earlier versions said ``False`` / ``True`` / ``"dummy"``.
-ReplaySource = Literal["proposed", "replayed", "dummy"]
-REPLAY_SOURCES: tuple[ReplaySource, ...] = ("proposed", "replayed", "dummy")
+#: the buffer empty), or the subgraph's template question in a solver-only game (no Proposer phase:
+#: ``KGSelfPlay-v0``'s ``solver_only_hops``). Earlier versions said ``False`` / ``True`` / ``"dummy"``.
+ReplaySource = Literal["proposed", "replayed", "dummy", "solver_only"]
+REPLAY_SOURCES: tuple[ReplaySource, ...] = ("proposed", "replayed", "dummy", "solver_only")
 
 
 class SingleInfo(TypedDict):
@@ -105,7 +106,7 @@ class SelfPlayInfo(TypedDict):
     kind: Literal["selfplay"]
     role: Role  # which role acts now
     trajectories: list[Optional[Trajectory]]  # proposer phase: [proposer, None, ...]; then the G Solvers
-    proposer: Trajectory
+    proposer: Optional[Trajectory]  # None in a solver-only game (no Proposer phase)
     task: Task
     turn: list[Optional[Turn]]
     inserted: list[str]

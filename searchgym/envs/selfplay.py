@@ -26,6 +26,12 @@ count; read ``info["rewards"]`` to train each role on its own events). Driven al
 replay buffer is cleared every ``replay_reset_every`` games (default 10); the trainer instead shares
 one buffer across its env clones and clears it every ``replay_reset_steps`` training steps (SSP).
 
+**Solver-only games** (``solver_only_hops``, or ``reset(options={"solver_only": True})``): the game has no
+Proposer phase; it starts in the Solver phase with the subgraph's own template question
+(``info["replay"] = "solver_only"``, ``info["proposer"] = None``) and reports only the G Solver events. They
+give the Solvers practice on hop counts the Proposer is not trained to write (an ablation, off by default:
+docs/fidelity.md).
+
 Seeding: ``reset(seed=s)`` plays subgraph ``s mod len(pool)`` and seeds every random choice of the
 game; ``reset()`` without a seed moves to the next subgraph in order.
 """
@@ -72,7 +78,8 @@ class KGSelfPlayEnv(TextEnvBase):
     every stretch of games (:func:`~searchgym.envs.resources.hop_curriculum_pool`; the recipes' ``cpu``/``gpu``
     sizes use 2 and 3).
     ``group_size``: Solver rollouts per question (G, default 5). ``proposer_mode``: ``"kg"`` or
-    ``"vanilla"``. ``verifier``, ``filter_config``, ``n_noise``, ``noise_window``: see
+    ``"vanilla"``. ``solver_only_hops``: the games on pool subgraphs of these path lengths are solver-only (no
+    Proposer phase; see the module docstring). ``verifier``, ``filter_config``, ``n_noise``, ``noise_window``: see
     :class:`~searchgym.envs.proposer.ProposerValidation`. ``replay_capacity``,
     ``replay_reset_every``: see :class:`~searchgym.envs.replay.ReplayBuffer`. Other arguments as
     :class:`~searchgym.envs.base.TextEnvBase`.
@@ -94,12 +101,14 @@ class KGSelfPlayEnv(TextEnvBase):
         replay_reset_every: Optional[int] = 10,
         pool_seed: int = 0,
         pool_hops: Optional[Sequence[int]] = None,
+        solver_only_hops: Sequence[int] = (),
         **kwargs: Any,
     ) -> None:
         if group_size < 1:
             raise InvalidArgumentError(f"group_size must be >= 1, got {group_size}")
         if proposer_mode not in PROPOSER_MODES:
             raise InvalidArgumentError(f"proposer_mode must be one of {PROPOSER_MODES}, got {proposer_mode!r}")
+        self.solver_only_hops = _hop_counts(solver_only_hops)
         super().__init__(world, **kwargs)
         self.pool = resolve_pool(self.world, pool, order, pool_seed, hops=pool_hops)
         self.group_size = group_size
@@ -136,6 +145,7 @@ class KGSelfPlayEnv(TextEnvBase):
             noise_window=v.recent.maxlen or 0,
             replay_capacity=self.own_replay.capacity,
             replay_reset_every=self.own_replay.reset_every,
+            solver_only_hops=self.solver_only_hops,
             **self.shared_kwargs(),
         )
 
@@ -164,7 +174,8 @@ class KGSelfPlayEnv(TextEnvBase):
         :class:`~searchgym.envs.replay.ReplayBuffer`) is the buffer this game stores valid questions to and draws
         replacements from instead of the env's own, and ``options["batch_noise"]`` (a
         :class:`~searchgym.envs.proposer.BatchNoise`) supplies the verification noise from the batch's other
-        Proposer rollouts; a reset without them goes back to the env's own buffer and noise window."""
+        Proposer rollouts; a reset without them goes back to the env's own buffer and noise window.
+        ``options["solver_only"]`` (bool) makes this game solver-only or not, whatever ``solver_only_hops`` says."""
         self._reseed(seed)
         options = options or {}
         self.replay = batch_replay(options, self.own_replay)
@@ -179,12 +190,22 @@ class KGSelfPlayEnv(TextEnvBase):
                 self._cursor = (self._cursor + 1) % len(self.pool)
             sg = self.pool[self._cursor]
         task = task_from_subgraph(sg, self.world)
+        self.last_validation = None
+        self._game = self.games_finished
+        solver_only = options.get("solver_only")
+        if solver_only is None:
+            solver_only = task.hops in self.solver_only_hops
+        elif not isinstance(solver_only, bool):
+            raise InvalidArgumentError(f"options['solver_only'] must be true or false, got {solver_only!r}")
+        if solver_only:  # no Proposer phase: the Solvers play the subgraph's own question
+            self.proposer, self.replay_source = None, "solver_only"
+            self.group = SolverGroup(self, task, self.group_size)
+            obs = group_obs(ROLE_SOLVER, self.group.active, self.group.prompts())
+            return obs, self._record(self._info(None, self.group, [""] * self.group_size, []), reset=True)
         self.proposer = self._proposer_rollout(task, self.proposer_mode)
         self.validation.start(self.proposer.trajectory)
         self.group = None
-        self.last_validation = None
         self.replay_source = "proposed"
-        self._game = self.games_finished
         texts = [self.proposer.trajectory.prompt] + [""] * (self.group_size - 1)
         obs = group_obs(ROLE_PROPOSER, self._active(self.proposer, None), texts)
         return obs, self._record(self._info(self.proposer, None, [""] * self.group_size, []), reset=True)
@@ -192,13 +213,14 @@ class KGSelfPlayEnv(TextEnvBase):
     def step(self, action: Any):
         """Advance the current phase by one turn; see the module docstring."""
         proposer, group = self.proposer, self.group
-        if proposer is None:
+        if proposer is None and group is None:
             raise SearchGymRuntimeError("call reset() before step()")
         if group is not None and group.done:
             raise SearchGymRuntimeError("the game has ended; call reset() to start a new one")
         texts = check_group_action(action, self.group_size)
         events: list[RewardEvent] = []
         if group is None:
+            assert proposer is not None
             inserted = self._proposer_step(proposer, texts[0], events)
             group = self.group  # set when the proposer finished
         else:
@@ -264,11 +286,11 @@ class KGSelfPlayEnv(TextEnvBase):
         """Whether this game's proposer question passed validation (False before it is validated)."""
         return self.last_validation is not None and self.last_validation.valid
 
-    def _finish_game(self, proposer: Rollout, group: SolverGroup) -> list[RewardEvent]:
+    def _finish_game(self, proposer: Optional[Rollout], group: SolverGroup) -> list[RewardEvent]:
         """Score the solvers and (for a valid question) the proposer; the game's final events."""
         events = group.score()
-        traj = proposer.trajectory
-        if self._question_valid():
+        if proposer is not None and self._question_valid():
+            traj = proposer.trajectory
             solve_rate = sum(ev.reward for ev in events) / len(events)
             traj.reward = 1.0 - solve_rate
             traj.reward_components = {"valid": 1.0, "outcome": traj.reward, "solve_rate": solve_rate}
@@ -276,18 +298,24 @@ class KGSelfPlayEnv(TextEnvBase):
         return events
 
     # ------------------------------------------------------------------ info
-    def _active(self, proposer: Rollout, group: Optional[SolverGroup]) -> list[bool]:
+    def _active(self, proposer: Optional[Rollout], group: Optional[SolverGroup]) -> list[bool]:
         if group is None:
+            assert proposer is not None
             return [not proposer.done] + [False] * (self.group_size - 1)
         return group.active
 
     def _info(
-        self, proposer: Rollout, group: Optional[SolverGroup], inserted: Sequence[str], events: list[RewardEvent]
+        self,
+        proposer: Optional[Rollout],
+        group: Optional[SolverGroup],
+        inserted: Sequence[str],
+        events: list[RewardEvent],
     ) -> SelfPlayInfo:
-        ptraj = proposer.trajectory
+        ptraj = proposer.trajectory if proposer is not None else None
         trajs: list[Optional[Trajectory]]
         turns: list[Any]
         if group is None:
+            assert ptraj is not None and proposer is not None
             trajs = [ptraj] + [None] * (self.group_size - 1)
             task, turns = ptraj.task, [proposer.last_turn] + [None] * (self.group_size - 1)
             solver_rc: dict = {"outcome": [None] * self.group_size}
@@ -304,14 +332,25 @@ class KGSelfPlayEnv(TextEnvBase):
             "turn": turns,
             "inserted": list(inserted),
             "rewards": events,
-            "reward_components": {"solver": solver_rc, "proposer": dict(ptraj.reward_components)},
+            "reward_components": {
+                "solver": solver_rc,
+                "proposer": dict(ptraj.reward_components) if ptraj is not None else {},
+            },
             "validation": copy.deepcopy(self.last_validation),
             "game": self._game,
             "replay": self.replay_source,
-            "subgraph": ptraj.task.subgraph,
+            "subgraph": ptraj.task.subgraph if ptraj is not None else task.subgraph,
         }
 
     def _render_trajectories(self):
-        if self.proposer is None:
-            return []
-        return [self.proposer.trajectory] + (self.group.trajectories if self.group is not None else [])
+        own = [self.proposer.trajectory] if self.proposer is not None else []
+        return own + (self.group.trajectories if self.group is not None else [])
+
+
+def _hop_counts(hops: Sequence[int]) -> tuple[int, ...]:
+    """``solver_only_hops`` as a sorted tuple of path lengths >= 1; one line naming a bad value."""
+    if isinstance(hops, (str, bytes)) or not all(isinstance(h, int) and not isinstance(h, bool) for h in hops):
+        raise InvalidArgumentError(f"solver_only_hops must be a list of hop counts like [1], got {hops!r}")
+    if any(h < 1 for h in hops):
+        raise InvalidArgumentError(f"solver_only_hops must be hop counts >= 1, got {list(hops)!r}")
+    return tuple(sorted(set(hops)))

@@ -165,6 +165,8 @@ def game_lines(game: int, events: Sequence[Mapping], info: Mapping) -> list[str]
         lines.append(
             f"game {game}: question {getattr(task, 'question', None)!r}; gold answer {getattr(task, 'answer', None)!r}"
         )
+        if info.get("replay") == "solver_only":
+            lines.append("  a solver-only game: no Proposer phase, the Solvers played the subgraph's own question")
     for ev in events:
         if ev.get("role") == "proposer":
             lines.append(f"  proposer reward {reward_text(ev)}")

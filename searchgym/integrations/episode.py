@@ -34,7 +34,7 @@ from uuid import uuid4
 
 from searchgym.llm.sequences import TagEncoder
 
-from ..errors import SearchGymError
+from ..errors import InvalidArgumentError, SearchGymError
 from .env_threads import EnvRunner, env_runner
 
 logger = logging.getLogger(__name__)
@@ -298,13 +298,33 @@ async def play_episode(episode: EnvEpisode, generate: Generator, run_env: Option
 
 
 async def _play(
-    env, generate: Generator, tokenizer, response_length: int, seed, options, encoder, run_env
+    env,
+    generate: Generator,
+    tokenizer,
+    response_length: int,
+    seed,
+    options,
+    encoder,
+    run_env,
+    check_start: Optional[Callable[[dict], None]] = None,
 ) -> EnvEpisode:
-    """Reset an :class:`EnvEpisode` (off the event loop too) and play it to its end."""
+    """Reset an :class:`EnvEpisode` (off the event loop too), pass its reset ``info`` to ``check_start`` (which
+    raises to refuse the episode before anything is generated), and play it to its end."""
     run = run_env or env_runner()
     episode = EnvEpisode(env, tokenizer, response_length=response_length, encoder=encoder)
     await run(functools.partial(episode.reset, seed=seed, options=options))
+    if check_start is not None:
+        check_start(episode.info)
     return await play_episode(episode, generate, run)
+
+
+def _check_has_proposer(info: dict) -> None:
+    """Refuse a self-play game that starts without a Proposer phase (a solver-only game)."""
+    if info.get("proposer") is None:
+        raise InvalidArgumentError(
+            "this self-play game has no Proposer phase (a solver-only game: solver_only_hops or the solver_only "
+            "reset option); a self-play agent loop trains both roles, so drop solver_only_hops from its env kwargs"
+        )
 
 
 async def play_solver_episode(
@@ -336,7 +356,9 @@ async def play_selfplay_game(
 ) -> GameEpisode:
     """Play one ``KGSelfPlay-v0`` game: the Proposer's turns, verification, then the G Solvers,
     whose turns are generated concurrently (one ``generate`` call per active slot per step)."""
-    episode = await _play(env, generate, tokenizer, response_length, seed, options, encoder, run_env)
+    episode = await _play(
+        env, generate, tokenizer, response_length, seed, options, encoder, run_env, check_start=_check_has_proposer
+    )
     (proposer,) = episode.slots("proposer")
     info = episode.info
     return GameEpisode(proposer, episode.slots("solver"), info.get("validation"), info.get("replay"))
