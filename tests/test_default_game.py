@@ -172,13 +172,13 @@ def test_wcr_text_says_when_an_answer_at_a_waypoint_earns_no_bonus():
     this answer was a waypoint; with Eq. 6 as written it does not mention waypoint answers."""
     base = {"role": "solver", "reward": 0.0, "components": {"outcome": 0.0, "wcr_bonus": 0.0, "wcr_coverage": 1.0}}
     plain = reward_text(base)
-    assert "α·g̃ for a wrong answer, 0 for a right one or none" in plain and "waypoint (" not in plain
+    assert "α·g̃ for a wrong answer, 0 for a right one or no answer" in plain and "waypoint (" not in plain
     at_waypoint = {**base, "components": {**base["components"], "wcr_answered_waypoint": 1}}
     text = reward_text(at_waypoint)
-    assert "not a waypoint, 0 for a right one, none or a waypoint (this answer is one;" in text
+    assert "not a waypoint, 0 for a right one, no answer or a waypoint (this answer is a waypoint;" in text
     elsewhere = {
         "role": "solver",
         "reward": 0.3,
         "components": {**at_waypoint["components"], "wcr_answered_waypoint": 0},
     }
-    assert "(this answer is none;" in reward_text(elsewhere)
+    assert "(this answer is not a waypoint;" in reward_text(elsewhere)

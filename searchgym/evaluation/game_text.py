@@ -99,13 +99,13 @@ def _solver_text(reward: float, c: Mapping) -> str:
             f"waypoint coverage g {_fmt(c.get('wcr_coverage', 0))}, g̃ {_fmt(c.get('wcr_normalised_coverage', 0))}"
         )
         if "wcr_answered_waypoint" in c:  # waypoint_answer_credit=False: no bonus for an answer at a waypoint
-            answered = "this answer is one" if c["wcr_answered_waypoint"] else "this answer is none"
+            answered = "this answer is a waypoint" if c["wcr_answered_waypoint"] else "this answer is not a waypoint"
             notes.append(
-                "WCR bonus = α·g̃ for a wrong answer that is not a waypoint, 0 for a right one, none or a waypoint "
+                "WCR bonus = α·g̃ for a wrong answer that is not a waypoint, 0 for a right one, no answer or a waypoint "
                 f"({answered}; {coverage})"
             )
         else:
-            notes.append(f"WCR bonus = α·g̃ for a wrong answer, 0 for a right one or none ({coverage})")
+            notes.append(f"WCR bonus = α·g̃ for a wrong answer, 0 for a right one or no answer ({coverage})")
     if "gdcr_total" in c:
         weighted.append("weight·GDCR total")
         notes.append(f"GDCR step rewards total {_fmt(c['gdcr_total'])}, used by the SAPO step advantage")
