@@ -55,10 +55,13 @@ def task_from_subgraph(
     subgraph: Subgraph, world=None, *, question: str | None = None, source: str = "subgraph"
 ) -> Task:
     """A Solver task for ``subgraph``: template question (unless given), answer + aliases as golds,
-    the subgraph's waypoints, and as ``gold_titles`` the titles of path entities that have a
-    document in ``world`` (all non-literal path titles when no world is given)."""
+    the subgraph's waypoints, and as ``gold_titles`` its supporting documents: the page of each hop's
+    head entity (the seed and the bridges, the entities whose pages state the path's facts), those that
+    have a document in ``world`` (all non-literal ones when no world is given). One per hop, as
+    DynaSearcher's supporting documents are (its Eq. 5 counts the hops from them); the answer's own page
+    states no fact of the path, so a search for it is not counted as needed (docs/fidelity.md)."""
     gold_titles = []
-    for nid in subgraph.path:
+    for nid in subgraph.path[:-1]:
         node = subgraph.nodes[nid]
         if node.is_literal:
             continue
