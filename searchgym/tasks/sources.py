@@ -58,8 +58,8 @@ def task_from_subgraph(
     the subgraph's waypoints, and as ``gold_titles`` its supporting documents: the page of each hop's
     head entity (the seed and the bridges, the entities whose pages state the path's facts), those that
     have a document in ``world`` (all non-literal ones when no world is given). One per hop, as
-    DynaSearcher's supporting documents are (its Eq. 5 counts the hops from them); the answer's own page
-    states no fact of the path, so a search for it is not counted as needed (docs/fidelity.md)."""
+    DynaSearcher's Eq. 5 counts the hops ``i`` (for HotpotQA, by its supporting facts); the answer's own
+    page states no fact of the path, so a search for it is not counted as needed (docs/fidelity.md)."""
     gold_titles = []
     for nid in subgraph.path[:-1]:
         node = subgraph.nodes[nid]
