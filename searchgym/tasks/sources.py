@@ -61,7 +61,7 @@ def task_from_subgraph(
     DynaSearcher's Eq. 5 counts the hops ``i`` (for HotpotQA, by its supporting facts); the answer's own
     page states no fact of the path, so a search for it is not counted as needed (docs/fidelity.md)."""
     gold_titles = []
-    for nid in subgraph.path[:-1]:
+    for nid in subgraph.waypoint_ids:
         node = subgraph.nodes[nid]
         if node.is_literal:
             continue
