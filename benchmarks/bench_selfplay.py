@@ -29,8 +29,10 @@ Stages write into ``--workdir/<size>`` and are skipped when their output exists,
 killed training run from its last checkpoint). ``--arms``/``--seeds`` run a subset; two processes may share a
 workdir (the pool and the cold start's evaluation are made once, the second process waits for them). Every
 invocation ends by collecting **all** finished runs of the workdir into ``benchmarks/results/selfplay_<size>.json``
-and ``.png``; ``--collect`` only collects; ``--ship`` also writes the compact form that ``searchgym demo``
-shows (:func:`searchgym.evaluation.selfplay_results.compact_results`) to ``searchgym/assets/selfplay_<size>.json``.
+and ``.png``; ``--collect`` only collects; ``--cold-start-only`` only evaluates the cold start (a process of its
+own beside a training run, so both cores work while the run trains); ``--ship`` also writes the compact form that
+``searchgym demo`` shows (:func:`searchgym.evaluation.selfplay_results.compact_results`) to
+``searchgym/assets/selfplay_<size>.json``.
 Sizes: ``cpu`` (2 cores, one torch thread per process, one seed), ``gpu`` (3 seeds, ``--device cuda``), ``toy``
 (the GPU size's code path at toy scale on CPU, for the tests; needs ``--model DIR``). docs/selfplay_benchmark.md
 has the commands. ``--proposer-baseline`` is an ablation: one Proposer baseline in every arm instead of each
@@ -580,6 +582,17 @@ def stage_eval(name: str, load, modes: Sequence[str], world, size: dict, work: P
         model_label=label,
         proposer_modes=modes,
     )
+
+
+def stage_cold(start: str, world, size: dict, work: Path, device: str, samples: int) -> None:
+    """The cold start's held-out evaluation (both Proposer prompts, then ``samples`` sampled rollouts a target),
+    once per workdir: whichever process gets here first runs it, the others wait on its lock and find it cached."""
+    from searchgym.llm.pretrained import open_model
+
+    with wait_lock(work / f"{COLD}.stage"):
+        stage_eval(COLD, lambda: open_model(start), ("kg", "vanilla"), world, size, work, device, start)
+        if samples:
+            stage_sampled(COLD, lambda: open_model(start), world, size, work, device, samples)
 
 
 def stage_sampled(name: str, load, world, size: dict, work: Path, device: str, samples: int) -> dict:
@@ -1141,6 +1154,12 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     ap.add_argument("--out", default=None, help="results JSON (default benchmarks/results/selfplay_<size>.json)")
     ap.add_argument("--collect", action="store_true", help="only write the JSON/PNG from the finished runs")
     ap.add_argument(
+        "--cold-start-only",
+        action="store_true",
+        help="only the cold start's evaluation (greedy, then sampled), cached in the workdir: run it in a process of "
+        "its own beside one training run, rather than after the runs; --arms and --seeds are ignored",
+    )
+    ap.add_argument(
         "--ship",
         nargs="?",
         const="",
@@ -1159,6 +1178,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         args.seed_list = [int(x) for x in args.seeds.split(",")] if args.seeds else list(size["seeds"])
     except ValueError:
         ap.error(f"--seeds {args.seeds!r}: give comma-separated integers, e.g. 0,1,2")
+    if args.cold_start_only and args.collect:
+        ap.error("--cold-start-only evaluates the cold start and --collect only collects: give one of them")
     if args.steps is not None and args.steps < 1:
         ap.error(f"--steps must be at least 1; got {args.steps}")
     if args.proposer_samples is not None and args.proposer_samples < 0:
@@ -1253,6 +1274,8 @@ def run(args: argparse.Namespace) -> None:
         start = args.model
     start_record = stage_start(start, work, record=not args.collect)
     t0 = time.perf_counter()
+    if args.cold_start_only:
+        args.seed_list = []  # no run: the cold start's evaluation below, in a process of its own
     if not args.collect:
         for seed in args.seed_list:
             for key in args.arms.split(","):
@@ -1285,12 +1308,10 @@ def run(args: argparse.Namespace) -> None:
                         args.device,
                         str(policy),
                     )
-        from searchgym.llm.pretrained import open_model
-
-        with wait_lock(work / f"{COLD}.stage"):  # the cold start once per workdir, whichever process gets here first
-            stage_eval(COLD, lambda: open_model(start), ("kg", "vanilla"), world, size, work, args.device, start)
-            if args.samples:
-                stage_sampled(COLD, lambda: open_model(start), world, size, work, args.device, args.samples)
+        stage_cold(start, world, size, work, args.device, args.samples)
+    if args.cold_start_only:
+        print(f"the cold start's evaluation is in {work}; collect once a run has finished there")
+        return
     header = {
         "benchmark": "selfplay",
         "size": args.size,

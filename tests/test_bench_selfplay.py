@@ -101,6 +101,12 @@ def test_toy_benchmark_trains_three_arms_collects_and_resumes(tmp_path, capsys):
     base = toy_args(tmp_path)
     work, out = tmp_path / "w", tmp_path / "res" / "selfplay_toy.json"
 
+    # the cold start's evaluation alone, as a process beside the training runs would make it: no run, no results
+    assert bs.main([*base, "--cold-start-only"]) == 0
+    assert "collect once a run has finished" in capsys.readouterr().out and not out.exists()
+    assert {p.name for p in (work / "toy").iterdir() if p.is_dir()} == {"eval_cold_start"}
+    cold_made = (work / "toy" / "eval_cold_start.json").stat().st_mtime_ns
+
     # two arms, one seed, in this process, each also scored half-way (--eval-at)
     assert bs.main([*base, "--arms", "a,b", "--seeds", "0", "--eval-at", "1"]) == 0
     r = json.loads(out.read_text())
@@ -161,7 +167,6 @@ def test_toy_benchmark_trains_three_arms_collects_and_resumes(tmp_path, capsys):
     assert mid["step"] == 1 and mid["model"].endswith("step_00000001/policy") and mid["solver"]["overall"]["n"] == 5
     assert mid["vs_cold_start"]["proposer_kg"]["n"] == 2 and set(mid["proposer_cells"]) == {"kg", "vanilla"}
     assert r["arms"]["a"]["config"]["keep_checkpoint_every"] == 1
-    cold_made = (work / "toy" / "eval_cold_start.json").stat().st_mtime_ns
 
     # the third arm, both toy seeds, as a script in its own process: collected with the first two
     proc = subprocess.run(
@@ -174,7 +179,7 @@ def test_toy_benchmark_trains_three_arms_collects_and_resumes(tmp_path, capsys):
     assert r["seeds_note"].startswith("seeds per arm: (a) 0; (b) 0; (c) 0, 1; one seed is allowed")  # arms differ
     assert r["solver_gain"]["(c) KG Proposer + WCR"]["2"]["seeds"] == 2
     assert set(r["targets"]) == {"c_2hop_plus_5", "c_3hop_plus_5", "ordering_c_ge_b_ge_a"}
-    assert (work / "toy" / "eval_cold_start.json").stat().st_mtime_ns == cold_made  # evaluated once
+    assert (work / "toy" / "eval_cold_start.json").stat().st_mtime_ns == cold_made  # evaluated once, by the first
 
     # a run killed after its first checkpoint resumes from it; its evaluation is redone, the rest is kept
     c0 = work / "toy" / "c_s0"
@@ -289,6 +294,9 @@ def test_bad_input_is_a_one_line_error(tmp_path, capsys):
         bs.parse_args(["--proposer-samples", "-1"])
     assert info.value.code == 2 and "--proposer-samples must be 0 (greedy only) or more" in capsys.readouterr().err
     assert bs.parse_args([]).samples == 4 and bs.parse_args(["--proposer-samples", "0"]).samples == 0
+    with pytest.raises(SystemExit) as info:
+        bs.parse_args(["--cold-start-only", "--collect"])
+    assert info.value.code == 2 and "give one of them" in capsys.readouterr().err
     empty = ["--size", "toy", "--model", str(tmp_path / "m"), "--workdir", str(tmp_path / "w"), "--collect"]
     assert bs.main(empty) == 2
     err = capsys.readouterr().err
