@@ -1274,10 +1274,8 @@ def run(args: argparse.Namespace) -> None:
         start = args.model
     start_record = stage_start(start, work, record=not args.collect)
     t0 = time.perf_counter()
-    if args.cold_start_only:
-        args.seed_list = []  # no run: the cold start's evaluation below, in a process of its own
     if not args.collect:
-        for seed in args.seed_list:
+        for seed in () if args.cold_start_only else args.seed_list:  # --cold-start-only: no run, the cold start only
             for key in args.arms.split(","):
                 arm = ARMS[key]
                 cfg = train_config(arm, seed, size, opts, pool_path, work)
