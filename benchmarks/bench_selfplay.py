@@ -50,6 +50,7 @@ import argparse
 import json
 import logging
 import math
+import shutil
 import sys
 import time
 import traceback
@@ -73,7 +74,7 @@ from bench_learning import (
 from machine import device_info, machine_info
 
 from searchgym.core.advantages import PROPOSER_BASELINES
-from searchgym.core.atomic_writes import write_file, write_text
+from searchgym.core.atomic_writes import write_file, write_folder, write_text
 
 RESULTS = Path(__file__).parent / "results"
 #: where ``--ship`` writes the compact results (in the repository's package tree: `searchgym demo` reads them)
@@ -461,22 +462,37 @@ def check_filters(filters: Mapping[str, Any]) -> None:
         raise BenchError(f"--set filter.*: {exc}") from None
 
 
-def stage_train(arm: Arm, seed: int, cfg, start: str, work: Path, opts_overrides: Sequence[str] = ()) -> Path:
+def stage_train(
+    arm: Arm,
+    seed: int,
+    cfg,
+    start: str,
+    work: Path,
+    opts_overrides: Sequence[str] = (),
+    stop_at: Optional[int] = None,
+) -> Path:
     """Train one run (resuming from its last checkpoint) and save its ``final/`` policy: the LoRA adapter alone
     when the run trains one (merged over ``start`` to evaluate), else the whole model. Skipped when done (and
-    refused when the finished run trained with other steps, baseline or ``--set`` overrides)."""
+    refused when the finished run trained with other steps, baseline or ``--set`` overrides).
+
+    ``stop_at`` (``--stop-at``) ends the run at that step of its ``total_steps`` schedule: trained on to it, or,
+    when the run already went past it (a run killed later), its kept checkpoint there becomes the final policy;
+    the record says ``stopped_at``."""
     from searchgym.training.selfplay_trainer import SelfPlayTrainer
 
     opts_overrides = list(opts_overrides)
+    goal = cfg.total_steps if stop_at is None else stop_at
 
     final = work / run_name(arm.key, seed) / "final"
     if (final / DONE).is_file():
         record = json.loads((final / DONE).read_text())
         steps = record["steps"]
-        if steps != cfg.total_steps:
+        if steps != goal or record.get("stopped_at") != stop_at:
+            ended = f"stopped at step {steps} of {record.get('total_steps')}" if record.get("stopped_at") else None
+            asked = f"stopped at step {stop_at}" if stop_at is not None else f"{goal} steps"
             raise BenchError(
-                f"run {run_name(arm.key, seed)} in {work} finished at {steps} steps, not {cfg.total_steps}: its "
-                "results are cached, so give another --workdir for another --steps"
+                f"run {run_name(arm.key, seed)} in {work} {ended or f'finished at {steps} steps'}, not {asked}: its "
+                "results are cached, so give another --workdir for another --steps or --stop-at"
             )
         overrides = record.get("overrides", [])  # runs from before it was recorded had none
         if overrides != opts_overrides:
@@ -492,24 +508,40 @@ def stage_train(arm: Arm, seed: int, cfg, start: str, work: Path, opts_overrides
                 "--proposer-baseline"
             )
         return final
-    logger.info("arm %s seed %d: training %d steps (%s)", arm.key, seed, cfg.total_steps, arm.recipe)
-    trainer = SelfPlayTrainer(cfg, num_envs=cfg.batch_size)  # a step's games in one lock-step wave: batched turns
-    trainer.train(resume=True)
-    final.mkdir(parents=True, exist_ok=True)
-    trainer.policy.save_pretrained(final)
-    if not cfg.lora:
-        trainer.tokenizer.save_pretrained(final)
+    past = stop_at is not None and trained_steps(work / run_name(arm.key, seed)) > stop_at
+    if past:  # the run went on past the stop (killed later): its checkpoint there is the final policy
+        kept = checkpoint_policy(work, run_name(arm.key, seed), stop_at)
+        logger.info("arm %s seed %d: stopped at step %d, its checkpoint there (%s)", arm.key, seed, stop_at, kept)
+        write_folder(final, lambda tmp: shutil.copytree(kept, tmp, dirs_exist_ok=True))
+    else:
+        logger.info("arm %s seed %d: training %d of %d steps (%s)", arm.key, seed, goal, cfg.total_steps, arm.recipe)
+        trainer = SelfPlayTrainer(cfg, num_envs=cfg.batch_size)  # a step's games in one lock-step wave: batched turns
+        trainer.train(resume=True, until=stop_at)
+        final.mkdir(parents=True, exist_ok=True)
+        trainer.policy.save_pretrained(final)
+        if not cfg.lora:
+            trainer.tokenizer.save_pretrained(final)
     done = {
         "arm": arm.key,
         "recipe": arm.recipe,
         "seed": seed,
         "start": start,
-        "steps": trainer.step,
+        "steps": goal,
+        "total_steps": cfg.total_steps,
+        "stopped_at": stop_at,
         "proposer_baseline": cfg.proposer_baseline,
         "overrides": opts_overrides,
     }
     write_text(final / DONE, json.dumps(done, indent=1))
     return final
+
+
+def trained_steps(run: Path) -> int:
+    """The step of run folder ``run``'s newest readable checkpoint (0 when it has none)."""
+    from searchgym.training.checkpoints import CheckpointManager, read_meta
+
+    latest = CheckpointManager.of_run(run).latest()
+    return 0 if latest is None else int(read_meta(latest)["step"])
 
 
 def stage_start(start: str, work: Path, *, record: bool = True) -> dict:
@@ -562,8 +594,9 @@ def checkpoint_policy(work: Path, name: str, step: int) -> Path:
     policy = CheckpointManager.of_run(work / name).policy_dir(step)
     if not policy.is_dir():
         raise BenchError(
-            f"run {name} in {work} kept no checkpoint at step {step} (it trained without --eval-at {step}); give "
-            "another --workdir to score it there"
+            f"run {name} in {work} kept no checkpoint at step {step} (a run keeps its newest two and the steps "
+            f"--eval-at names while it trains; it trained without --eval-at {step}): give another --workdir to score "
+            "it there"
         )
     return policy
 
@@ -672,15 +705,19 @@ def _finite(x: Any) -> Any:
     return None if isinstance(x, float) and not math.isfinite(x) else x
 
 
-def train_curve(run: Path, world: Any = None, pool: Optional[Mapping[str, Any]] = None) -> dict:
-    """One run's per-step curves from its ``metrics.jsonl`` (the last record of a step wins), rejection reasons
-    as per-step shares, and the questions of its first and last step (all of them stay in metrics.jsonl).
-    Given the ``world`` and the ``pool`` (subgraph id -> subgraph), also why its invalid questions were invalid,
-    per step and over the run (``invalid_kinds``: ``searchgym.evaluation.proposer_errors``; a question logged
-    before records named their ``target`` counts as its rejection reason)."""
+def train_curve(
+    run: Path, world: Any = None, pool: Optional[Mapping[str, Any]] = None, until: Optional[int] = None
+) -> dict:
+    """One run's per-step curves from its ``metrics.jsonl`` (the last record of a step wins; with ``until``, the
+    steps up to it: a run stopped there that had trained on), rejection reasons as per-step shares, and the
+    questions of its first and last step (all of them stay in metrics.jsonl). Given the ``world`` and the ``pool``
+    (subgraph id -> subgraph), also why its invalid questions were invalid, per step and over the run
+    (``invalid_kinds``: ``searchgym.evaluation.proposer_errors``; a question logged before records named their
+    ``target`` counts as its rejection reason)."""
     from searchgym.training.metrics import read_metrics
 
-    rows = list({m["step"]: m for m in read_metrics(run / "metrics.jsonl") if "games" in m}.values())
+    logged = read_metrics(run / "metrics.jsonl")
+    rows = list({m["step"]: m for m in logged if "games" in m and (until is None or m["step"] <= until)}.values())
     rows.sort(key=lambda m: m["step"])
     curve: dict[str, Any] = {"step": [m["step"] for m in rows]}
     curve.update({name: [_finite(m.get(key)) for m in rows] for name, key in CURVES.items()})
@@ -913,7 +950,11 @@ def collect(work: Path, size_name: str, header: dict, facts: TargetFacts, pool: 
     configs = {
         (k, s): TrainConfig.load(work / run_name(k, s) / "config.yaml") for k, ss in runs_done.items() for s in ss
     }
-    budgets = {run_name(*ks): {f: getattr(c, f) for f in BUDGET} for ks, c in configs.items()}
+    records = {ks: json.loads((work / run_name(*ks) / "final" / DONE).read_text()) for ks in configs}
+    budgets = {  # a run stopped early (--stop-at) played that many steps of its schedule
+        run_name(*ks): {**{f: getattr(c, f) for f in BUDGET}, "stopped_at": records[ks].get("stopped_at")}
+        for ks, c in configs.items()
+    }
     if len({json.dumps(b, sort_keys=True) for b in budgets.values()}) != 1:
         raise BenchError(
             f"the finished runs in {work} have different rollout budgets ({budgets}); an arm comparison needs equal "
@@ -924,7 +965,7 @@ def collect(work: Path, size_name: str, header: dict, facts: TargetFacts, pool: 
         **header,
         "seeds": sorted({s for seeds in runs_done.values() for s in seeds}),
         "seeds_note": seeds_note(runs_done),
-        "budget": {**budget, "games_per_run": budget["batch_size"] * budget["total_steps"]},
+        "budget": {**budget, "games_per_run": budget["batch_size"] * (budget["stopped_at"] or budget["total_steps"])},
         "budget_equal": True,
         "cold_start": cold,
         "arms": {},
@@ -938,11 +979,15 @@ def collect(work: Path, size_name: str, header: dict, facts: TargetFacts, pool: 
         for seed in seeds:
             name = run_name(key, seed)
             # an answer-only question is written on no path: only the KG Proposer's are read against theirs
-            curve = train_curve(work / name, facts.world, pool_by_id if arm.proposer_mode == "kg" else None)
+            stopped_at = records[(key, seed)].get("stopped_at")
+            curve = train_curve(
+                work / name, facts.world, pool_by_id if arm.proposer_mode == "kg" else None, until=stopped_at
+            )
             runs.append(
                 {
                     **scored_stage(work, name, modes, facts),
                     "seed": seed,
+                    "stopped_at": stopped_at,
                     "train": curve,
                     "train_s": round(sum(x or 0.0 for x in curve["step_s"]), 1),
                     "games": sum(x or 0 for x in curve["games"]),
@@ -955,8 +1000,10 @@ def collect(work: Path, size_name: str, header: dict, facts: TargetFacts, pool: 
             )
         config = configs[(key, seeds[0])].to_dict()
         config.pop("seed")
-        overrides = json.loads((work / run_name(key, seeds[0]) / "final" / DONE).read_text()).get("overrides", [])
-        label = arm_label(arm, config["proposer_baseline"], size_name, overrides, header["pool"]["hops"])
+        overrides = records[(key, seeds[0])].get("overrides", [])
+        label = arm_label(
+            arm, config["proposer_baseline"], size_name, overrides, header["pool"]["hops"], budget["stopped_at"]
+        )
         results["arms"][key] = {
             "label": label,
             "recipe": arm.recipe,
@@ -974,17 +1021,25 @@ def collect(work: Path, size_name: str, header: dict, facts: TargetFacts, pool: 
 
 
 def arm_label(
-    arm: Arm, proposer_baseline: str, size_name: str, overrides: Sequence[str] = (), pool: Optional[Mapping] = None
+    arm: Arm,
+    proposer_baseline: str,
+    size_name: str,
+    overrides: Sequence[str] = (),
+    pool: Optional[Mapping] = None,
+    stopped_at: Optional[int] = None,
 ) -> str:
     """The arm's label, naming the Proposer baseline when its runs trained with another than the recipe's own
-    (``--proposer-baseline``), every ``--set`` override and a ``pool`` (hop count: subgraphs) other than the
-    size's (``--pool-hops``), so an ablation's table and figure never pass for the arm itself."""
+    (``--proposer-baseline``), every ``--set`` override, a ``pool`` (hop count: subgraphs) other than the
+    size's (``--pool-hops``) and a stop before the schedule's end (``--stop-at``), so an ablation's table and
+    figure never pass for the arm itself."""
     from searchgym.training.recipes import recipe_values
 
     own = recipe_values(arm.recipe, SIZES[size_name]["recipe_size"])["proposer_baseline"]
     label = arm.label if proposer_baseline == own else f"{arm.label}, {proposer_baseline} baseline"
     if pool is not None and format_pool_hops(pool) != format_pool_hops(SIZES[size_name]["pool"]):
         overrides = [*overrides, f"pool {format_pool_hops(pool)}"]
+    if stopped_at is not None:
+        overrides = [*overrides, f"stopped at step {stopped_at}"]
     return ", ".join([label, *overrides])
 
 
@@ -1145,6 +1200,16 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         "save_every and below the run's last step); the runs keep those checkpoints",
     )
     ap.add_argument(
+        "--stop-at",
+        type=int,
+        default=None,
+        metavar="STEP",
+        help="end every run at this step of its schedule (a multiple of the size's save_every below the last step): "
+        "a run trains on to it, or one that went past it (killed later) is scored at its checkpoint there; the "
+        "learning-rate schedule and the pool stay the whole run's, and the arm's label names the stop. Runs are "
+        "cached, so a stopped run needs its own --workdir",
+    )
+    ap.add_argument(
         "--proposer-samples",
         type=int,
         default=None,
@@ -1186,9 +1251,13 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         ap.error(f"--proposer-samples must be 0 (greedy only) or more; got {args.proposer_samples}")
     args.samples = size["proposer_samples"] if args.proposer_samples is None else args.proposer_samples
     args.device = args.device or size["device"]
-    args.eval_steps = parse_eval_at(
-        ap, args.eval_at, size["train"]["save_every"], args.steps or size["train"]["total_steps"]
-    )
+    steps, save_every = args.steps or size["train"]["total_steps"], size["train"]["save_every"]
+    if args.stop_at is not None and (args.stop_at < 1 or args.stop_at >= steps or args.stop_at % save_every):
+        ap.error(
+            f"--stop-at {args.stop_at}: stop at a checkpointed step before the last ({steps}); use a multiple of "
+            f"save_every={save_every} below {steps}"
+        )
+    args.eval_steps = parse_eval_at(ap, args.eval_at, save_every, args.stop_at or steps)
     try:
         args.pool = parse_pool_hops(args.pool_hops) if args.pool_hops else dict(size["pool"])
     except ValueError as exc:
@@ -1279,7 +1348,7 @@ def run(args: argparse.Namespace) -> None:
             for key in args.arms.split(","):
                 arm = ARMS[key]
                 cfg = train_config(arm, seed, size, opts, pool_path, work)
-                final = stage_train(arm, seed, cfg, start, work, opts["overrides"])
+                final = stage_train(arm, seed, cfg, start, work, opts["overrides"], args.stop_at)
                 modes = sorted({"kg", arm.proposer_mode})
                 load = partial(open_trained, start, final)
                 stage_eval(

@@ -217,6 +217,45 @@ def test_toy_benchmark_trains_three_arms_collects_and_resumes(tmp_path, capsys):
     assert f"this command starts from {other}" in capsys.readouterr().err
 
 
+@pytest.mark.slow
+def test_stop_at_ends_a_run_at_a_checkpoint_trained_to_or_kept_by_a_run_killed_later(tmp_path, capsys):
+    base = toy_args(tmp_path)
+    work, out = tmp_path / "w" / "toy", tmp_path / "res" / "selfplay_toy.json"
+
+    # trained on to the stop: step 1 of the 2-step schedule, named in the label, budget and curves
+    assert bs.main([*base, "--arms", "b", "--seeds", "0", "--stop-at", "1"]) == 0
+    r = json.loads(out.read_text())
+    (run,) = r["arms"]["b"]["runs"]
+    assert run["stopped_at"] == 1 and run["train"]["step"] == [1] and run["games"] == 1
+    assert r["budget"]["stopped_at"] == 1 and r["budget"]["total_steps"] == 2 and r["budget"]["games_per_run"] == 1
+    assert r["arms"]["b"]["label"] == "(b) KG Proposer, binary, stopped at step 1"
+    assert _steps(work / "b_s0") == [1]
+    done = json.loads((work / "b_s0" / "final" / bs.DONE).read_text())
+    assert (done["steps"], done["total_steps"], done["stopped_at"]) == (1, 2, 1)
+    assert bs.main([*base, "--arms", "b", "--seeds", "0"]) == 2  # a stopped run is never passed off as a whole one
+    assert "stopped at step 1 of 2, not 2 steps" in capsys.readouterr().err
+
+    # a run that went on to step 2 and was killed before its final policy: its kept step-1 checkpoint is the stop
+    assert bs.main([*base, "--arms", "c", "--seeds", "1"]) == 2  # an unstopped run beside a stopped one is refused
+    assert "different rollout budgets" in capsys.readouterr().err
+    c1 = work / "c_s1"
+    shutil.rmtree(c1 / "final")
+    (work / "eval_c_s1.json").unlink()
+    assert _steps(c1) == [1, 2]
+    assert bs.main([*base, "--arms", "c", "--seeds", "1", "--stop-at", "1"]) == 0
+    kept = c1 / "checkpoints" / "step_00000001" / "policy" / "adapter_model.safetensors"
+    assert (c1 / "final" / "adapter_model.safetensors").read_bytes() == kept.read_bytes()
+    (run,) = json.loads(out.read_text())["arms"]["c"]["runs"]
+    assert run["stopped_at"] == 1 and run["train"]["step"] == [1]  # step 2, logged past the stop, left out
+
+    # ... and refused in one line when that checkpoint was not kept
+    shutil.rmtree(c1 / "final")
+    shutil.rmtree(c1 / "checkpoints" / "step_00000001")
+    assert bs.main([*base, "--arms", "c", "--seeds", "1", "--stop-at", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "run c_s1 in" in err and "kept no checkpoint at step 1" in err and "Traceback" not in err
+
+
 def test_proposer_baseline_override_reaches_every_arm_and_only_when_given(tmp_path):
     pool = tmp_path / "pool.jsonl"
     opts = {"model": "smollm2", "init": None, "device": "cpu", "steps": None}
@@ -294,6 +333,15 @@ def test_bad_input_is_a_one_line_error(tmp_path, capsys):
         bs.parse_args(["--proposer-samples", "-1"])
     assert info.value.code == 2 and "--proposer-samples must be 0 (greedy only) or more" in capsys.readouterr().err
     assert bs.parse_args([]).samples == 4 and bs.parse_args(["--proposer-samples", "0"]).samples == 0
+    for bad, message in [
+        (["--stop-at", "16"], "--stop-at 16: stop at a checkpointed step before the last (16); use a multiple of"),
+        (["--stop-at", "6"], "use a multiple of save_every=4 below 16"),
+        (["--stop-at", "8", "--eval-at", "8"], "step 8 is not a checkpointed step before the last (8)"),
+    ]:
+        with pytest.raises(SystemExit) as info:
+            bs.parse_args(bad)
+        assert info.value.code == 2 and message in capsys.readouterr().err
+    assert bs.parse_args(["--stop-at", "8", "--eval-at", "4"]).eval_steps == [4]
     with pytest.raises(SystemExit) as info:
         bs.parse_args(["--cold-start-only", "--collect"])
     assert info.value.code == 2 and "give one of them" in capsys.readouterr().err

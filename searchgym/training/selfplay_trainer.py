@@ -405,17 +405,21 @@ class SelfPlayTrainer:
                     m.setdefault(f"update/{k}", m[f"{role}/{k}"])
         return m
 
-    def train(self, *, resume: bool = True, progress: Optional[bool] = None) -> list[dict]:
-        """Run until ``total_steps``; logs metrics, validates and checkpoints on schedule. The run folder is
-        locked for the whole run: a second run into the same ``output_dir`` fails at once, before it reads a
-        checkpoint or writes ``config.yaml``."""
+    def train(self, *, resume: bool = True, progress: Optional[bool] = None, until: Optional[int] = None) -> list[dict]:
+        """Run until ``total_steps`` (or stop after step ``until``, checkpointed there when the run saves any: the
+        learning-rate schedule stays the whole run's, so a run stopped early is the full run's first steps); logs
+        metrics, validates and checkpoints on schedule. The run folder is locked for the whole run: a second run
+        into the same ``output_dir`` fails at once, before it reads a checkpoint or writes ``config.yaml``."""
         from ..core.output_lock import OutputLock
 
+        if until is not None and not 1 <= until <= self.config.total_steps:
+            raise ValueError(f"until={until}: stop at a step from 1 to total_steps={self.config.total_steps}")
         with OutputLock(self.out, what="--output-dir").acquire():
-            return self._train(resume=resume, progress=progress)
+            return self._train(resume=resume, progress=progress, until=until)
 
-    def _train(self, *, resume: bool, progress: Optional[bool]) -> list[dict]:
+    def _train(self, *, resume: bool, progress: Optional[bool], until: Optional[int] = None) -> list[dict]:
         c = self.config
+        last = c.total_steps if until is None else until
         resumed = self.resume() if resume else False
         self.out.mkdir(parents=True, exist_ok=True)
         c.save(self.out / "config.yaml")
@@ -431,7 +435,7 @@ class SelfPlayTrainer:
             self.metrics.log(0, self.run_eval())
         bar = _progress(c.total_steps, self.step, c.progress if progress is None else progress, bool(c.save_every))
         try:
-            while self.step < c.total_steps:
+            while self.step < last:
                 m = self.train_step()
                 if c.val_every and self.val_tasks and self.step % c.val_every == 0:
                     m.update(self.validate())
