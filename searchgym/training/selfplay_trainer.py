@@ -413,7 +413,7 @@ class SelfPlayTrainer:
         from ..core.output_lock import OutputLock
 
         if until is not None and not 1 <= until <= self.config.total_steps:
-            raise ValueError(f"until={until}: stop at a step from 1 to total_steps={self.config.total_steps}")
+            raise InvalidArgumentError(f"until={until}: stop at a step from 1 to total_steps={self.config.total_steps}")
         with OutputLock(self.out, what="--output-dir").acquire():
             return self._train(resume=resume, progress=progress, until=until)
 
