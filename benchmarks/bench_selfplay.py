@@ -1252,7 +1252,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     args.samples = size["proposer_samples"] if args.proposer_samples is None else args.proposer_samples
     args.device = args.device or size["device"]
     steps, save_every = args.steps or size["train"]["total_steps"], size["train"]["save_every"]
-    if args.stop_at is not None and (args.stop_at < 1 or args.stop_at >= steps or args.stop_at % save_every):
+    if args.stop_at is not None and not checkpointed_before(args.stop_at, save_every, steps):
         ap.error(
             f"--stop-at {args.stop_at}: stop at a checkpointed step before the last ({steps}); use a multiple of "
             f"save_every={save_every} below {steps}"
@@ -1272,6 +1272,12 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     return args
 
 
+def checkpointed_before(step: int, save_every: int, last: int) -> bool:
+    """Whether a run checkpoints at ``step`` (a multiple of ``save_every``) before its ``last`` step: the steps
+    ``--eval-at`` may score and ``--stop-at`` may stop at."""
+    return 1 <= step < last and step % save_every == 0
+
+
 def parse_eval_at(ap: argparse.ArgumentParser, text: Optional[str], save_every: int, steps: int) -> list[int]:
     """``--eval-at`` as sorted steps, each a checkpointed step (a multiple of ``save_every``) before the last."""
     if not text:
@@ -1280,7 +1286,7 @@ def parse_eval_at(ap: argparse.ArgumentParser, text: Optional[str], save_every: 
         out = sorted({int(x) for x in text.split(",")})
     except ValueError:
         ap.error(f"--eval-at {text!r}: give comma-separated training steps, e.g. 8,16")
-    bad = [k for k in out if k < 1 or k >= steps or k % save_every]
+    bad = [k for k in out if not checkpointed_before(k, save_every, steps)]
     if bad:
         ap.error(
             f"--eval-at {text!r}: step {bad[0]} is not a checkpointed step before the last ({steps}); use multiples of "
