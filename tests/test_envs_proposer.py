@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import gymnasium as gym
 import pytest
 
@@ -149,3 +151,33 @@ def test_a_question_written_short_of_its_hops_is_rejected_when_the_filter_asks(t
         _env(tiny_world, filter_config={"min_searchs": 3})
     with pytest.raises(TypeError, match="filter_config must be a FilterConfig or a mapping"):
         _env(tiny_world, filter_config=3)
+
+
+def test_a_one_hop_question_after_one_search_is_kept_when_min_searches_is_capped(tiny_world):
+    """A 1-hop subgraph's prompt asks for one search; SSP's code filters want two (min_searches)."""
+    full = tiny_subgraph()
+    one_hop = dataclasses.replace(
+        full,
+        id="tiny-1hop",
+        seed="E3",
+        path=["E3", "E4"],
+        relations=["capital"],
+        relation_ids=["capital"],
+        nodes={k: full.nodes[k] for k in ("E3", "E4")},
+        distractors=[],
+    )
+
+    def one_search(**kw):
+        env = KGProposerEnv(tiny_world, SubgraphTaskSource([one_hop], tiny_world), verifier=AcceptAll(), **kw)
+        obs, _ = env.reset(seed=0)
+        assert "Required searches: 1" in obs
+        env.step("<think>One hop.</think><search>Merovia capital</search>")
+        *_, r, term, _, info = env.step(
+            "<question>Which city serves as the seat of government of the Merovia?</question>"
+        )
+        return r, term, info["validation"]
+
+    r, term, validation = one_search()
+    assert term and r == 0.0 and validation["reason"] == "too_few_searches"
+    r, term, validation = one_search(filter_config={"min_searches_at_most_required": True})
+    assert term and r == 1.0 and validation["valid"]

@@ -78,3 +78,14 @@ def test_required_search_count_is_enforced_only_when_asked():
     three = proposer_trajectory(["Alice Varn birthplace", "Tarsk country", "Merovia capital"])
     assert check_question(GOOD_Q, "Ostrel", three, strict, required_searches=3).ok
     assert check_question(GOOD_Q, "Ostrel", two, strict).ok  # no count asked for: nothing to enforce
+
+
+def test_min_searches_is_capped_at_the_required_count_only_when_asked():
+    one = proposer_trajectory(["Alice Varn birthplace"])
+    assert check_question(GOOD_Q, "Ostrel", one, required_searches=1).reason == "too_few_searches"  # SSP's code: >= 2
+    capped = FilterConfig(min_searches_at_most_required=True)
+    assert check_question(GOOD_Q, "Ostrel", one, capped, required_searches=1).ok
+    assert check_question(GOOD_Q, "Ostrel", one, capped, required_searches=3).reason == "too_few_searches"
+    assert check_question(GOOD_Q, "Ostrel", one, capped).reason == "too_few_searches"  # no count: min_searches holds
+    none = proposer_trajectory([])
+    assert check_question(GOOD_Q, "Ostrel", none, capped, required_searches=1).reason == "no_information"

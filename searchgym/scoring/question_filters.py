@@ -12,8 +12,9 @@ reason               rule
 ``too_few_words``    fewer than ``min_words`` whitespace-separated words (default 10)
 ``answer_leak``      the answer a* (lowercased) is a substring of the question (lowercased)
 ``no_information``   the trajectory never received an ``<information>`` block
-``too_few_searches`` fewer than ``min_searches`` searches (default 2), or -- with
-                     ``searches_at_least_required`` -- fewer than the prompt asked for
+``too_few_searches`` fewer than ``min_searches`` searches (default 2; with
+                     ``min_searches_at_most_required``, no more than the prompt asked for), or
+                     -- with ``searches_at_least_required`` -- fewer than the prompt asked for
 ``duplicate_queries`` the same query (case/whitespace-insensitive) was searched twice
 ==================== ============================================================
 
@@ -58,6 +59,14 @@ class FilterConfig:
             "help": "Also reject a question whose Proposer searched fewer times than its prompt's required search "
             "count (the target's hop count; SSP's prompt: the searches 'must precisely match the specified search "
             "count'). Off in SSP's code filters, which check min_searches only."
+        },
+    )
+    min_searches_at_most_required: bool = field(
+        default=False,
+        metadata={
+            "help": "Lower min_searches to the prompt's required search count (the target's hop count) where that is "
+            "smaller, so a 1-hop target's question written after its one search is kept. Off in SSP's code filters, "
+            "which ask min_searches of every question, while its prompt asks a 1-hop target for one search."
         },
     )
     require_information: bool = field(
@@ -116,7 +125,8 @@ def check_question(
     ``answers`` is the canonical answer a* or a list whose first item is a* (aliases after it);
     ``trajectory`` is the Proposer rollout that produced the question (its turns' searches and
     env-inserted information are checked). ``required_searches``: the search count the Proposer's
-    prompt asked for, enforced when ``config.searches_at_least_required`` is set. Returns the first
+    prompt asked for, enforced when ``config.searches_at_least_required`` is set (and the most ``min_searches``
+    asks for with ``config.min_searches_at_most_required``). Returns the first
     failure, in the order of :data:`REASONS`, or ``FilterResult(ok=True)``.
     """
     cfg = config or FilterConfig()
@@ -150,7 +160,10 @@ def check_question(
             return fail("answer_leak", leaked=leaked)
     if cfg.require_information and details["information_blocks"] == 0:
         return fail("no_information")
-    if len(queries) < cfg.min_searches:
+    floor = cfg.min_searches
+    if cfg.min_searches_at_most_required and required_searches:
+        floor = min(floor, required_searches)
+    if len(queries) < floor:
         return fail("too_few_searches")
     if cfg.searches_at_least_required and required_searches and len(queries) < required_searches:
         return fail("too_few_searches", required=required_searches)
