@@ -13,7 +13,7 @@ reason               rule
 ``answer_leak``      the answer a* (lowercased) is a substring of the question (lowercased)
 ``no_information``   the trajectory never received an ``<information>`` block
 ``too_few_searches`` fewer than ``min_searches`` searches (default 2; with
-                     ``min_searches_at_most_required``, no more than the prompt asked for), or
+                     ``min_searches_at_most_required``, that minimum capped at the prompt's count), or
                      -- with ``searches_at_least_required`` -- fewer than the prompt asked for
 ``duplicate_queries`` the same query (case/whitespace-insensitive) was searched twice
 ==================== ============================================================
