@@ -125,8 +125,8 @@ def check_question(
     ``answers`` is the canonical answer a* or a list whose first item is a* (aliases after it);
     ``trajectory`` is the Proposer rollout that produced the question (its turns' searches and
     env-inserted information are checked). ``required_searches``: the search count the Proposer's
-    prompt asked for, enforced when ``config.searches_at_least_required`` is set (and the most ``min_searches``
-    asks for with ``config.min_searches_at_most_required``). Returns the first
+    prompt asked for: enforced as a minimum when ``config.searches_at_least_required`` is set, and the cap on
+    ``min_searches`` when ``config.min_searches_at_most_required`` is. Returns the first
     failure, in the order of :data:`REASONS`, or ``FilterResult(ok=True)``.
     """
     cfg = config or FilterConfig()
