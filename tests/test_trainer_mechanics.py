@@ -447,6 +447,47 @@ def test_lora_trains_only_the_adapter_and_checkpoints_it(tmp_path, tok):
     assert all(torch.equal(saved[n], now[n]) for n in saved)
 
 
+def _lora_trainer(tmp_path, tok, seed: int, **kw) -> SelfPlayTrainer:
+    cfg = _config(tmp_path, lora=True, lora_r=4, lora_alpha=8, lr=1e-2, seed=seed, **kw)
+    return SelfPlayTrainer(cfg, envs=[object()], model=build_model(tok), tokenizer=tok)
+
+
+def _trainable(model) -> dict:
+    return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+
+
+def test_the_lora_adapter_starts_from_the_seed_and_leaves_the_global_rng(tmp_path, tok):
+    """PEFT draws a new adapter's A matrices from torch's global RNG: the trainer seeds that draw from the run's
+    seed (two runs of one seed start alike, another seed starts elsewhere) and restores the caller's RNG."""
+    pytest.importorskip("peft")
+    state = torch.get_rng_state()
+    first, again, other = (
+        _trainable(_lora_trainer(tmp_path / str(k), tok, seed).policy) for k, seed in enumerate((0, 0, 1))
+    )
+    assert torch.equal(torch.get_rng_state(), state)
+    a = [n for n in first if "lora_A" in n]
+    assert a and all(torch.equal(first[n], again[n]) for n in first)
+    assert not any(torch.equal(first[n], other[n]) for n in a)
+
+
+def test_dropout_in_an_update_draws_from_the_run_rng(tmp_path, tok):
+    """With LoRA dropout, the masks of an update come from the trainer's rng (which checkpoints carry): the same
+    rng state gives the same weights after the update, another state other weights; torch's global RNG is not
+    moved."""
+    pytest.importorskip("peft")
+    traj = [_traj(["<search> Alice Varn </search>", "<answer> Tarsk </answer>"]), _traj(["<answer> Ostrel </answer>"])]
+    after = []
+    for k, rng_seed in enumerate((5, 5, 6)):
+        tr = _lora_trainer(tmp_path / str(k), tok, 0, lora_dropout=0.5)
+        tr.rng.seed(rng_seed)
+        state = torch.get_rng_state()
+        tr.optimise(traj, [[1.0], [-1.0]])
+        assert torch.equal(torch.get_rng_state(), state)
+        after.append(_trainable(tr.policy))
+    assert all(torch.equal(after[0][n], after[1][n]) for n in after[0])
+    assert not all(torch.equal(after[0][n], after[2][n]) for n in after[0])
+
+
 def test_validation_is_greedy_binary_accuracy_on_held_out_tasks(tmp_path, tok, tiny_world):
     import gymnasium as gym
 

@@ -25,6 +25,7 @@ from .losses import group_advantages, policy_loss, proposer_advantages, token_lo
 from .model_loading import apply_lora, load_start_policy
 from .selfplay_config import TrainConfig
 from .selfplay_samples import Sample, written_on
+from .torch_rng import seeded_torch
 
 logger = logging.getLogger(__name__)
 
@@ -236,23 +237,24 @@ class PolicyUpdate:
         prompt_rank: dict = {}
         rank = [prompt_rank.setdefault(tuple(e.input_ids[: e.prompt_len]), len(prompt_rank)) for e in enc]
         reuse_old = c.epochs == 1 and len(enc) <= c.mini_batch_size  # on-policy: old log-probs = current, detached
-        run = _Pass(
-            enc,
-            adv,
-            None if reuse_old else self._old_logprobs(enc, adv, rank),
-            self._rollout_logprobs(enc),
-            aggregation,
-            _Mean(),
-        )
         scheduled = [group["lr"] for group in self.optimizer.param_groups]
         for group in self.optimizer.param_groups:
             group["lr"] *= lr_scale
-        try:
-            for _ in range(c.epochs):
-                order = list(range(len(enc)))
-                self.rng.shuffle(order)
-                for mb in _chunks(order, c.mini_batch_size):
-                    self._mini_batch(run, sorted(mb, key=rank.__getitem__))
+        try:  # torch's draws in the passes (dropout) come from the run's rng, which checkpoints carry
+            with seeded_torch(self.rng.randrange(2**63), self.device):
+                run = _Pass(
+                    enc,
+                    adv,
+                    None if reuse_old else self._old_logprobs(enc, adv, rank),
+                    self._rollout_logprobs(enc),
+                    aggregation,
+                    _Mean(),
+                )
+                for _ in range(c.epochs):
+                    order = list(range(len(enc)))
+                    self.rng.shuffle(order)
+                    for mb in _chunks(order, c.mini_batch_size):
+                        self._mini_batch(run, sorted(mb, key=rank.__getitem__))
         finally:  # the scheduler owns the rate between updates
             for group, lr in zip(self.optimizer.param_groups, scheduled):
                 group["lr"] = lr
@@ -398,8 +400,9 @@ class PolicyUpdate:
 
 def build_policy_update(config: TrainConfig, model: Any, tokenizer: Any, *, device: Any, rng: Any) -> PolicyUpdate:
     """The update of a run: the policy (``model``, else the configured start model, on ``device``, in training
-    mode, with LoRA applied, or with a frozen copy as the KL reference), its AdamW optimizer over the trainable
-    parameters and linear-warmup schedule; ``rng`` orders the mini-batches."""
+    mode, with LoRA applied (its initial weights drawn from ``config.seed``), or with a frozen copy as the KL
+    reference), its AdamW optimizer over the trainable parameters and linear-warmup schedule; ``rng`` orders the
+    mini-batches and seeds torch's draws in each update (dropout)."""
     import torch
 
     if model is None:
@@ -411,7 +414,8 @@ def build_policy_update(config: TrainConfig, model: Any, tokenizer: Any, *, devi
     model.to(device)
     ref_model = None
     if config.lora:
-        model = apply_lora(model, config)
+        with seeded_torch(config.seed, device):  # PEFT draws the adapter's A matrices from torch's global RNG
+            model = apply_lora(model, config)
     elif config.kl_coef > 0:
         ref_model = copy.deepcopy(model).eval()
         for p in ref_model.parameters():

@@ -32,7 +32,6 @@ import logging
 import math
 import random
 import time
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -41,6 +40,7 @@ from ..errors import InvalidArgumentError, MissingFileError
 from ..llm.shared_prefix import common_prefix_len, pack_shared, shared_token_logprobs
 from .sft_config import SFTConfig, SFTResult
 from .sft_data import DataReport, Demonstration, load_demonstrations
+from .torch_rng import seeded_torch
 
 logger = logging.getLogger(__name__)
 
@@ -147,7 +147,7 @@ class SFTRun:
         self.fingerprint = model_fingerprint(model.config, tokenizer)
         model.to(self.device)
         if c.lora:
-            with self._seeded(c.seed):  # the adapter's initial weights come from the seed
+            with seeded_torch(c.seed, self.device):  # the adapter's initial weights come from the seed
                 model = apply_lora(model, c)
             if c.lora_init:  # ... or from an adapter this run continues
                 logger.info("LoRA adapter starts from %s", load_lora_init(model, c.lora_init, c, self.fingerprint))
@@ -199,15 +199,6 @@ class SFTRun:
             else:
                 self.report.filtered["without agent tokens after max_tokens"] += 1
         return out
-
-    @contextmanager
-    def _seeded(self, seed: int):
-        """Run the block with torch's RNG (CPU and this run's GPU) seeded by ``seed``; restored afterwards."""
-        import torch
-
-        with torch.random.fork_rng(devices=[self.device.index or 0] if self.device.type == "cuda" else []):
-            torch.manual_seed(seed)
-            yield
 
     # ---------------------------------------------------------------- data order
     def _batch(self, step: int) -> list:
@@ -271,7 +262,7 @@ class SFTRun:
         loss_sum = ent_sum = 0.0
         for k in range(0, len(batch), c.micro_batch_size):
             micro = batch[k : k + c.micro_batch_size]
-            with self._seeded((c.seed * 1_000_003 + self.step) * 1_009 + k), self._precision():
+            with seeded_torch((c.seed * 1_000_003 + self.step) * 1_009 + k, self.device), self._precision():
                 logp, ent, mask, _ = self._scores(micro)  # dropout draws: (seed, step, micro) only
                 nll = -(logp * mask).sum()
                 (nll / n_agent).backward()
