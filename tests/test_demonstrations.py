@@ -175,6 +175,36 @@ def test_openings_keep_the_first_turn_of_rewarded_rollouts(world, tmp_path):
         opening_record({"segments": [{"source": "prompt", "text": "q"}], "turns": [], "demo": {"kind": "solver"}})
 
 
+def test_one_hop_kg_proposer_demonstrations_are_kept_with_the_capped_search_minimum(world, tmp_path, capsys):
+    """A 1-hop target's Proposer searches once; SSP's filters ask every question for two searches, so those
+    demonstrations are dropped unless the Proposer envs' filter caps the minimum at the target's hop count
+    (``searchgym demos --filter min_searches_at_most_required=true``, which says so when it drops them)."""
+    from searchgym.cli import main
+
+    tasks = hop_tasks(world, 1, 8, seed=9)
+    plain = generate_demonstrations(world, tmp_path / "plain.jsonl", proposer_tasks=tasks, seed=0)
+    assert plain.dropped["proposer-kg:too_few_searches"] > 0
+    assert all(int(k.split(":")[1]) >= 2 for k in plain.searches)  # kept only where a hop took a second search
+    capped = generate_demonstrations(
+        world,
+        tmp_path / "capped.jsonl",
+        proposer_tasks=tasks,
+        seed=0,
+        filter_config={"min_searches_at_most_required": True},
+    )
+    assert capped.written["proposer-kg"] > 0 and "proposer-kg:too_few_searches" not in capped.dropped
+    assert capped.searches["proposer-kg:1"] > 0 and capped.written["proposer-kg"] > plain.written["proposer-kg"]
+    assert (
+        main(["demos", "--out", str(tmp_path / "cli.jsonl"), "--solver", "", "--proposer", "1:4", "--vanilla", ""]) == 0
+    )
+    assert "keep those with --filter min_searches_at_most_required=true" in capsys.readouterr().out
+    args = ["demos", "--out", str(tmp_path / "cli.jsonl"), "--solver", "", "--vanilla", ""]
+    assert main(args + ["--proposer", "1:4", "--filter", "min_searches_at_most_required=true"]) == 0
+    assert "note:" not in capsys.readouterr().out
+    assert main(args + ["--filter", "min_search=1"]) == 2
+    assert "--filter min_search: no such rule filter; valid: min_chars" in capsys.readouterr().err
+
+
 def test_same_seed_same_file(world, tmp_path):
     tasks = hop_tasks(world, 2, 8, seed=5)
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"

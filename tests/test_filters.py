@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from searchgym.scoring.question_filters import REASONS, FilterConfig, check_question
+from searchgym.errors import InvalidArgumentError
+from searchgym.scoring.question_filters import REASONS, FilterConfig, check_question, filter_settings
 from tests.support.trajectories import proposer_trajectory
 
 GOOD_Q = "Which city is the capital of the country in which the chemist Alice Varn was born?"
@@ -89,3 +92,19 @@ def test_min_searches_is_capped_at_the_required_count_only_when_asked():
     assert check_question(GOOD_Q, "Ostrel", one, capped).reason == "too_few_searches"  # no count: min_searches holds
     none = proposer_trajectory([])
     assert check_question(GOOD_Q, "Ostrel", none, capped, required_searches=1).reason == "no_information"
+
+
+def test_filter_settings_read_command_line_items_and_refuse_bad_ones():
+    """``--filter FIELD=VALUE`` items become the mapping an env's filter_config takes, checked before any env."""
+    assert filter_settings(["min_searches=1", "min_searches_at_most_required=true"]) == {
+        "min_searches": 1,
+        "min_searches_at_most_required": True,
+    }
+    assert filter_settings([]) == {}
+    for item, message in (
+        ("min_searches=x", "--filter: min_searches expects an integer, got 'x'"),
+        ("min_searches", "must look like FIELD=VALUE"),
+        ("min_search=1", "no such rule filter; valid: min_chars"),
+    ):
+        with pytest.raises(InvalidArgumentError, match=re.escape(message)):
+            filter_settings([item])

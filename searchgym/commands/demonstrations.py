@@ -55,6 +55,14 @@ def register(subparsers) -> None:
         help="Solver questions: varied (the template or a train rewording per task: teaches searching, not "
         "template parsing), template (every question as the templates write it), train (every one reworded)",
     )
+    p.add_argument(
+        "--filter",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="a rule filter of the Proposer envs (a FilterConfig field; repeatable), e.g. "
+        "min_searches_at_most_required=true to keep 1-hop Proposer demonstrations, which search once",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=run)
 
@@ -62,8 +70,10 @@ def register(subparsers) -> None:
 def run(args) -> int:
     """Generate the demonstrations and print what was kept and dropped."""
     from ..envs.resources import resolve_world
+    from ..scoring.question_filters import filter_settings
     from ..training.demonstrations import demonstrations_by_hops
 
+    filters = filter_settings(args.filter)
     world = resolve_world(args.world)
     stats = demonstrations_by_hops(
         world,
@@ -76,7 +86,14 @@ def run(args) -> int:
         seed=args.seed,
         progress=True,
         wording=args.wording,
+        filter_config=filters,
     )
     print(json.dumps(stats.as_dict(), indent=1))
     print(f"wrote {sum(stats.written.values())} demonstrations to {args.out}")
+    dropped = sum(n for k, n in stats.dropped.items() if k.startswith("proposer-kg") and k.endswith("too_few_searches"))
+    if dropped and "min_searches_at_most_required" not in filters:
+        print(
+            f"note: {dropped} KG Proposer rollouts searched fewer times than the filters' min_searches and were "
+            "dropped; a 1-hop one searches once: keep those with --filter min_searches_at_most_required=true"
+        )
     return 0

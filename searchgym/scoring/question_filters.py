@@ -25,7 +25,7 @@ extends it to every alias (stricter; a short alias can then reject harmless ques
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 from ..core.answers import gold_list
 from ..core.types import Trajectory
@@ -172,4 +172,29 @@ def check_question(
     return FilterResult(True, None, details)
 
 
-__all__ = ["FilterConfig", "FilterResult", "check_question", "REASONS"]
+def filter_settings(items: Sequence[str], *, option: str = "--filter") -> dict[str, Any]:
+    """Command-line ``FIELD=VALUE`` items (each VALUE read as YAML) as a mapping of :class:`FilterConfig` fields,
+    what an env's ``filter_config`` takes; checked now, so an item without ``=``, an unknown field (one line naming
+    the valid ones) or a value of the wrong type fails before any env is made. ``option`` names the flag in errors."""
+    from dataclasses import fields
+
+    from ..core.config_io import dataclass_from_mapping, override_value
+
+    known = [f.name for f in fields(FilterConfig)]
+    settings: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise InvalidArgumentError(f"{option} {item!r} must look like FIELD=VALUE (e.g. min_searches=1)")
+        if key not in known:
+            raise InvalidArgumentError(f"{option} {key}: no such rule filter; valid: {', '.join(known)}")
+        settings[key] = override_value(raw, item, what=option)
+    try:
+        dataclass_from_mapping(FilterConfig, settings, what="rule filter")
+    except ValueError as exc:
+        raise InvalidArgumentError(f"{option}: {exc}") from None
+    return settings
+
+
+__all__ = ["FilterConfig", "FilterResult", "check_question", "filter_settings", "REASONS"]

@@ -438,6 +438,7 @@ def generate_demonstrations(
     seed: int = 0,
     env_kwargs: Optional[dict] = None,
     progress: bool = False,
+    filter_config: Optional[dict] = None,
 ) -> DemoStats:
     """Play each task list with its expert through the real envs and write the rewarded rollouts.
 
@@ -445,7 +446,9 @@ def generate_demonstrations(
     ``kg`` mode and ``vanilla_tasks`` in ``vanilla`` (answer-only) mode. ``solver_openings`` and
     ``proposer_openings`` are played the same way (Solver, KG Proposer) but only the first turn of each
     rewarded rollout is written (:func:`opening_record`, kinds ``solver-opening`` and
-    ``proposer-kg-opening``). ``env_kwargs`` default to :func:`cold_start_env_kwargs`. Writes ``out``
+    ``proposer-kg-opening``). ``env_kwargs`` default to :func:`cold_start_env_kwargs`; ``filter_config``
+    (``FilterConfig`` fields) sets the Proposer envs' rule filters (by default SSP's, which drop a 1-hop question
+    written after its one search: ``{"min_searches_at_most_required": True}`` keeps it). Writes ``out``
     (JSONL, truncated first; it must be new or demonstrations, and is locked while written) and returns
     the counts.
     """
@@ -458,7 +461,8 @@ def generate_demonstrations(
     kwargs = dict(env_kwargs) if env_kwargs is not None else cold_start_env_kwargs(world)
     stats = DemoStats()
     out.parent.mkdir(parents=True, exist_ok=True)
-    kg, vanilla = {"mode": "kg"}, {"mode": "vanilla"}
+    filters = {"filter_config": dict(filter_config)} if filter_config else {}
+    kg, vanilla = {"mode": "kg", **filters}, {"mode": "vanilla", **filters}
     plans = [
         _DemoPlan("solver", "KGSolver-v0", {}, list(solver_tasks), SolverExpert(seed)),
         _DemoPlan("proposer-kg", "KGProposer-v0", kg, list(proposer_tasks), ProposerExpert(seed)),
@@ -503,11 +507,12 @@ def demonstrations_by_hops(
     seed: int = 0,
     progress: bool = False,
     wording: str = DEFAULT_WORDING,
+    filter_config: Optional[dict] = None,
 ) -> DemoStats:
     """:func:`generate_demonstrations` over :func:`demo_tasks` lists given as ``{hops: count}`` per role
     (Solver, KG Proposer, answer-only Proposer, Solver openings, KG Proposer openings): what
     ``searchgym demos`` and the learning benchmark run. ``wording``: the Solver questions' (see
-    :func:`demo_tasks`)."""
+    :func:`demo_tasks`); ``filter_config``: the Proposer envs' rule filters (see :func:`generate_demonstrations`)."""
 
     def tasks(counts, role):
         return demo_tasks(world, counts or {}, seed=seed, role=role, wording=wording)
@@ -522,6 +527,7 @@ def demonstrations_by_hops(
         proposer_openings=tasks(proposer_openings, "proposer-kg-opening"),
         seed=seed,
         progress=progress,
+        filter_config=filter_config,
     )
 
 
