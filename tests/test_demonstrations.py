@@ -201,6 +201,8 @@ def test_one_hop_kg_proposer_demonstrations_are_kept_with_the_capped_search_mini
     args = ["demos", "--out", str(tmp_path / "cli.jsonl"), "--solver", "", "--vanilla", ""]
     assert main(args + ["--proposer", "1:4", "--filter", "min_searches_at_most_required=true"]) == 0
     assert "note:" not in capsys.readouterr().out
+    assert main(args + ["--proposer", "1:4", "--filter", "min_searches_at_most_required=false"]) == 0
+    assert "keep those with --filter min_searches_at_most_required=true" in capsys.readouterr().out
     assert main(args + ["--filter", "min_search=1"]) == 2
     assert "--filter min_search: no such rule filter; valid: min_chars" in capsys.readouterr().err
 

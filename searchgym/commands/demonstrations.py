@@ -91,7 +91,7 @@ def run(args) -> int:
     print(json.dumps(stats.as_dict(), indent=1))
     print(f"wrote {sum(stats.written.values())} demonstrations to {args.out}")
     dropped = sum(n for k, n in stats.dropped.items() if k.startswith("proposer-kg") and k.endswith("too_few_searches"))
-    if dropped and "min_searches_at_most_required" not in filters:
+    if dropped and not filters.get("min_searches_at_most_required"):
         print(
             f"note: {dropped} KG Proposer rollouts searched fewer times than the filters' min_searches and were "
             "dropped; a 1-hop one searches once: keep those with --filter min_searches_at_most_required=true"

@@ -22,11 +22,12 @@ def seeded_torch(seed: int, device=None) -> Iterator[None]:
     own draws do not move."""
     import torch
 
+    seed %= 2**63
     dev = torch.device(device) if device is not None else torch.device("cpu")
     cuda = [dev.index if dev.index is not None else torch.cuda.current_device()] if dev.type == "cuda" else []
     with torch.random.fork_rng(devices=cuda):
-        torch.random.default_generator.manual_seed(seed % 2**63)
+        torch.random.default_generator.manual_seed(seed)
         for index in cuda:
             with torch.cuda.device(index):
-                torch.cuda.manual_seed(seed % 2**63)
+                torch.cuda.manual_seed(seed)
         yield
