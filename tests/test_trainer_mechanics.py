@@ -227,6 +227,24 @@ def test_kl_is_zero_at_step_zero_and_positive_after(tmp_path, tok):
     assert second["kl"] > 0.0
 
 
+def test_proposer_kl_scale_weighs_the_proposers_kl_term_only(tmp_path, tok):
+    """proposer_kl_scale=0: once the policy has moved, the Solver's update still scores the reference and pays
+    its KL term, while the Proposer's never runs the reference forward and has no KL term; negative refused."""
+    tr = _trainer(tmp_path, tok, lr=1e-2, kl_coef=0.1, proposer_kl_scale=0.0)
+    ref_calls = []
+    tr.ref_model.get_input_embeddings().register_forward_hook(lambda *_: ref_calls.append(1))
+    solver = [Sample("solver", _traj(["<answer> Tarsk </answer>"]), r, {}, "g") for r in (1.0, 0.0)]
+    proposer = [Sample("proposer", _traj(["q"], role="proposer"), r, {}, t) for r, t in ((1.0, "g"), (0.0, "h"))]
+    tr.update(solver + proposer)  # the first optimizer step: policy and reference part
+    ref_calls.clear()
+    stats = tr.update(proposer)
+    assert "proposer/loss" in stats and stats["proposer/kl"] == 0.0 and not ref_calls
+    stats = tr.update(solver)
+    assert stats["solver/kl"] > 0.0 and ref_calls
+    with pytest.raises(InvalidArgumentError, match="proposer_kl_scale"):
+        _config(tmp_path, proposer_kl_scale=-1.0)
+
+
 def test_sapo_step_advantages_reach_the_right_tokens(tmp_path, tok):
     """With reward=gdcr the solver group uses SAPO: step advantages differ within one trajectory."""
     tr = _trainer(tmp_path, tok, reward="gdcr")

@@ -236,6 +236,16 @@ class TrainConfig(ModelOptions, ConfigIO):
         default=0.01,
         metadata={"help": "Weight of the KL penalty to the reference (initial) policy; 0 skips the reference model."},
     )
+    proposer_kl_scale: float = field(
+        default=1.0,
+        metadata={
+            "help": (
+                "Multiplies kl_coef for the Proposer's update (the Solver's uses kl_coef). The papers use one KL weight"
+                " for both roles (1.0); 0 holds the Solver near the reference while the Proposer moves freely, and its"
+                " update then skips the reference forward."
+            )
+        },
+    )
     skip_zero_advantage: bool = field(
         default=False,
         metadata={
@@ -428,6 +438,7 @@ class TrainConfig(ModelOptions, ConfigIO):
             "lr",
             "proposer_lr_scale",
             "kl_coef",
+            "proposer_kl_scale",
             "clip_low",
             "clip_high",
             "temperature",

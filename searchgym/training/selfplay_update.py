@@ -115,13 +115,14 @@ class _Mean:
 class _Pass:
     """What every mini-batch of one :meth:`PolicyUpdate.optimise` call reads: the encoded sequences, their
     advantages, their log-probs before the update (``None``: on-policy, taken from the forward pass itself),
-    the sampler's log-probs, the loss aggregation, and the statistics gathered."""
+    the sampler's log-probs, the loss aggregation, the KL term's weight, and the statistics gathered."""
 
     enc: list[EncodedTrajectory]
     adv: list
     old: Optional[list]
     rollout_lp: list
     aggregation: str
+    kl_coef: float
     stats: _Mean
 
 
@@ -159,18 +160,19 @@ class PolicyUpdate:
         """Solver GRPO update then Proposer REINFORCE update; returns loss statistics.
 
         A role whose advantages are all 0 is skipped (``<role>/skipped_no_signal``) when its update could
-        not move the policy: no KL term, or the policy still equal to its reference (no optimizer step
-        yet). With a KL term and a policy that has moved, the KL pull is a real gradient and still runs."""
+        not move the policy: no KL term for that role, or the policy still equal to its reference (no optimizer
+        step yet). With a KL term and a policy that has moved, the KL pull is a real gradient and still runs."""
         c = self.config
         tables = selfplay_advantages(samples, c)
         aggregation = {"solver": c.solver_loss_aggregation, "proposer": c.proposer_loss_aggregation}
         lr_scale = {"solver": 1.0, "proposer": c.proposer_lr_scale}
+        kl_coef = {"solver": c.kl_coef, "proposer": c.kl_coef * c.proposer_kl_scale}
         stats: dict = {}
         for role, enabled in (("solver", c.train_solver), ("proposer", c.train_proposer)):
             idx = [i for i, s in enumerate(samples) if s.role == role]
             if not (enabled and idx):
                 continue
-            if self._no_signal([tables[i] for i in idx]):
+            if self._no_signal([tables[i] for i in idx], kl_coef[role]):
                 stats[f"{role}/skipped_no_signal"] = 1
                 continue
             result = self.optimise(
@@ -178,16 +180,17 @@ class PolicyUpdate:
                 [tables[i] for i in idx],
                 aggregation=aggregation[role],
                 lr_scale=lr_scale[role],
+                kl_coef=kl_coef[role],
             )
             stats.update({f"{role}/{k}": v for k, v in result.items()})
         return stats
 
-    def _no_signal(self, tables: Sequence[Sequence[float]]) -> bool:
-        """True when every advantage is 0 and the KL term has no gradient either (no KL, or no optimizer
-        step taken since the reference was made, so policy and reference are still the same model)."""
+    def _no_signal(self, tables: Sequence[Sequence[float]], kl_coef: float) -> bool:
+        """True when every advantage is 0 and the KL term (of weight ``kl_coef``) has no gradient either (no
+        KL, or no optimizer step taken since the reference was made, so policy and reference are the same)."""
         if any(a != 0.0 for t in tables for a in t):
             return False
-        return self.config.kl_coef <= 0 or not self.optimizer.state
+        return kl_coef <= 0 or not self.optimizer.state
 
     def encode(self, trajectories: Sequence[Trajectory], step_advantages: Sequence[Sequence[float]]):
         """The sequences the update trains on: ``(encoded, advantages)`` of every trajectory with at
@@ -215,12 +218,14 @@ class PolicyUpdate:
         *,
         aggregation: str = "token_mean",
         lr_scale: float = 1.0,
+        kl_coef: Optional[float] = None,
     ) -> dict:
         """PPO-clip + KL optimisation of the policy on ``trajectories`` with the given advantages.
 
         ``step_advantages[i]`` is a list of advantages per agent step (one value = sequence-level);
         ``aggregation``: how each sequence's token losses combine (``token_mean`` or ``token_sum``);
-        ``lr_scale`` multiplies the scheduled learning rate for these optimizer steps only (``proposer_lr_scale``).
+        ``lr_scale`` multiplies the scheduled learning rate for these optimizer steps only (``proposer_lr_scale``);
+        ``kl_coef`` weighs the KL term to the reference for them (``None``: the config's; 0 skips the reference).
         Runs ``epochs`` passes of mini-batches of ``mini_batch_size`` sequences (one optimizer step
         each), accumulating gradients over micro-batches of ``micro_batch_size``; within a mini-batch
         sequences of the same prompt are placed together so their micro-batch shares the prompt.
@@ -248,6 +253,7 @@ class PolicyUpdate:
                     None if reuse_old else self._old_logprobs(enc, adv, rank),
                     self._rollout_logprobs(enc),
                     aggregation,
+                    c.kl_coef if kl_coef is None else kl_coef,
                     _Mean(),
                 )
                 for _ in range(c.epochs):
@@ -318,7 +324,7 @@ class PolicyUpdate:
             old_lp = torch.zeros_like(logp)
             for k, i in enumerate(micro):
                 old_lp[k, : run.old[i].shape[0]] = run.old[i]
-        ref = self._ref_logp(score)
+        ref = self._ref_logp(score, run.kl_coef)
         weights = None
         if self.rollout_correction:
             weights = self._rollout_weights([run.rollout_lp[i] for i in micro], old_lp, mask, run.stats)
@@ -330,7 +336,7 @@ class PolicyUpdate:
             mask,
             clip_low=c.clip_low,
             clip_high=c.clip_high,
-            kl_coef=c.kl_coef,
+            kl_coef=run.kl_coef,
             aggregation=run.aggregation,
             is_weights=weights,
         )
@@ -364,11 +370,11 @@ class PolicyUpdate:
             model, ids, attn, with_entropy=with_entropy, start=start, only=mask
         )
 
-    def _ref_logp(self, score):
-        """The reference model's log-probs of the micro-batch (``None`` without a KL term)."""
+    def _ref_logp(self, score, kl_coef: float):
+        """The reference model's log-probs of the micro-batch (``None`` when the KL term's weight is 0)."""
         import torch
 
-        if self.config.kl_coef <= 0:
+        if kl_coef <= 0:
             return None
         with torch.no_grad(), self._ref_context():
             return score(self.ref_model if self.ref_model is not None else self.policy)[0]
