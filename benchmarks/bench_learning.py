@@ -35,7 +35,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Container, Mapping, Optional, Sequence
 
 from machine import machine_info
 
@@ -563,15 +563,19 @@ def stopped_short(records: Mapping[str, Mapping], intermediates: Mapping[str, Se
     return dict(sorted(out.items()))
 
 
-def paired_flips(work: Path, before: str, after: str, *, reworded: bool = False) -> dict:
+def paired_flips(
+    work: Path, before: str, after: str, *, reworded: bool = False, keys: Optional[Container[str]] = None
+) -> dict:
     """Held-out questions both stages answered, paired (:func:`paired_counts` of their exact match), overall and
     by hop count. With n in the tens, a gain of a few points is a question or two: the pairs show whether it is
     a shift or noise. ``reworded``: the reworded split instead of the benchmark's own wording (each pairs only
-    with itself)."""
+    with itself). ``keys``: only these questions."""
     a, b = heldout_records(work, before, reworded=reworded), heldout_records(work, after, reworded=reworded)
 
     def em(recs: Mapping, hop: Any = None) -> dict:
-        return {k: r["em"] for k, r in recs.items() if hop is None or r.get("hops") == hop}
+        return {
+            k: r["em"] for k, r in recs.items() if (hop is None or r.get("hops") == hop) and (keys is None or k in keys)
+        }
 
     hops = sorted({r["hops"] for r in b.values() if r.get("hops") is not None})
     return {**paired_counts(em(a), em(b)), "by_hops": {str(h): paired_counts(em(a, h), em(b, h)) for h in hops}}

@@ -1297,16 +1297,21 @@ def parse_eval_at(ap: argparse.ArgumentParser, text: Optional[str], save_every: 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run (or ``--collect``) the benchmark; 0 on success, 2 on bad input or an unusable workdir."""
-    args = parse_args(argv)
+    return run_reporting_errors("bench_selfplay", run, parse_args(argv))
+
+
+def run_reporting_errors(prog: str, job, args: argparse.Namespace) -> int:
+    """``job(args)`` with logging on; 0 when it succeeds, 2 after one line ``<prog>: error: ...`` when it fails on bad
+    input (:class:`BenchError` or searchgym's own errors; the traceback too with ``args.debug``)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     from searchgym.errors import SearchGymError
 
     try:
-        run(args)
+        job(args)
     except (BenchError, SearchGymError) as exc:
         if args.debug:
             traceback.print_exc()
-        print(f"bench_selfplay: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     return 0
 
