@@ -17,8 +17,8 @@ invocation ends by collecting all given runs that are scored (``--collect``: onl
 from the same weights (each workdir's ``start.json``); where that start's folder is gone, ``--start`` names one
 with the same weights.
 
-    python benchmarks/bench_selfplay_rescore.py runs/h32kls/cpu/c_s0 runs/h32kls/cpu/c_s1 \\
-        --out benchmarks/results/selfplay_cpu_rescore_n100.json
+    python benchmarks/bench_selfplay_rescore.py runs/half32_bf16_kl/cpu/c_s0 runs/half32_bf16_kl/cpu/c_s1 \\
+        --out benchmarks/results/selfplay_cpu_solver_rescored_100.json
 """
 
 from __future__ import annotations
@@ -115,7 +115,8 @@ def run_start(run: Path, override: Optional[str]) -> dict:
 
 
 def stage_name(run: Path) -> str:
-    """A run's cached stage: its workdir's name and its own (``h32kls_c_s0``)."""
+    """A run's cached stage: its workdir's name and its own (``half32_bf16_kl_c_s0``); :func:`scored` refuses a stage
+    that another run of the same names was scored into."""
     return f"{run.parent.parent.name}_{run.name}"
 
 
@@ -138,7 +139,7 @@ def score(name: str, load, work: Path, args: argparse.Namespace, label: str, *, 
     from searchgym.core.output_lock import OutputLock, OutputLockedError
     from searchgym.world.synthetic import default_world
 
-    if scored(work, name) is not None:
+    if scored(work, name, label) is not None:
         return True
     lock = OutputLock(work / f"{name}.stage", what="--cache")
     try:
@@ -166,10 +167,19 @@ def score(name: str, load, work: Path, args: argparse.Namespace, label: str, *, 
     return True
 
 
-def scored(work: Path, name: str) -> Optional[dict]:
-    """A stage's held-out results, ``None`` while it is not scored."""
+def scored(work: Path, name: str, model: Optional[str] = None) -> Optional[dict]:
+    """A stage's held-out results, ``None`` while it is not scored; refused when ``model`` is given and the stage
+    scored another one (a run of the same workdir and run names elsewhere)."""
     path = work / f"eval_{name}.json"
-    return json.loads(path.read_text()) if path.is_file() else None
+    if not path.is_file():
+        return None
+    result = json.loads(path.read_text())
+    if model is not None and result["model"] != model:
+        raise BenchError(
+            f"{work} scored {result['model']} as stage {name}, not {model} (a workdir of the same name elsewhere): "
+            "give another --cache"
+        )
+    return result
 
 
 def bench_check(own_work: Path, own_name: str, work: Path, cold: str, name: str, reworded: bool) -> Optional[dict]:
@@ -212,7 +222,7 @@ def collect(runs: Sequence[Path], work: Path, cold: str, start: dict, args: argp
     }
     for run in runs:
         name = stage_name(run)
-        result = scored(work, name)
+        result = scored(work, name, str(run))
         if result is None:
             out["pending"].append(str(run))
             continue

@@ -100,6 +100,10 @@ def test_bad_input_is_a_one_line_error(toy_run, tmp_path, capsys):
         assert "which is gone; give --start" in error([str(run), *cache])
         assert rs.main([str(run), "--start", str(moved), *cache, "--max-new-tokens", "4"]) == 0
         capsys.readouterr()
+        elsewhere = tmp_path / "elsewhere" / "w"  # a workdir of the same name: its run may not reuse the stage
+        shutil.copytree(run.parent.parent, elsewhere)
+        err = error([str(elsewhere / "toy" / "c_s0"), "--start", str(moved), *cache])
+        assert f"scored {run} as stage w_c_s0, not {elsewhere / 'toy' / 'c_s0'}" in err and "another --cache" in err
     finally:
         shutil.copytree(moved, tiny)
     assert "not scored in" in error([str(run), "--cache", str(tmp_path / "empty"), "--collect"])
