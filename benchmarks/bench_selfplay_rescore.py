@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import math
 import sys
 from pathlib import Path
@@ -60,7 +59,6 @@ SETTINGS = (
     "group_size",
 )
 WORDINGS = {"solver": False, "solver_reworded": True}  # report key -> heldout_records(reworded=...)
-logger = logging.getLogger("bench_selfplay_rescore")
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -303,10 +301,10 @@ def rescore(args: argparse.Namespace) -> None:
     for run in runs:
         if not (run / "final").is_dir():
             raise BenchError(f"{run} has no final/ policy: give a finished bench_selfplay run folder")
-    starts = {json.dumps(run_start(run, args.start), sort_keys=True) for run in runs}
-    if len({json.loads(s)["fingerprint"] for s in starts}) > 1:
+    starts = [run_start(run, args.start) for run in runs]
+    if len({s["fingerprint"] for s in starts}) > 1:
         raise BenchError("the runs start from different weights; rescore each start's runs in its own invocation")
-    start = json.loads(sorted(starts)[0])
+    start = starts[0]
     work = Path(args.cache) / format_pool_hops(args.hop_counts).replace("=", "-").replace(",", "_")
     work.mkdir(parents=True, exist_ok=True)
     cold = cold_stage(start["fingerprint"])
