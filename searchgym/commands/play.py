@@ -109,7 +109,7 @@ def register(sub) -> None:
         default=None,
         metavar="NAMES",
         help="rewards to stack, comma-separated, innermost first: a registered name (binary, wcr, gdcr, "
-        "dynasearcher) or package.module:Wrapper",
+        "dynasearcher, search_discount, ...) or package.module:Wrapper",
     )
     p.add_argument(
         "--reward-option",

@@ -106,6 +106,9 @@ def _solver_text(reward: float, c: Mapping) -> str:
             )
         else:
             notes.append(f"WCR bonus = α·g̃ for a wrong answer, 0 for a right one or no answer ({coverage})")
+    if "search_discount" in c:
+        terms.append(("extra-search discount", c["search_discount"]))
+        notes.append(f"{c.get('extra_searches', 0)} search(es) beyond the question's hops")
     if "gdcr_total" in c:
         weighted.append("weight·GDCR total")
         notes.append(f"GDCR step rewards total {_fmt(c['gdcr_total'])}, used by the SAPO step advantage")

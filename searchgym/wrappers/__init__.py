@@ -28,6 +28,7 @@ from .evidence_verifier_reward import (
     format_score,
     solver_evidence_text,
 )
+from .extra_search_discount import ExtraSearchDiscount, extra_search_discount
 from .graph_distance_reward import (
     EntityLinker,
     GDCRTracker,
@@ -70,6 +71,8 @@ __all__ = [
     "recall_reward",
     "retrieval_penalty",
     "trajectory_dynasearcher_reward",
+    "ExtraSearchDiscount",
+    "extra_search_discount",
     "EvidenceVerifierReward",
     "brevity_bonus",
     "difficulty_reward",

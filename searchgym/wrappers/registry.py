@@ -31,6 +31,7 @@ import gymnasium as gym
 from ..errors import InvalidArgumentError
 from .dynasearcher_reward import DynaSearcherReward
 from .evidence_verifier_reward import EvidenceVerifierReward
+from .extra_search_discount import ExtraSearchDiscount
 from .graph_distance_reward import GraphDistanceReward
 from .recording import RecordGames, take_recording
 from .waypoint_coverage_reward import WaypointCoverageReward
@@ -300,7 +301,7 @@ def wrap_rewards(env, reward: str | Sequence[str], **context):
 
 
 register_reward(RewardSpec("binary", None, description="the env's own reward: 1 for a correct answer, else 0"))
-for _wrapper in (WaypointCoverageReward, GraphDistanceReward, DynaSearcherReward):
+for _wrapper in (WaypointCoverageReward, GraphDistanceReward, DynaSearcherReward, ExtraSearchDiscount):
     register_reward(RewardSpec.of_wrapper(_wrapper))
 
 

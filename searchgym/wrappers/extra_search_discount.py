@@ -1,0 +1,78 @@
+"""A discount on a Solver's reward for searches beyond the question's hop count (docs/rewards.md).
+
+::
+
+    p  = max(0, 1 − γ^(t − i))        DynaSearcher's retrieval penalty (Eq. 5) with its floor β at 0
+    R' = R − α · p · max(R, 0)        α = 0.5, γ = 0.9
+
+t = searches the rollout made, i = the task's gold hop count. A rollout that searched no more than the
+question's hops keeps its reward; one extra search keeps 95 % of it, two 90.5 %, never less than 1 − α.
+
+Why: on the CPU self-play benchmark the Solvers learned to search twice on 1-hop questions, and the held-out
+1-hop loss followed that habit run by run (docs/selfplay_benchmark.md). A right answer found after a second,
+needless search earns what one search does under the binary reward and WCR, so nothing taught the Solver to
+stop. DynaSearcher's full reward (``dynasearcher``) charges extra searches too, but its floor β = −0.2 pays a
+*bonus* for searching less than the hops, which on the same benchmark taught the Solver to answer 2-hop
+questions after one search; this wrapper keeps only the charge. It is multiplicative on the positive part, so a
+wrong or invalid rollout (reward 0) is untouched and no valid rollout falls below an invalid one. A searchgym
+addition, not a paper's reward: stack it outermost (``wcr,search_discount``); proposer events are untouched.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import gymnasium as gym
+
+from ..core.types import Task
+from ..errors import InvalidArgumentError
+from .base import Event, MissingTaskDataError, RewardShapingWrapper, event_trajectory
+from .dynasearcher_reward import retrieval_penalty
+
+
+def extra_search_discount(reward: float, searches: int, hops: int, alpha: float = 0.5, gamma: float = 0.9) -> float:
+    """The term added to ``reward`` (≤ 0): ``−α · max(0, 1 − γ^(searches − hops)) · max(reward, 0)``."""
+    penalty = retrieval_penalty(searches, hops, gamma, beta=0.0)
+    return -alpha * penalty * reward if penalty > 0 and reward > 0 else 0.0
+
+
+def _hops(task: Optional[Task]) -> int:
+    if task is None or task.hops is None:
+        task_id = None if task is None else task.id
+        raise MissingTaskDataError(
+            f"task {task_id!r} has no hop count for the extra-search discount; give it a subgraph or metadata['hops']"
+        )
+    return int(task.hops)
+
+
+class ExtraSearchDiscount(RewardShapingWrapper):
+    """Discounts each Solver event's reward by ``α·max(0, 1 − γ^(t − i))`` of its positive part.
+
+    Components written per solver event: ``extra_searches`` (``max(0, t − i)``) and ``search_discount`` (the term
+    added, ≤ 0). Tasks without a hop count raise :class:`~searchgym.wrappers.MissingTaskDataError` at reset.
+    """
+
+    name = "search_discount"
+
+    def __init__(self, env, alpha: float = 0.5, gamma: float = 0.9):
+        gym.utils.RecordConstructorArgs.__init__(self, alpha=alpha, gamma=gamma)  # gym.make(env.spec) rebuilds it
+        super().__init__(env)
+        if not 0.0 <= alpha <= 1.0:
+            raise InvalidArgumentError(f"alpha must lie in [0, 1] (default 0.5, DynaSearcher's α); got {alpha}")
+        retrieval_penalty(0, 0, gamma)  # one-line error for a gamma outside (0, 1)
+        self.alpha = alpha
+        self.gamma = gamma
+
+    def check_task(self, task: Optional[Task]) -> None:
+        """The task needs a hop count."""
+        if task is not None:
+            _hops(task)
+
+    def shape_solver_group(self, events: list[Event], info: dict) -> None:
+        """Discount every rollout on its own (no group term)."""
+        for ev in events:
+            traj = event_trajectory(ev)
+            hops = _hops(traj.task)
+            searches = int(traj.num_searches)
+            term = extra_search_discount(ev.reward, searches, hops, self.alpha, self.gamma)
+            self.set_reward(ev, ev.reward + term, extra_searches=max(0, searches - hops), search_discount=term)
