@@ -53,7 +53,8 @@ class RolloutBatch:
 def rollout_metrics(samples: Sequence[Sample]) -> dict:
     """Per-role reward means, valid-question rate and rejection reasons, the step's questions (text, hops,
     verdict, reward), Solver groups with signal, the Solvers' reward on model-written questions (``solver/proposed_*``;
-    task source ``proposer``, fresh or replayed, as opposed to the fallback task), WCR coverage, search turns, and the
+    task source ``proposer``, fresh or replayed, as opposed to the fallback task), WCR coverage, the share the
+    extra-search discount cut, search turns, and the
     share of Proposer rollouts that searched fewer times than their target has hops (``proposer/searched_short``)."""
     m: dict = {}
     solver = [s for s in samples if s.role == "solver"]
@@ -71,6 +72,9 @@ def rollout_metrics(samples: Sequence[Sample]) -> dict:
         stopped = [s.components["wcr_answered_waypoint"] for s in solver if "wcr_answered_waypoint" in s.components]
         if stopped:  # WCR with waypoint_answer_credit=false: the rollouts that answered a waypoint (no bonus)
             m["solver/answered_waypoint"] = mean(float(x) for x in stopped)
+        cut = [s.components["search_discount"] for s in solver if "search_discount" in s.components]
+        if cut:  # the search_discount reward: the rollouts whose reward it cut (right answers after extra searches)
+            m["solver/search_discounted"] = mean(float(x < 0) for x in cut)
         groups: dict[Any, list[float]] = {}
         for s in solver:
             groups.setdefault(s.group, []).append(s.reward)
