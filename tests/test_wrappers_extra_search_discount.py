@@ -88,3 +88,4 @@ def test_registered_and_rebuilt_by_gym_make():
     assert isinstance(env, ExtraSearchDiscount) and isinstance(env.env, WaypointCoverageReward)
     again = gym.make(env.spec)
     assert isinstance(again, ExtraSearchDiscount) and again._saved_kwargs == env._saved_kwargs
+    assert env.get_wrapper_attr("alpha") == 0.3  # WCR's α, not shadowed by the discount's

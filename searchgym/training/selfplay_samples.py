@@ -53,9 +53,9 @@ class RolloutBatch:
 def rollout_metrics(samples: Sequence[Sample]) -> dict:
     """Per-role reward means, valid-question rate and rejection reasons, the step's questions (text, hops,
     verdict, reward), Solver groups with signal, the Solvers' reward on model-written questions (``solver/proposed_*``;
-    task source ``proposer``, fresh or replayed, as opposed to the fallback task), WCR coverage, the share the
-    extra-search discount cut, search turns, and the
-    share of Proposer rollouts that searched fewer times than their target has hops (``proposer/searched_short``)."""
+    task source ``proposer``, fresh or replayed, as opposed to the fallback task), WCR coverage, the share of Solver
+    rollouts the extra-search discount cut (``solver/search_discounted``), search turns, and the share of Proposer
+    rollouts that searched fewer times than their target has hops (``proposer/searched_short``)."""
     m: dict = {}
     solver = [s for s in samples if s.role == "solver"]
     prop = [s for s in samples if s.role == "proposer"]

@@ -60,8 +60,9 @@ class ExtraSearchDiscount(RewardShapingWrapper):
         if not 0.0 <= alpha <= 1.0:
             raise InvalidArgumentError(f"alpha must lie in [0, 1] (default 0.5, DynaSearcher's α); got {alpha}")
         retrieval_penalty(0, 0, gamma)  # one-line error for a gamma outside (0, 1)
-        self.alpha = alpha
-        self.gamma = gamma
+        # kept in one dict, not as ``alpha`` / ``gamma`` attributes: get_wrapper_attr("alpha") on a stack
+        # ``wcr,search_discount`` should still find WCR's α
+        self.params = {"alpha": alpha, "gamma": gamma}
 
     def check_task(self, task: Optional[Task]) -> None:
         """The task needs a hop count."""
@@ -74,5 +75,5 @@ class ExtraSearchDiscount(RewardShapingWrapper):
             traj = event_trajectory(ev)
             hops = _hops(traj.task)
             searches = int(traj.num_searches)
-            term = extra_search_discount(ev.reward, searches, hops, self.alpha, self.gamma)
+            term = extra_search_discount(ev.reward, searches, hops, **self.params)
             self.set_reward(ev, ev.reward + term, extra_searches=max(0, searches - hops), search_discount=term)
