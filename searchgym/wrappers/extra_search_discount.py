@@ -14,7 +14,8 @@ needless search earns what one search does under the binary reward and WCR, so n
 stop. DynaSearcher's full reward (``dynasearcher``) charges extra searches too, but its floor β = −0.2 pays a
 *bonus* for searching less than the hops, which on the same benchmark taught the Solver to answer 2-hop
 questions after one search; this wrapper keeps only the charge. It is multiplicative on the positive part, so a
-wrong or invalid rollout (reward 0) is untouched and no valid rollout falls below an invalid one. A searchgym
+rollout with reward 0 (invalid, or wrong under the binary reward) is untouched and no valid rollout falls below an
+invalid one; over WCR a wrong answer's coverage bonus is discounted like a right answer's 1. A searchgym
 addition, not a paper's reward: stack it outermost (``wcr,search_discount``); proposer events are untouched.
 """
 
