@@ -109,9 +109,15 @@ def _require(task: Task) -> int:
             f"task {task.id!r} has no gold_titles; DynaSearcher's recall term needs the gold supporting "
             "documents (KG tasks built by task_from_subgraph carry them; add gold_titles to your JSONL tasks)"
         )
-    if task.hops is None:
+    return require_hops(task, "the retrieval penalty")
+
+
+def require_hops(task: Optional[Task], purpose: str) -> int:
+    """The task's gold hop count; :class:`MissingTaskDataError` naming ``purpose`` and the fix when it has none."""
+    if task is None or task.hops is None:
+        task_id = None if task is None else task.id
         raise MissingTaskDataError(
-            f"task {task.id!r} has no hop count for the retrieval penalty; give it a subgraph or metadata['hops']"
+            f"task {task_id!r} has no hop count for {purpose}; give it a subgraph or metadata['hops']"
         )
     return int(task.hops)
 

@@ -27,23 +27,14 @@ import gymnasium as gym
 
 from ..core.types import Task
 from ..errors import InvalidArgumentError
-from .base import Event, MissingTaskDataError, RewardShapingWrapper, event_trajectory
-from .dynasearcher_reward import retrieval_penalty
+from .base import Event, RewardShapingWrapper, event_trajectory
+from .dynasearcher_reward import require_hops, retrieval_penalty
 
 
 def extra_search_discount(reward: float, searches: int, hops: int, alpha: float = 0.5, gamma: float = 0.9) -> float:
     """The term added to ``reward`` (≤ 0): ``−α · max(0, 1 − γ^(searches − hops)) · max(reward, 0)``."""
     penalty = retrieval_penalty(searches, hops, gamma, beta=0.0)
     return -alpha * penalty * reward if penalty > 0 and reward > 0 else 0.0
-
-
-def _hops(task: Optional[Task]) -> int:
-    if task is None or task.hops is None:
-        task_id = None if task is None else task.id
-        raise MissingTaskDataError(
-            f"task {task_id!r} has no hop count for the extra-search discount; give it a subgraph or metadata['hops']"
-        )
-    return int(task.hops)
 
 
 class ExtraSearchDiscount(RewardShapingWrapper):
@@ -68,13 +59,13 @@ class ExtraSearchDiscount(RewardShapingWrapper):
     def check_task(self, task: Optional[Task]) -> None:
         """The task needs a hop count."""
         if task is not None:
-            _hops(task)
+            require_hops(task, "the extra-search discount")
 
     def shape_solver_group(self, events: list[Event], info: dict) -> None:
         """Discount every rollout on its own (no group term)."""
         for ev in events:
             traj = event_trajectory(ev)
-            hops = _hops(traj.task)
+            hops = require_hops(traj.task, "the extra-search discount")
             searches = int(traj.num_searches)
             term = extra_search_discount(ev.reward, searches, hops, **self.params)
             self.set_reward(ev, ev.reward + term, extra_searches=max(0, searches - hops), search_discount=term)
