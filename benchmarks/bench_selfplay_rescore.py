@@ -86,12 +86,11 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     return args
 
 
-def run_start(run: Path, override: Optional[str]) -> dict:
+def run_start(run: Path, override: Optional[dict]) -> dict:
     """What ``run`` started from: its workdir's ``start.json`` (``start`` folder and weights ``fingerprint``), the
-    folder replaced by ``override`` when given (refused unless its weights are the same) or when the recorded one
-    is gone (refused then without ``override``)."""
-    from searchgym.training.cold_start import weights_fingerprint
-
+    folder replaced by ``override`` (``--start`` as the same ``start`` / ``fingerprint`` record, fingerprinted once
+    for all runs) when given (refused unless its weights are the same) or when the recorded one is gone (refused
+    then without ``override``)."""
     path = run.parent / "start.json"
     if not path.is_file():
         raise BenchError(f"{run}: {path} is missing; give a bench_selfplay run folder (<workdir>/<size>/<run>)")
@@ -103,13 +102,12 @@ def run_start(run: Path, override: Optional[str]) -> dict:
                 f"weights (fingerprint {record['fingerprint']})"
             )
         return record
-    mine = weights_fingerprint(override)
-    if mine != record["fingerprint"]:
+    if override["fingerprint"] != record["fingerprint"]:
         raise BenchError(
-            f"--start {override} has weights {mine}, but {run} started from {record['start']} (weights "
-            f"{record['fingerprint']}): give the folder the run started from"
+            f"--start {override['start']} has weights {override['fingerprint']}, but {run} started from "
+            f"{record['start']} (weights {record['fingerprint']}): give the folder the run started from"
         )
-    return {"start": override, "fingerprint": mine}
+    return override
 
 
 def stage_name(run: Path) -> str:
@@ -301,7 +299,12 @@ def rescore(args: argparse.Namespace) -> None:
     for run in runs:
         if not (run / "final").is_dir():
             raise BenchError(f"{run} has no final/ policy: give a finished bench_selfplay run folder")
-    starts = [run_start(run, args.start) for run in runs]
+    override = None
+    if args.start is not None:
+        from searchgym.training.cold_start import weights_fingerprint
+
+        override = {"start": args.start, "fingerprint": weights_fingerprint(args.start)}
+    starts = [run_start(run, override) for run in runs]
     if len({s["fingerprint"] for s in starts}) > 1:
         raise BenchError("the runs start from different weights; rescore each start's runs in its own invocation")
     start = starts[0]
