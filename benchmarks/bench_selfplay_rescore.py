@@ -129,13 +129,17 @@ def run_settings(run: Path) -> dict:
     return {key: config.get(key) for key in SETTINGS}
 
 
-def score(name: str, load, work: Path, args: argparse.Namespace, label: str, *, block: bool) -> bool:
-    """Score one model (a cached stage); False, without waiting unless ``block``, while another process scores it
-    (two processes given the same runs share the work instead of one idling on the other's lock)."""
+def score(
+    name: str, load, work: Path, args: argparse.Namespace, label: str, *, block: bool, same_label: bool = True
+) -> bool:
+    """Score one model (a cached stage, recorded as ``label``); False, without waiting unless ``block``, while another
+    process scores it (two processes given the same runs share the work instead of one idling on the other's lock).
+    A cached stage must carry the same label unless ``same_label`` is off: the cold start's stage is keyed by its
+    weights, so any folder of them may find it (scored from a moved copy, then from the original)."""
     from searchgym.core.output_lock import OutputLock, OutputLockedError
     from searchgym.world.synthetic import default_world
 
-    if scored(work, name, label) is not None:
+    if scored(work, name, label if same_label else None) is not None:
         return True
     lock = OutputLock(work / f"{name}.stage", what="--cache")
     try:
@@ -145,7 +149,7 @@ def score(name: str, load, work: Path, args: argparse.Namespace, label: str, *, 
             return False
         with wait_lock(work / f"{name}.stage"):  # the other process's result, once it is written
             pass
-        return score(name, load, work, args, label, block=True)
+        return score(name, load, work, args, label, block=True, same_label=same_label)
     try:
         evaluate_model(
             name,
@@ -318,11 +322,12 @@ def rescore(args: argparse.Namespace) -> None:
 
         if args.device == "cpu" and args.threads:
             torch.set_num_threads(args.threads)
-        stages = [(cold, lambda: open_model(start["start"]), start["start"])]
-        stages += [(stage_name(r), lambda r=r: open_trained(start["start"], r / "final"), str(r)) for r in runs]
-        deferred = [s for s in stages if not score(*s[:2], work, args, s[2], block=False)]
-        for name, load, label in deferred:  # scored by another process meanwhile, or wait for it
-            score(name, load, work, args, label, block=True)
+        # (stage, loader, label, whether a cached stage must carry the label): the cold start's is keyed by weights
+        stages = [(cold, lambda: open_model(start["start"]), start["start"], False)]
+        stages += [(stage_name(r), lambda r=r: open_trained(start["start"], r / "final"), str(r), True) for r in runs]
+        deferred = [s for s in stages if not score(*s[:2], work, args, s[2], block=False, same_label=s[3])]
+        for name, load, label, same_label in deferred:  # scored by another process meanwhile, or wait for it
+            score(name, load, work, args, label, block=True, same_label=same_label)
     results = collect(runs, work, cold, start, args)
     print_table(results)
     if args.out:

@@ -106,6 +106,10 @@ def test_bad_input_is_a_one_line_error(toy_run, tmp_path, capsys):
         assert f"scored {run} as stage w_c_s0, not {elsewhere / 'toy' / 'c_s0'}" in err and "another --cache" in err
     finally:
         shutil.copytree(moved, tiny)
+    # the cold start scored from the moved copy is found again from the original folder (its stage is keyed by
+    # weights, not by folder), and the run's own stage is reused
+    assert rs.main([str(run), *cache, "--max-new-tokens", "4"]) == 0
+    capsys.readouterr()
     assert "not scored in" in error([str(run), "--cache", str(tmp_path / "empty"), "--collect"])
 
 
