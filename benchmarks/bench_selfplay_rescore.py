@@ -9,6 +9,9 @@ bootstrap interval of the paired difference. The first 32 / 32 / 16 questions ar
 scored (``heldout_solver_tasks`` takes a prefix of a fixed order), so the report also checks itself: on those
 questions it counts how many answers match the run's own benchmark records (greedy decoding in another batch
 composition may flip a near-tie) and gives the paired counts there, beside the larger set's.
+It also lists, per wording and hop count, the questions the cold start answered right and the runs lost, with how
+many runs lost each and their commonest wrong answer (``lost_questions``): the same few questions lost by every
+setting is a shared shift, losses spread thin are noise.
 
 Every model's scoring is a cached stage under ``--cache/<hops>/`` (``eval_<stage>.json`` and its per-question
 records, resumable), keyed by the run's workdir and name, and the cold start's by its weights' fingerprint, so a
@@ -24,6 +27,7 @@ with the same weights.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import math
 import sys
@@ -240,6 +244,46 @@ def collect(runs: Sequence[Path], work: Path, cold: str, start: dict, args: argp
                 entry.setdefault("bench_questions", {})[wording] = check
         out["runs"].append(entry)
     out["settings"] = net_by_setting(out["runs"])
+    names = [stage_name(Path(r["path"])) for r in out["runs"]]
+    out["lost_questions"] = {w: lost_questions(work, cold, names, reworded=rw) for w, rw in WORDINGS.items()}
+    return out
+
+
+def lost_questions(work: Path, cold: str, names: Sequence[str], *, reworded: bool) -> dict:
+    """Per hop count, the held-out questions the cold start answered right and runs (stages ``names``) got wrong:
+    whether the runs' losses are the same few questions, one shift the settings share, or spread thin as noise. Per
+    hop: ``lost`` (losses over all runs), ``questions`` (how many distinct), and each question (most often lost first)
+    with ``runs`` that lost it, the commonest wrong ``prediction`` and how many of them gave it, and how many of them
+    searched more than the cold start did (``searched_more``)."""
+    before = heldout_records(work, cold, reworded=reworded)
+    per_key: dict = {}
+    for name in names:
+        for key, r in heldout_records(work, name, reworded=reworded).items():
+            c = before.get(key)
+            if c is None or not c["em"] > r["em"]:
+                continue
+            cell = per_key.setdefault(key, {"runs": 0, "predictions": collections.Counter(), "searched_more": 0})
+            cell["runs"] += 1
+            cell["predictions"][r.get("prediction") or ""] += 1
+            cell["searched_more"] += r.get("searches", 0) > c.get("searches", 0)
+    out: dict = {}
+    for key, cell in sorted(per_key.items(), key=lambda kv: (-kv[1]["runs"], kv[0])):
+        c = before[key]
+        hop = out.setdefault(str(c.get("hops")), {"lost": 0, "questions": 0, "by_question": []})
+        hop["lost"] += cell["runs"]
+        hop["questions"] += 1
+        prediction, count = cell["predictions"].most_common(1)[0]
+        hop["by_question"].append(
+            {
+                "key": key,
+                "question": c.get("question"),
+                "gold": (c.get("golds") or [None])[0],
+                "runs": cell["runs"],
+                "prediction": prediction,
+                "prediction_runs": count,
+                "searched_more": cell["searched_more"],
+            }
+        )
     return out
 
 

@@ -55,6 +55,12 @@ def test_rescore_pairs_a_larger_set_with_the_cold_start_and_checks_the_benchmark
         assert cell["net"] == [c["gained"] - c["lost"]] and (cell["gained"], cell["lost"]) == (c["gained"], c["lost"])
         assert cell["sign_test_p"] == rs.sign_test(c["gained"], c["lost"])
     assert "w/c_s0" in capsys.readouterr().out
+    for wording in ("solver", "solver_reworded"):  # every lost question listed once, with the run that lost it
+        lost = r["lost_questions"][wording]
+        for h, c in entry["vs_cold_start"][wording]["by_hops"].items():
+            cell = lost.get(h, {"lost": 0, "questions": 0, "by_question": []})
+            assert cell["lost"] == cell["questions"] == len(cell["by_question"]) == c["lost"]
+            assert all(q["runs"] == q["prediction_runs"] == 1 and q["searched_more"] <= 1 for q in cell["by_question"])
 
     # scored stages are cached: a rerun scores nothing, --collect reads them alone
     stage = cache / "1-3_2-3_3-2" / "eval_w_c_s0.json"
