@@ -224,12 +224,14 @@ def collect(runs: Sequence[Path], work: Path, cold: str, start: dict, args: argp
         "runs": [],
         "pending": [],
     }
+    names = []  # the scored runs' stages
     for run in runs:
         name = stage_name(run)
         result = scored(work, name, str(run))
         if result is None:
             out["pending"].append(str(run))
             continue
+        names.append(name)
         entry: dict = {
             "run": f"{run.parent.parent.name}/{run.name}",
             "path": str(run),
@@ -244,7 +246,6 @@ def collect(runs: Sequence[Path], work: Path, cold: str, start: dict, args: argp
                 entry.setdefault("bench_questions", {})[wording] = check
         out["runs"].append(entry)
     out["settings"] = net_by_setting(out["runs"])
-    names = [stage_name(Path(r["path"])) for r in out["runs"]]
     out["lost_questions"] = {w: lost_questions(work, cold, names, reworded=rw) for w, rw in WORDINGS.items()}
     return out
 
@@ -265,7 +266,7 @@ def lost_questions(work: Path, cold: str, names: Sequence[str], *, reworded: boo
             cell = per_key.setdefault(key, {"runs": 0, "predictions": collections.Counter(), "searched_more": 0})
             cell["runs"] += 1
             cell["predictions"][r.get("prediction") or ""] += 1
-            cell["searched_more"] += r.get("searches", 0) > c.get("searches", 0)
+            cell["searched_more"] += r["searches"] > c["searches"]
     out: dict = {}
     for key, cell in sorted(per_key.items(), key=lambda kv: (-kv[1]["runs"], kv[0])):
         c = before[key]
