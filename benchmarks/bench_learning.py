@@ -409,11 +409,12 @@ def evaluate_model(
     model_label: str,
     proposer_modes: Sequence[str] = ("kg",),
     reworded: bool = True,
+    trajectories: bool = False,
 ) -> dict:
     """:func:`~searchgym.training.learning_checks.heldout_report` of the model ``load()`` returns (greedy), cached in
     ``work/eval_<name>.json`` with its per-question records in :func:`eval_dir`: the model is only loaded
     when the stage has no result yet, so a rerun skips it. ``reworded``: also score the same questions in
-    held-out wordings (``solver_reworded``)."""
+    held-out wordings (``solver_reworded``). ``trajectories``: the records keep each rollout's trajectory."""
     from searchgym.training.learning_checks import heldout_report, llm_eval_agent
 
     meta = work / f"eval_{name}.json"
@@ -431,6 +432,7 @@ def evaluate_model(
         progress=True,
         proposer_modes=proposer_modes,
         reworded=reworded,
+        trajectories=trajectories,
     )
     seconds = round(time.perf_counter() - t0, 1)
     out = {"stage": name, "model": model_label, **report, "seconds": seconds, "torch_threads": _threads()}

@@ -12,6 +12,11 @@ composition may flip a near-tie) and gives the paired counts there, beside the l
 It also lists, per wording and hop count, the questions the cold start answered right and the runs lost, with how
 many runs lost each and their commonest wrong answer (``lost_questions``): the same few questions lost by every
 setting is a shared shift, losses spread thin are noise.
+With ``--trajectories`` the records keep every rollout's trajectory (stages cached apart, in ``<hops>_trajectories``)
+and the collection adds ``answer_moves``: per wording and hop count, of the questions each run lost, kept and gained
+against the cold start, how many it searched with another first query, planned more steps for, or searched more
+often (:func:`answer_moves`): which of the three a lost answer comes with, against how often they come with an
+answer kept.
 
 Every model's scoring is a cached stage under ``--cache/<hops>/`` (``eval_<stage>.json`` and its per-question
 records, resumable), keyed by the run's workdir and name, and the cold start's by its weights' fingerprint, so a
@@ -30,6 +35,7 @@ import argparse
 import collections
 import json
 import math
+import re
 import sys
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
@@ -81,6 +87,12 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     ap.add_argument("--max-new-tokens", type=int, default=128, help="tokens a turn (bench_selfplay's cpu size: 128)")
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
     ap.add_argument("--threads", type=int, default=1, help="torch threads on CPU (two processes side by side: 1 each)")
+    ap.add_argument(
+        "--trajectories",
+        action="store_true",
+        help="keep each rollout's trajectory (stages cached apart) and report answer_moves: the first query, plan "
+        "and searches of each lost, kept and gained answer against the cold start's",
+    )
     ap.add_argument("--debug", action="store_true", help="tracebacks on errors")
     args = ap.parse_args(argv)
     try:
@@ -165,6 +177,7 @@ def score(
             proposer=0,
             max_new_tokens=args.max_new_tokens,
             model_label=label,
+            trajectories=args.trajectories,
         )
     finally:
         lock.release()
@@ -247,6 +260,8 @@ def collect(runs: Sequence[Path], work: Path, cold: str, start: dict, args: argp
         out["runs"].append(entry)
     out["settings"] = net_by_setting(out["runs"])
     out["lost_questions"] = {w: lost_questions(work, cold, names, reworded=rw) for w, rw in WORDINGS.items()}
+    if args.trajectories:
+        out["answer_moves"] = {w: answer_moves(work, cold, names, reworded=rw) for w, rw in WORDINGS.items()}
     return out
 
 
@@ -285,6 +300,59 @@ def lost_questions(work: Path, cold: str, names: Sequence[str], *, reworded: boo
                 "searched_more": cell["searched_more"],
             }
         )
+    return out
+
+
+#: how a run's answer to a question can differ from the cold start's, each read from both trajectories
+MOVES = ("query_rewritten", "longer_plan", "more_searches")
+_PLAN_ITEM = re.compile(r"(?<![\w.(])(\d{1,2})\)")  # "1) ...; 2) ...", not "(1964)" nor "2.1)"
+
+
+def first_query(record: Mapping) -> Optional[str]:
+    """The first search query of a record's trajectory, lower-cased with its whitespace collapsed (``None``: it
+    never searched)."""
+    for turn in record["trajectory"]["turns"]:
+        for search in turn.get("searches") or ():
+            return " ".join(str(search["query"]).lower().split())
+    return None
+
+
+def plan_steps(record: Mapping) -> int:
+    """How many steps the first turn's reasoning plans: the numbered items (``Plan: 1) ...; 2) ...``) of its first
+    ``<think>``, 0 without a numbered plan."""
+    turns = record["trajectory"]["turns"]
+    think = (turns[0].get("think") or "") if turns else ""
+    return len(set(_PLAN_ITEM.findall(think)))
+
+
+def answer_moves(work: Path, cold: str, names: Sequence[str], *, reworded: bool) -> dict:
+    """Per hop count, the runs' (stages ``names``, scored with trajectories) answers against the cold start's on
+    the same question, split into ``lost`` (the cold start right, the run wrong), ``kept`` (both right) and
+    ``gained``: ``n`` each, and how many of them the run searched with another first query (``query_rewritten``),
+    planned more steps for (``longer_plan``), searched more often (``more_searches``), or none of these (``none``: the
+    same query and plan, no more searches, so the same first passages read otherwise). A move that comes with lost
+    answers far more often than with kept ones is what the Solver's update changed where it lost."""
+    before = heldout_records(work, cold, reworded=reworded)
+    out: dict = {}
+    for name in names:
+        for key, r in heldout_records(work, name, reworded=reworded).items():
+            c = before.get(key)
+            if c is None or "trajectory" not in r or "trajectory" not in c:
+                continue
+            kind = "lost" if c["em"] > r["em"] else "gained" if r["em"] > c["em"] else "kept" if r["em"] else None
+            if kind is None:
+                continue
+            moves = {
+                "query_rewritten": first_query(r) != first_query(c),
+                "longer_plan": plan_steps(r) > plan_steps(c),
+                "more_searches": r["searches"] > c["searches"],
+            }
+            hop = out.setdefault(str(c.get("hops")), {})
+            cell = hop.setdefault(kind, {"n": 0, **{m: 0 for m in MOVES}, "none": 0})
+            cell["n"] += 1
+            for move, happened in moves.items():
+                cell[move] += happened
+            cell["none"] += not any(moves.values())
     return out
 
 
@@ -357,7 +425,10 @@ def rescore(args: argparse.Namespace) -> None:
     if len({s["fingerprint"] for s in starts}) > 1:
         raise BenchError("the runs start from different weights; rescore each start's runs in its own invocation")
     start = starts[0]
-    work = Path(args.cache) / format_pool_hops(args.hop_counts).replace("=", "-").replace(",", "_")
+    work = Path(args.cache) / (
+        format_pool_hops(args.hop_counts).replace("=", "-").replace(",", "_")
+        + ("_trajectories" if args.trajectories else "")  # such records never resume (or pair with) ones without
+    )
     work.mkdir(parents=True, exist_ok=True)
     cold = cold_stage(start["fingerprint"])
     if not args.collect:

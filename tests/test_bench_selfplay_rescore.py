@@ -123,3 +123,82 @@ def test_sign_test_is_the_exact_binomial_two_sided_p():
     assert rs.sign_test(0, 0) == 1.0 and rs.sign_test(3, 3) == 1.0
     assert rs.sign_test(0, 5) == rs.sign_test(5, 0) == 2 / 32  # 5 changes, all one way: 2 x 0.5^5
     assert abs(rs.sign_test(12, 23) - 0.0895) < 1e-3
+
+
+def _record(key: str, em: float, thinks: list, queries: list, hops: int = 1) -> dict:
+    """A held-out record with its trajectory: one turn a think, the turn's search (if any) beside it."""
+    turns = [
+        {"think": think, "searches": [{"query": query}] if query is not None else []}
+        for think, query in zip(thinks, queries)
+    ]
+    searches = sum(q is not None for q in queries)
+    return {
+        "key": key,
+        "dataset": "heldout",
+        "em": em,
+        "hops": hops,
+        "searches": searches,
+        "trajectory": {"turns": turns},
+    }
+
+
+def test_plan_steps_and_first_query_read_the_trajectory():
+    two = _record("k", 0.0, ["Plan: 1) the team that A played for; 2) the team that it played for."], ["A  Played for"])
+    assert rs.plan_steps(two) == 2 and rs.first_query(two) == "a played for"
+    one = _record("k", 1.0, ["Plan: 1) the publication date of Broken Tides (1964).", ""], [None, "broken tides"])
+    assert rs.plan_steps(one) == 1 and rs.first_query(one) == "broken tides"  # the first search, turn 2
+    assert rs.plan_steps(_record("k", 0.0, ["No plan; version 2.1) is not a step"], [None])) == 0
+    assert rs.first_query(_record("k", 0.0, [""], [None])) is None
+
+
+def test_answer_moves_splits_lost_kept_and_gained_by_what_changed(tmp_path):
+    from searchgym.evaluation.runner import RECORDS_NAME
+
+    cold = [
+        _record("a", 1.0, ["Plan: 1) x."], ["date broken tides was published"]),
+        _record("b", 1.0, ["Plan: 1) y."], ["team a played for"]),
+        _record("c", 1.0, ["Plan: 1) z."], ["place b was born"]),
+        _record("d", 1.0, ["Plan: 1) w."], ["city c"]),
+        _record("e", 0.0, ["Plan: 1) v."], ["e"]),
+        _record("f", 0.0, ["Plan: 1) u."], ["f"]),
+    ]
+    run = [
+        _record("a", 0.0, ["Plan: 1) x."], ["published date broken tides"]),  # lost: rewrote its query
+        _record("b", 0.0, ["Plan: 1) y; 2) y again."], ["team a played for", "team b"]),  # lost: plan + search
+        _record("c", 0.0, ["Plan: 1) z."], ["Place B was  born"]),  # lost: same query (normalised), read otherwise
+        _record("d", 1.0, ["Plan: 1) w."], ["city of c"]),  # kept, with another query
+        _record("e", 1.0, ["Plan: 1) v."], ["e", "e again"]),  # gained by a second search
+        _record("f", 0.0, ["Plan: 1) u."], ["f"]),  # wrong both times: not counted
+    ]
+    for name, records in (("cold", cold), ("run", run)):
+        (tmp_path / f"eval_{name}").mkdir()
+        (tmp_path / f"eval_{name}" / RECORDS_NAME).write_text("".join(json.dumps(r) + "\n" for r in records))
+    moves = rs.answer_moves(tmp_path, "cold", ["run"], reworded=False)
+    assert moves == {
+        "1": {
+            "lost": {"n": 3, "query_rewritten": 1, "longer_plan": 1, "more_searches": 1, "none": 1},
+            "kept": {"n": 1, "query_rewritten": 1, "longer_plan": 0, "more_searches": 0, "none": 0},
+            "gained": {"n": 1, "query_rewritten": 0, "longer_plan": 0, "more_searches": 1, "none": 0},
+        }
+    }
+    assert rs.answer_moves(tmp_path, "cold", ["run"], reworded=True) == {}  # no reworded records here
+
+
+def test_trajectories_are_scored_apart_and_reported_as_answer_moves(toy_run, tmp_path):
+    run, _ = toy_run
+    out, cache = tmp_path / "rescore.json", tmp_path / "cache"
+    args = [str(run), "--hops", "1=2,2=1", "--cache", str(cache), "--max-new-tokens", "8", "--out", str(out)]
+    assert rs.main([*args, "--trajectories"]) == 0
+    work = cache / "1-2_2-1_trajectories"  # never mixed with records scored without trajectories
+    assert not (cache / "1-2_2-1").exists()
+    records = rs.heldout_records(work, "w_c_s0")
+    assert len(records) == 3 and all(r["trajectory"]["turns"] for r in records.values())
+    r = json.loads(out.read_text())
+    (entry,) = r["runs"]
+    for wording in ("solver", "solver_reworded"):
+        moves = r["answer_moves"][wording]
+        for h, c in entry["vs_cold_start"][wording]["by_hops"].items():
+            assert moves.get(h, {}).get("lost", {}).get("n", 0) == c["lost"]
+            assert moves.get(h, {}).get("gained", {}).get("n", 0) == c["gained"]
+    assert rs.main(args) == 0 and "answer_moves" not in json.loads(out.read_text())
+    assert (cache / "1-2_2-1").is_dir()

@@ -236,6 +236,7 @@ def heldout_report(
     max_turns: Optional[int] = None,
     proposer_modes: Sequence[str] = ("kg",),
     reworded: bool = False,
+    trajectories: bool = False,
 ) -> dict:
     """Solver EM (with 95 % intervals) overall and by hop, searches per rollout, and (``proposer`` > 0)
     the Proposer's valid-question rate, for ``agent`` on the cold-start env settings. ``output_dir``
@@ -244,7 +245,9 @@ def heldout_report(
     ``proposer_modes``: the Proposer prompts to score on the same targets, reported as ``proposer``
     (kg) and ``proposer_<mode>`` (others, e.g. ``vanilla``). ``reworded``: also score the same questions in
     held-out wordings no training task uses (:mod:`searchgym.tasks.rewording`), reported as ``solver_reworded``
-    (same fields, plus ``paired``: per question, right in both wordings, only in the benchmark's, only reworded)."""
+    (same fields, plus ``paired``: per question, right in both wordings, only in the benchmark's, only reworded).
+    ``trajectories``: keep each rollout's full trajectory in the records (to see which query and plan an answer came
+    from; a records file with them never resumes one without)."""
     from ..evaluation.runner import EvalConfig, evaluate
     from ..tasks.tasksets import TaskSet
     from .demonstrations import COLD_START_MAX_TURNS, COLD_START_TOP_K, cold_start_env_kwargs
@@ -255,6 +258,7 @@ def heldout_report(
         top_k=COLD_START_TOP_K,
         concurrency=64,
         progress=progress,
+        save_trajectories=trajectories,
     )
     tasksets = [TaskSet("heldout", heldout_solver_tasks(world, per_hop), world=world)]
     if reworded:  # one run: the reworded tasks' sources differ, so their records keep apart (and resume alike)
