@@ -401,6 +401,17 @@ def print_table(results: dict) -> None:
                 cell = f"{h}-hop +{c['gained']}/-{c['lost']} ({100 * c['diff']['mean']:+.1f})"
                 cells.append(cell + (f" [own {own['n']}: +{own['gained']}/-{own['lost']}]" if own else ""))
             print(f"  {r['run']:<16} " + "  ".join(cells))
+    for wording, hops in results.get("answer_moves", {}).items():
+        print(
+            f"answer moves ({wording}), all runs: of n, how many rewrote the first query / planned more / searched more"
+        )
+        for h, kinds in sorted(hops.items()):
+            cells = [
+                f"{kind} {c['n']}: {c['query_rewritten']} / {c['longer_plan']} / {c['more_searches']}"
+                f" (none {c['none']})"
+                for kind, c in sorted(kinds.items())
+            ]
+            print(f"  {h}-hop  " + "  ".join(cells))
     for p in results["pending"]:
         print(f"  {p}: not scored yet")
 

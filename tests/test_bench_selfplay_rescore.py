@@ -184,11 +184,12 @@ def test_answer_moves_splits_lost_kept_and_gained_by_what_changed(tmp_path):
     assert rs.answer_moves(tmp_path, "cold", ["run"], reworded=True) == {}  # no reworded records here
 
 
-def test_trajectories_are_scored_apart_and_reported_as_answer_moves(toy_run, tmp_path):
+def test_trajectories_are_scored_apart_and_reported_as_answer_moves(toy_run, tmp_path, capsys):
     run, _ = toy_run
     out, cache = tmp_path / "rescore.json", tmp_path / "cache"
     args = [str(run), "--hops", "1=2,2=1", "--cache", str(cache), "--max-new-tokens", "8", "--out", str(out)]
     assert rs.main([*args, "--trajectories"]) == 0
+    assert "answer moves (solver)" in capsys.readouterr().out
     work = cache / "1-2_2-1_trajectories"  # never mixed with records scored without trajectories
     assert not (cache / "1-2_2-1").exists()
     records = rs.heldout_records(work, "w_c_s0")
