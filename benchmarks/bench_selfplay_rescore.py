@@ -265,26 +265,34 @@ def collect(runs: Sequence[Path], work: Path, cold: str, start: dict, args: argp
     return out
 
 
+def paired_records(work: Path, cold: str, names: Sequence[str], *, reworded: bool):
+    """Each run's (stages ``names``) held-out record beside the cold start's on the same question, in one wording:
+    ``(key, cold start's record, run's record)``."""
+    before = heldout_records(work, cold, reworded=reworded)
+    for name in names:
+        for key, r in heldout_records(work, name, reworded=reworded).items():
+            c = before.get(key)
+            if c is not None:
+                yield key, c, r
+
+
 def lost_questions(work: Path, cold: str, names: Sequence[str], *, reworded: bool) -> dict:
     """Per hop count, the held-out questions the cold start answered right and runs (stages ``names``) got wrong:
     whether the runs' losses are the same few questions, one shift the settings share, or spread thin as noise. Per
     hop: ``lost`` (losses over all runs), ``questions`` (how many distinct), and each question (most often lost first)
     with ``runs`` that lost it, the commonest wrong ``prediction`` and how many of them gave it, and how many of them
     searched more than the cold start did (``searched_more``)."""
-    before = heldout_records(work, cold, reworded=reworded)
     per_key: dict = {}
-    for name in names:
-        for key, r in heldout_records(work, name, reworded=reworded).items():
-            c = before.get(key)
-            if c is None or not c["em"] > r["em"]:
-                continue
-            cell = per_key.setdefault(key, {"runs": 0, "predictions": collections.Counter(), "searched_more": 0})
-            cell["runs"] += 1
-            cell["predictions"][r.get("prediction") or ""] += 1
-            cell["searched_more"] += r["searches"] > c["searches"]
+    for key, c, r in paired_records(work, cold, names, reworded=reworded):
+        if not c["em"] > r["em"]:
+            continue
+        cell = per_key.setdefault(key, {"cold": c, "runs": 0, "predictions": collections.Counter(), "searched_more": 0})
+        cell["runs"] += 1
+        cell["predictions"][r.get("prediction") or ""] += 1
+        cell["searched_more"] += r["searches"] > c["searches"]
     out: dict = {}
     for key, cell in sorted(per_key.items(), key=lambda kv: (-kv[1]["runs"], kv[0])):
-        c = before[key]
+        c = cell["cold"]
         hop = out.setdefault(str(c.get("hops")), {"lost": 0, "questions": 0, "by_question": []})
         hop["lost"] += cell["runs"]
         hop["questions"] += 1
@@ -332,27 +340,22 @@ def answer_moves(work: Path, cold: str, names: Sequence[str], *, reworded: bool)
     planned more steps for (``longer_plan``), searched more often (``more_searches``), or none of these (``none``: the
     same query and plan, no more searches, so the same first passages read otherwise). A move that comes with lost
     answers far more often than with kept ones is what the Solver's update changed where it lost."""
-    before = heldout_records(work, cold, reworded=reworded)
     out: dict = {}
-    for name in names:
-        for key, r in heldout_records(work, name, reworded=reworded).items():
-            c = before.get(key)
-            if c is None or "trajectory" not in r or "trajectory" not in c:
-                continue
-            kind = "lost" if c["em"] > r["em"] else "gained" if r["em"] > c["em"] else "kept" if r["em"] else None
-            if kind is None:
-                continue
-            moves = {
-                "query_rewritten": first_query(r) != first_query(c),
-                "longer_plan": plan_steps(r) > plan_steps(c),
-                "more_searches": r["searches"] > c["searches"],
-            }
-            hop = out.setdefault(str(c.get("hops")), {})
-            cell = hop.setdefault(kind, {"n": 0, **{m: 0 for m in MOVES}, "none": 0})
-            cell["n"] += 1
-            for move, happened in moves.items():
-                cell[move] += happened
-            cell["none"] += not any(moves.values())
+    for _, c, r in paired_records(work, cold, names, reworded=reworded):
+        kind = "lost" if c["em"] > r["em"] else "gained" if r["em"] > c["em"] else "kept" if r["em"] else None
+        if kind is None:
+            continue
+        moves = {
+            "query_rewritten": first_query(r) != first_query(c),
+            "longer_plan": plan_steps(r) > plan_steps(c),
+            "more_searches": r["searches"] > c["searches"],
+        }
+        hop = out.setdefault(str(c.get("hops")), {})
+        cell = hop.setdefault(kind, {"n": 0, **{m: 0 for m in MOVES}, "none": 0})
+        cell["n"] += 1
+        for move, happened in moves.items():
+            cell[move] += happened
+        cell["none"] += not any(moves.values())
     return out
 
 
