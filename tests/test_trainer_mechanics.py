@@ -245,6 +245,55 @@ def test_proposer_kl_scale_weighs_the_proposers_kl_term_only(tmp_path, tok):
         _config(tmp_path, proposer_kl_scale=-1.0)
 
 
+def _demo_file(path, role: str = "solver"):
+    demo = _traj(["<think> one hop </think><search> Alice Varn </search>", "<answer> Tarsk </answer>"], role=role)
+    path.write_text(json.dumps({**demo.to_dict(), "reward": 1.0, "demo": {"kind": role}}) + "\n")
+    return encode_trajectory(build_tokenizer(), demo)
+
+
+def _demo_nll(tr, enc) -> float:
+    ids, attn, mask, _ = collate([enc], tr.tokenizer.pad_token_id, [[0.0]], "cpu")
+    with torch.no_grad():
+        logp = token_logprobs(tr.policy, ids, attn)[0]
+    return float(-(logp * mask).sum() / mask.sum())
+
+
+def test_anchor_loss_pulls_the_solver_towards_its_demonstrations_without_drawing_from_the_run_rng(tmp_path, tok):
+    """anchor_coef > 0 (PPO-ptx): the Solver's update adds the demonstrations' NLL, which falls over three
+    updates where the same updates without it do not lower it as far; the Proposer's update (anchor_roles=solver)
+    adds none; the draws leave the run's rng where the unanchored run leaves it."""
+    enc = _demo_file(tmp_path / "demos.jsonl")
+    runs = {}
+    for coef in (0.0, 5.0):
+        tr = _trainer(tmp_path / str(coef), tok, lr=1e-2, anchor_coef=coef, anchor_data=str(tmp_path / "demos.jsonl"))
+        before = _demo_nll(tr, enc)
+        solver = [Sample("solver", _traj(["<answer> Ostrel </answer>"]), r, {}, "g") for r in (1.0, 0.0)]
+        proposer = [Sample("proposer", _traj(["q"], role="proposer"), r, {}, t) for r, t in ((1.0, "g"), (0.0, "h"))]
+        stats = [tr.update(solver + proposer) for _ in range(3)]
+        runs[coef] = (before, _demo_nll(tr, enc), stats, tr.rng.getstate())
+    (b0, a0, s0, rng0), (b1, a1, s1, rng1) = runs[0.0], runs[5.0]
+    assert b0 == pytest.approx(b1)  # the same start
+    assert a1 < b1 and a1 < a0
+    assert all(math.isfinite(s["solver/anchor_nll"]) for s in s1)
+    assert not any("solver/anchor_nll" in s for s in s0)
+    assert not any("proposer/anchor_nll" in s for s in s1)
+    assert rng0 == rng1
+
+
+def test_anchor_settings_are_checked(tmp_path, tok):
+    with pytest.raises(InvalidArgumentError, match="anchor_coef=1.0 needs demonstrations: set anchor_data"):
+        _config(tmp_path, anchor_coef=1.0)
+    with pytest.raises(InvalidArgumentError, match="anchor_roles='solvers': use one of solver, proposer, both"):
+        _config(tmp_path, anchor_roles="solvers")
+    with pytest.raises(InvalidArgumentError, match="anchor_batch_size=0 must be >= 1"):
+        _config(tmp_path, anchor_batch_size=0)
+    _demo_file(tmp_path / "proposer.jsonl", role="proposer")
+    with pytest.raises(InvalidArgumentError, match="has no solver demonstration .*searchgym demos --solver"):
+        _trainer(tmp_path, tok, anchor_coef=1.0, anchor_data=str(tmp_path / "proposer.jsonl"))
+    with pytest.raises(FileNotFoundError, match="missing.jsonl"):
+        _trainer(tmp_path, tok, anchor_coef=1.0, anchor_data=str(tmp_path / "missing.jsonl"))
+
+
 def test_sapo_step_advantages_reach_the_right_tokens(tmp_path, tok):
     """With reward=gdcr the solver group uses SAPO: step advantages differ within one trajectory."""
     tr = _trainer(tmp_path, tok, reward="gdcr")

@@ -51,6 +51,8 @@ RESUME_MUTABLE = frozenset(
 ROLLOUT_ENGINES = ("auto", "static", "hf")
 #: weights and KV cache of transformers rollouts (``auto``: the policy's ``dtype``)
 ROLLOUT_DTYPES = ("auto", "float32", "bfloat16")
+#: updates that add the demonstrations' anchor loss (``anchor_roles``)
+ANCHOR_ROLES = ("solver", "proposer", "both")
 
 
 @dataclass
@@ -246,6 +248,35 @@ class TrainConfig(ModelOptions, ConfigIO):
             )
         },
     )
+    anchor_coef: float = field(
+        default=0.0,
+        metadata={
+            "help": (
+                "Weight of an auxiliary SFT loss (token-mean NLL of demonstrations' agent tokens) added to every "
+                "optimizer step of the anchor_roles' updates: InstructGPT's PPO-ptx (Ouyang et al. 2022, Eq. 2, "
+                "gamma), with the cold start's demonstrations in place of pre-training data. It holds the tokens the "
+                "demonstrations decide (a templated first query, one search on a 1-hop question) where a KL to the "
+                "reference averaged over whole rollouts does not. 0 (the papers): off."
+            )
+        },
+    )
+    anchor_data: str = field(
+        default="",
+        metadata={
+            "help": (
+                "Demonstration JSONL (``searchgym demos`` / trajectory export) the anchor loss trains on; needed when "
+                "anchor_coef > 0. Each role's update draws that role's demonstrations only."
+            )
+        },
+    )
+    anchor_batch_size: int = field(
+        default=8,
+        metadata={"help": "Demonstrations drawn (from seed, step and role) for each optimizer step's anchor loss."},
+    )
+    anchor_roles: str = field(
+        default="solver",
+        metadata={"help": "Updates that add the anchor loss: solver, proposer or both."},
+    )
     skip_zero_advantage: bool = field(
         default=False,
         metadata={
@@ -439,6 +470,7 @@ class TrainConfig(ModelOptions, ConfigIO):
             "proposer_lr_scale",
             "kl_coef",
             "proposer_kl_scale",
+            "anchor_coef",
             "clip_low",
             "clip_high",
             "temperature",
@@ -451,6 +483,15 @@ class TrainConfig(ModelOptions, ConfigIO):
         ):
             if getattr(self, name) < 0:
                 raise InvalidArgumentError(f"{name}={getattr(self, name)} must be >= 0")
+        if self.anchor_roles not in ANCHOR_ROLES:
+            raise InvalidArgumentError(f"anchor_roles={self.anchor_roles!r}: use one of {', '.join(ANCHOR_ROLES)}")
+        if self.anchor_batch_size < 1:
+            raise InvalidArgumentError(f"anchor_batch_size={self.anchor_batch_size} must be >= 1")
+        if self.anchor_coef > 0 and not self.anchor_data:
+            raise InvalidArgumentError(
+                f"anchor_coef={self.anchor_coef} needs demonstrations: set anchor_data to a JSONL of "
+                "`searchgym demos`, or anchor_coef=0"
+            )
         if self.adv_std_ddof not in STD_DDOFS:
             raise InvalidArgumentError(
                 f"adv_std_ddof={self.adv_std_ddof!r}: use 0 (population std) or 1 (sample std, as verl/TRL)"

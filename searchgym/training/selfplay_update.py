@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import logging
 import math
+import random
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Sequence
@@ -25,11 +26,12 @@ from .losses import group_advantages, policy_loss, proposer_advantages, token_lo
 from .model_loading import apply_lora, load_start_policy
 from .selfplay_config import TrainConfig
 from .selfplay_samples import Sample, written_on
+from .sft_data import load_demonstrations
 from .torch_rng import seeded_torch
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PolicyUpdate", "build_policy_update", "selfplay_advantages"]
+__all__ = ["PolicyUpdate", "build_policy_update", "load_anchor", "selfplay_advantages"]
 
 
 def selfplay_advantages(samples: Sequence[Sample], config: TrainConfig) -> list[list[float]]:
@@ -115,7 +117,8 @@ class _Mean:
 class _Pass:
     """What every mini-batch of one :meth:`PolicyUpdate.optimise` call reads: the encoded sequences, their
     advantages, their log-probs before the update (``None``: on-policy, taken from the forward pass itself),
-    the sampler's log-probs, the loss aggregation, the KL term's weight, and the statistics gathered."""
+    the sampler's log-probs, the loss aggregation, the KL term's weight, the statistics gathered, and the
+    demonstrations of the anchor loss (empty: none) with the key its draws are seeded from."""
 
     enc: list[EncodedTrajectory]
     adv: list
@@ -124,6 +127,9 @@ class _Pass:
     aggregation: str
     kl_coef: float
     stats: _Mean
+    anchor: Sequence[EncodedTrajectory] = ()
+    anchor_key: str = ""
+    optimizer_steps: int = 0
 
 
 def _chunks(xs: list, size: int) -> Iterator[list]:
@@ -135,7 +141,8 @@ class PolicyUpdate:
     """The policy's optimisation: ``policy`` (trained in place), its frozen ``ref_model`` (``None``: LoRA's base
     with the adapter disabled, or no KL), the ``optimizer`` and ``scheduler``, the ``tokenizer`` that encodes
     trajectories, and the run's ``rng`` (mini-batch order). ``rollout_correction``: weight each token by the
-    truncated importance ratio of the sampler's log-probs (rollouts in another dtype)."""
+    truncated importance ratio of the sampler's log-probs (rollouts in another dtype). ``anchor``: each role's
+    encoded demonstrations for the anchor loss (``anchor_coef``; empty: none)."""
 
     def __init__(
         self,
@@ -149,12 +156,14 @@ class PolicyUpdate:
         device: Any,
         rng: Any,
         rollout_correction: bool = False,
+        anchor: Optional[dict[str, list[EncodedTrajectory]]] = None,
     ) -> None:
         self.config = config
         self.policy, self.ref_model, self.tokenizer = policy, ref_model, tokenizer
         self.optimizer, self.scheduler = optimizer, scheduler
         self.device, self.rng = device, rng
         self.rollout_correction = rollout_correction
+        self.anchor = anchor or {}
 
     def update(self, samples: Sequence[Sample]) -> dict:
         """Solver GRPO update then Proposer REINFORCE update; returns loss statistics.
@@ -181,6 +190,8 @@ class PolicyUpdate:
                 aggregation=aggregation[role],
                 lr_scale=lr_scale[role],
                 kl_coef=kl_coef[role],
+                anchor=self.anchor.get(role, ()),
+                anchor_key=f"{role}:{self.scheduler.last_epoch}",
             )
             stats.update({f"{role}/{k}": v for k, v in result.items()})
         return stats
@@ -219,15 +230,19 @@ class PolicyUpdate:
         aggregation: str = "token_mean",
         lr_scale: float = 1.0,
         kl_coef: Optional[float] = None,
+        anchor: Sequence[EncodedTrajectory] = (),
+        anchor_key: str = "",
     ) -> dict:
         """PPO-clip + KL optimisation of the policy on ``trajectories`` with the given advantages.
 
         ``step_advantages[i]`` is a list of advantages per agent step (one value = sequence-level);
         ``aggregation``: how each sequence's token losses combine (``token_mean`` or ``token_sum``);
         ``lr_scale`` multiplies the scheduled learning rate for these optimizer steps only (``proposer_lr_scale``);
-        ``kl_coef`` weighs the KL term to the reference for them (``None``: the config's; 0 skips the reference).
-        Runs ``epochs`` passes of mini-batches of ``mini_batch_size`` sequences (one optimizer step
-        each), accumulating gradients over micro-batches of ``micro_batch_size``; within a mini-batch
+        ``kl_coef`` weighs the KL term to the reference for them (``None``: the config's; 0 skips the reference);
+        ``anchor``: demonstrations whose NLL, weighed by ``anchor_coef``, joins every optimizer step (drawn
+        ``anchor_batch_size`` at a time, seeded by the run's seed, ``anchor_key`` and the step's index, so the draws
+        take nothing from ``rng``). Runs ``epochs`` passes of mini-batches of ``mini_batch_size`` sequences (one
+        optimizer step each), accumulating gradients over micro-batches of ``micro_batch_size``; within a mini-batch
         sequences of the same prompt are placed together so their micro-batch shares the prompt.
         """
         c = self.config
@@ -255,6 +270,8 @@ class PolicyUpdate:
                     aggregation,
                     c.kl_coef if kl_coef is None else kl_coef,
                     _Mean(),
+                    anchor if c.anchor_coef > 0 else (),
+                    anchor_key,
                 )
                 for _ in range(c.epochs):
                     order = list(range(len(enc)))
@@ -303,6 +320,9 @@ class PolicyUpdate:
         self.optimizer.zero_grad(set_to_none=True)
         for micro in _chunks(mb, self.config.micro_batch_size):
             self._micro_batch(run, micro, len(micro) / len(mb))
+        if run.anchor:
+            self._anchor_loss(run)
+        run.optimizer_steps += 1
         params = [p for p in self.policy.parameters() if p.requires_grad]
         cap = self.config.max_grad_norm if self.config.max_grad_norm > 0 else float("inf")
         run.stats.add("grad_norm", float(torch.nn.utils.clip_grad_norm_(params, cap)), 1)
@@ -346,6 +366,24 @@ class PolicyUpdate:
             run.stats.add(key, getattr(st, key), w)
         run.stats.add("entropy", float(((ent * mask).sum(-1) / mask.sum(-1).clamp(min=1)).mean()), w)
         run.stats.add("tokens", float(mask.sum()) / w, w)
+
+    def _anchor_loss(self, run: "_Pass") -> None:
+        """The anchor loss of one optimizer step: ``anchor_coef`` times the token-mean NLL of ``anchor_batch_size``
+        demonstrations drawn without replacement (from the seed, ``run.anchor_key`` and the step's index), its
+        gradient accumulated over micro-batches; logs the NLL as ``anchor_nll``."""
+        c = self.config
+        draw = random.Random(f"anchor:{c.seed}:{run.anchor_key}:{run.optimizer_steps}")
+        picked = draw.sample(range(len(run.anchor)), min(c.anchor_batch_size, len(run.anchor)))
+        batch = sorted((run.anchor[i] for i in picked), key=lambda e: len(e.input_ids))
+        n_tokens = sum(e.num_agent_tokens for e in batch)
+        total = 0.0
+        for micro in _chunks(batch, c.micro_batch_size):
+            ids, attn, mask, _ = collate(micro, self.tokenizer.pad_token_id, [[0.0]] * len(micro), self.device)
+            logp = self._scorer(micro, ids, attn, mask)(self.policy)[0]
+            nll = -(logp * mask).sum()
+            (c.anchor_coef * nll / n_tokens).backward()
+            total += float(nll.detach())
+        run.stats.add("anchor_nll", total / n_tokens, 1)
 
     def _ref_context(self):
         """LoRA with a KL term: the reference is the base model, the adapter switched off while it scores."""
@@ -427,6 +465,7 @@ def build_policy_update(config: TrainConfig, model: Any, tokenizer: Any, *, devi
         for p in ref_model.parameters():
             p.requires_grad_(False)
     model.train()
+    anchor = load_anchor(config, tokenizer) if config.anchor_coef > 0 else {}
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
     warm = config.warmup_steps
@@ -440,4 +479,24 @@ def build_policy_update(config: TrainConfig, model: Any, tokenizer: Any, *, devi
         scheduler=scheduler,
         device=device,
         rng=rng,
+        anchor=anchor,
     )
+
+
+def load_anchor(config: TrainConfig, tokenizer: Any) -> dict[str, list[EncodedTrajectory]]:
+    """The anchor loss's demonstrations of ``config.anchor_data``, encoded like the update's rollouts, per role of
+    ``anchor_roles``; a role with none left is an error naming the fix."""
+    roles = ("solver", "proposer") if config.anchor_roles == "both" else (config.anchor_roles,)
+    limit = config.max_prompt_tokens + config.max_response_tokens
+    out: dict[str, list[EncodedTrajectory]] = {}
+    for role in roles:
+        demos, report = load_demonstrations(config.anchor_data, roles=[role])
+        encoded = [encode_trajectory(tokenizer, d.trajectory, max_tokens=limit) for d in demos]
+        out[role] = [e for e in encoded if e.num_agent_tokens > 0]
+        if not out[role]:
+            raise InvalidArgumentError(
+                f"anchor_data={config.anchor_data} has no {role} demonstration ({report.summary()}); make them with "
+                f"`searchgym demos --{role} HOPS:N` or set anchor_roles to the roles it holds"
+            )
+        logger.info("anchor loss: %d %s demonstrations from %s", len(out[role]), role, config.anchor_data)
+    return out
