@@ -64,6 +64,7 @@ SETTINGS = (
     "proposer_lr_scale",
     "kl_coef",
     "proposer_kl_scale",
+    "anchor_coef",
     "rollout_dtype",
     "batch_size",
     "group_size",
