@@ -290,7 +290,7 @@ def test_anchor_settings_are_checked(tmp_path, tok):
     _demo_file(tmp_path / "proposer.jsonl", role="proposer")
     with pytest.raises(InvalidArgumentError, match="has no solver demonstration .*searchgym demos --solver"):
         _trainer(tmp_path, tok, anchor_coef=1.0, anchor_data=str(tmp_path / "proposer.jsonl"))
-    with pytest.raises(FileNotFoundError, match="missing.jsonl"):
+    with pytest.raises(FileNotFoundError, match="anchor_data=.*missing.jsonl does not exist; make demonstrations"):
         _trainer(tmp_path, tok, anchor_coef=1.0, anchor_data=str(tmp_path / "missing.jsonl"))
 
 

@@ -15,10 +15,12 @@ import math
 import random
 from contextlib import nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
+from ..core.path_errors import not_there
 from ..core.types import Trajectory
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, MissingFileError
 from ..llm.sequences import EncodedTrajectory, collate, collate_rollout_logprobs, encode_trajectory
 from ..llm.shared_prefix import pack_shared, shared_token_logprobs, worth_sharing
 from ..wrappers.registry import reward_plan
@@ -486,6 +488,11 @@ def build_policy_update(config: TrainConfig, model: Any, tokenizer: Any, *, devi
 def load_anchor(config: TrainConfig, tokenizer: Any) -> dict[str, list[EncodedTrajectory]]:
     """The anchor loss's demonstrations of ``config.anchor_data``, encoded like the update's rollouts, per role of
     ``anchor_roles``; a role with none left is an error naming the fix."""
+    if not Path(config.anchor_data).is_file():
+        raise MissingFileError(
+            f"anchor_data={config.anchor_data} {not_there(config.anchor_data)}; make demonstrations with "
+            "`searchgym demos --out FILE --solver HOPS:N`"
+        )
     roles = ("solver", "proposer") if config.anchor_roles == "both" else (config.anchor_roles,)
     limit = config.max_prompt_tokens + config.max_response_tokens
     out: dict[str, list[EncodedTrajectory]] = {}
