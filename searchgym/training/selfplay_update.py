@@ -495,10 +495,12 @@ def load_anchor(config: TrainConfig, tokenizer: Any) -> dict[str, list[EncodedTr
         )
     roles = ("solver", "proposer") if config.anchor_roles == "both" else (config.anchor_roles,)
     limit = config.max_prompt_tokens + config.max_response_tokens
+    demos, report = load_demonstrations(config.anchor_data, roles=roles)  # the file read once for every role
     out: dict[str, list[EncodedTrajectory]] = {}
     for role in roles:
-        demos, report = load_demonstrations(config.anchor_data, roles=[role])
-        encoded = [encode_trajectory(tokenizer, d.trajectory, max_tokens=limit) for d in demos]
+        encoded = [
+            encode_trajectory(tokenizer, d.trajectory, max_tokens=limit) for d in demos if d.trajectory.role == role
+        ]
         out[role] = [e for e in encoded if e.num_agent_tokens > 0]
         if not out[role]:
             raise InvalidArgumentError(
