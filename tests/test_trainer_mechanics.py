@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from searchgym.core.types import Task, Trajectory  # noqa: E402
+from searchgym.core.types import Segment, Task, Trajectory  # noqa: E402
 from searchgym.errors import InvalidArgumentError  # noqa: E402
 from searchgym.llm.sequences import collate, encode_trajectory  # noqa: E402
 from searchgym.training.checkpoints import CheckpointManager, CheckpointMismatchError  # noqa: E402
@@ -278,6 +278,46 @@ def test_anchor_loss_pulls_the_solver_towards_its_demonstrations_without_drawing
     assert not any("solver/anchor_nll" in s for s in s0)
     assert not any("proposer/anchor_nll" in s for s in s1)
     assert rng0 == rng1
+
+
+def test_anchor_loss_runs_the_demonstrations_shared_instructions_once_with_the_same_update(tmp_path, tok, monkeypatch):
+    """share_prompt: the anchor's demonstrations, which open with the same instructions, run that prefix once per
+    micro-batch (demo_scoring.pack_shared called); the anchor NLL and the step's gradient match the plain path."""
+    import searchgym.training.demo_scoring as demo_scoring
+
+    system = "You are a careful search agent. Think, search one hop at a time, read, then answer. " * 3
+    with open(tmp_path / "demos.jsonl", "w") as fh:
+        for i, name in enumerate(("Alice Varn", "Bram Ostrel", "Cora Tarsk", "Dov Melin")):
+            demo = segmented_trajectory(
+                [f"<search> {name} </search>", f"<answer> Town {i} </answer>"], question=f"Where was {name} born?"
+            )
+            demo.prompt = system + demo.prompt
+            demo.segments[0] = Segment(demo.prompt, "prompt")
+            fh.write(json.dumps({**demo.to_dict(), "reward": 1.0, "demo": {"kind": "solver"}}) + "\n")
+    packs = []
+    real = demo_scoring.pack_shared
+    monkeypatch.setattr(demo_scoring, "pack_shared", lambda *a, **k: packs.append(1) or real(*a, **k))
+    runs = {}
+    for share in (False, True):
+        packs.clear()
+        tr = _trainer(
+            tmp_path / str(share),
+            tok,
+            lr=1e-2,
+            share_prompt=share,
+            anchor_coef=1.0,
+            anchor_batch_size=4,
+            anchor_data=str(tmp_path / "demos.jsonl"),
+        )
+        solver = [Sample("solver", _traj(["<answer> Ostrel </answer>"]), r, {}, "g") for r in (1.0, 0.0)]
+        stats = tr.update(solver)
+        grads = {n: p.grad.detach().clone() for n, p in tr.policy.named_parameters() if p.grad is not None}
+        runs[share] = (len(packs), stats["solver/anchor_nll"], grads)  # the step's gradient stays on the parameters
+    assert runs[False][0] == 0 and runs[True][0] >= 1
+    assert runs[True][1] == pytest.approx(runs[False][1], rel=1e-4)
+    assert runs[True][2].keys() == runs[False][2].keys()
+    for name, g in runs[False][2].items():
+        torch.testing.assert_close(runs[True][2][name], g, rtol=1e-3, atol=1e-6 * float(g.abs().max()) + 1e-9)
 
 
 def test_anchor_settings_are_checked(tmp_path, tok):

@@ -24,6 +24,7 @@ from ..errors import InvalidArgumentError, MissingFileError
 from ..llm.sequences import EncodedTrajectory, collate, collate_rollout_logprobs, encode_trajectory
 from ..llm.shared_prefix import pack_shared, shared_token_logprobs, worth_sharing
 from ..wrappers.registry import reward_plan
+from .demo_scoring import demonstration_logprobs
 from .losses import group_advantages, policy_loss, proposer_advantages, token_logprobs, truncated_is_weights
 from .model_loading import apply_lora, load_start_policy
 from .selfplay_config import TrainConfig
@@ -372,16 +373,19 @@ class PolicyUpdate:
     def _anchor_loss(self, run: "_Pass") -> None:
         """The anchor loss of one optimizer step: ``anchor_coef`` times the token-mean NLL of ``anchor_batch_size``
         demonstrations drawn without replacement (from the seed, ``run.anchor_key`` and the step's index), its
-        gradient accumulated over micro-batches; logs the NLL as ``anchor_nll``."""
+        gradient accumulated over micro-batches, the instruction prefix they share run once (``share_prompt``);
+        logs the NLL as ``anchor_nll``."""
         c = self.config
         draw = random.Random(f"anchor:{c.seed}:{run.anchor_key}:{run.optimizer_steps}")
         picked = draw.sample(range(len(run.anchor)), min(c.anchor_batch_size, len(run.anchor)))
         batch = sorted((run.anchor[i] for i in picked), key=lambda e: len(e.input_ids))
         n_tokens = sum(e.num_agent_tokens for e in batch)
+        share = c.share_prompt and not c.gradient_checkpointing  # the demonstrations' instructions run once
         total = 0.0
         for micro in _chunks(batch, c.micro_batch_size):
-            ids, attn, mask, _ = collate(micro, self.tokenizer.pad_token_id, [[0.0]] * len(micro), self.device)
-            logp = self._scorer(micro, ids, attn, mask)(self.policy)[0]
+            logp, _, mask = demonstration_logprobs(
+                self.policy, micro, self.tokenizer.pad_token_id, self.device, share=share
+            )
             nll = -(logp * mask).sum()
             (c.anchor_coef * nll / n_tokens).backward()
             total += float(nll.detach())

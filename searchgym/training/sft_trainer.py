@@ -37,14 +37,12 @@ from typing import Optional, Sequence
 
 from ..core.moved import moved_getattr
 from ..errors import InvalidArgumentError, MissingFileError
-from ..llm.shared_prefix import common_prefix_len, pack_shared, shared_token_logprobs
+from .demo_scoring import demonstration_logprobs, shared_prefix_len
 from .sft_config import SFTConfig, SFTResult
 from .sft_data import DataReport, Demonstration, load_demonstrations
 from .torch_rng import seeded_torch
 
 logger = logging.getLogger(__name__)
-
-_MIN_SHARED_PREFIX = 16  # shorter shared prefixes are not worth a second forward call
 
 __all__ = ["SFTConfig", "SFTResult", "SFTRun", "load_demonstrations", "split_validation", "CHATML_TEMPLATE"]
 
@@ -217,20 +215,13 @@ class SFTRun:
 
     # ---------------------------------------------------------------- maths
     def _scores(self, batch):
-        """``(logp, entropy, mask, ids)`` of a micro-batch; entropy is computed without gradient."""
-        from ..llm.sequences import collate
-        from .losses import token_logprobs
-
-        ids, attn, mask, _ = collate(batch, self.tokenizer.pad_token_id, [[0.0]] * len(batch), self.device)
-        shared = self._shared_prefix(batch)
-        if shared:  # the prefix every example shares runs once; its gradient sums over the examples
-            seqs = [e.input_ids for e in batch]
-            packed = pack_shared(seqs, [shared + 1] * len(batch), self.tokenizer.pad_token_id, self.device)
-            logp, ent = shared_token_logprobs(self.policy, packed, with_entropy=True, only=mask)
-        else:
-            start = min(e.first_agent_token for e in batch)
-            logp, ent = token_logprobs(self.policy, ids, attn, with_entropy=True, start=start, only=mask)
-        return logp, ent, mask, ids
+        """``(logp, entropy, mask)`` of a micro-batch (:func:`~searchgym.training.demo_scoring.demonstration_logprobs`,
+        the shared prefix run once with ``share_prefix``); entropy is computed without gradient."""
+        c = self.config
+        share = c.share_prefix and not c.gradient_checkpointing
+        return demonstration_logprobs(
+            self.policy, batch, self.tokenizer.pad_token_id, self.device, share=share, with_entropy=True
+        )
 
     def _precision(self):
         """``torch.autocast`` to the resolved ``mixed_precision`` on the policy's device, or a no-op context when
@@ -245,10 +236,7 @@ class SFTRun:
 
     def _shared_prefix(self, batch) -> int:
         """Tokens of the prefix all of ``batch`` shares, before its first agent token (0: not worth sharing)."""
-        if not self.config.share_prefix or len(batch) < 2 or self.config.gradient_checkpointing:
-            return 0
-        shared = min(common_prefix_len([e.input_ids for e in batch]), min(e.first_agent_token for e in batch) - 1)
-        return shared if shared >= _MIN_SHARED_PREFIX else 0
+        return shared_prefix_len(batch, enabled=self.config.share_prefix and not self.config.gradient_checkpointing)
 
     def train_step(self) -> dict:
         """One optimizer step on batch ``self.step``; token-mean NLL over the batch's agent tokens."""
@@ -263,7 +251,7 @@ class SFTRun:
         for k in range(0, len(batch), c.micro_batch_size):
             micro = batch[k : k + c.micro_batch_size]
             with seeded_torch((c.seed * 1_000_003 + self.step) * 1_009 + k, self.device), self._precision():
-                logp, ent, mask, _ = self._scores(micro)  # dropout draws: (seed, step, micro) only
+                logp, ent, mask = self._scores(micro)  # dropout draws: (seed, step, micro) only
                 nll = -(logp * mask).sum()
                 (nll / n_agent).backward()
             loss_sum += float(nll.detach())
@@ -297,7 +285,7 @@ class SFTRun:
             with torch.no_grad():
                 for k in range(0, len(self.val), self.config.micro_batch_size):
                     with self._precision():
-                        logp, ent, mask, _ = self._scores(self.val[k : k + self.config.micro_batch_size])
+                        logp, ent, mask = self._scores(self.val[k : k + self.config.micro_batch_size])
                     loss_sum += float(-(logp * mask).sum())
                     ent_sum += float((ent * mask).sum())
                     count += float(mask.sum())
