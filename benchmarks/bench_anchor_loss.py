@@ -2,11 +2,11 @@
 run once (``share_prompt``, the default) against the plain forward, in the same run, on the same draws.
 
 Demonstrations: the shipped cold start's own recipe of Solver demonstrations (``searchgym demos``, default world,
-``--solver`` hop counts below, default seed), encoded as the trainer encodes them. Two updates are built from the
-shipped cold start as the self-play benchmark's ``cpu`` size builds them (LoRA r 16 on the merged adapter,
-micro-batches of 2), one with ``share_prompt`` on and one off; step ``k`` of each draws the same
-``anchor_batch_size`` demonstrations (the draw is a function of the seed, the role and ``k``), runs forward and
-backward, and drops the gradient (no optimizer step, so both score the same weights and their NLLs must agree).
+``--solver`` hop counts below, default seed), encoded as the trainer encodes them. Two updates are built as the
+``kg-wcr`` recipe's ``cpu`` size builds them (the shipped cold start merged, a LoRA adapter of r 16, micro-batches
+of 2), one with ``share_prompt`` on and one off; step ``k`` of each draws the same ``anchor_batch_size``
+demonstrations (the draw is a function of the seed, the role and ``k``), runs forward and backward, and drops the
+gradient (no optimizer step, so both score the same weights and their NLLs must agree).
 Steps alternate between the two, the first ``--warmup`` of each untimed.
 
     .venv/bin/python benchmarks/bench_anchor_loss.py                    # SmolLM2-135M, one torch thread
@@ -17,7 +17,6 @@ Prints a markdown table and writes benchmarks/results/anchor_loss_cpu.json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import statistics
@@ -29,33 +28,27 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from machine import machine_info, machine_line  # noqa: E402
+from machine import machine_info, machine_line, write_result  # noqa: E402
 
 SOLVER_DEMOS = {1: 200, 2: 160, 3: 60}  # the cold start's first-stage Solver demonstrations (cold_start.RECIPE_DEMOS)
 
 
 def build_update(data: Path, share: bool, batch: int, micro: int):
-    """A :class:`~searchgym.training.selfplay_update.PolicyUpdate` from the shipped cold start with the anchor on."""
-    from searchgym.training.recipes import SHIPPED_INIT
-    from searchgym.training.selfplay_config import TrainConfig
+    """A :class:`~searchgym.training.selfplay_update.PolicyUpdate` of the ``kg-wcr`` recipe's ``cpu`` size (the shipped
+    cold start, LoRA) with the anchor on, ``share_prompt`` as given."""
+    from searchgym.training.recipes import recipe_config
     from searchgym.training.selfplay_update import build_policy_update
 
-    cfg = TrainConfig(
-        model="smollm2",
-        init=SHIPPED_INIT,
+    cfg = recipe_config(
+        "kg-wcr",
+        "cpu",
         device="cpu",
-        lora=True,
-        lora_r=16,
-        lora_alpha=32,
-        lora_dropout=0.0,
-        kl_coef=0.0,
         micro_batch_size=micro,
         share_prompt=share,
         anchor_coef=1.0,
         anchor_batch_size=batch,
         anchor_data=str(data),
         output_dir=tempfile.mkdtemp(),
-        tensorboard=False,
         progress=False,
     )
     return build_policy_update(cfg, None, None, device="cpu", rng=random.Random(0))
@@ -82,7 +75,7 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=4, help="anchor_batch_size (the anchored runs' 4)")
     ap.add_argument("--micro", type=int, default=2, help="micro_batch_size (the cpu size's 2)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (one: the learning runs' setting)")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "anchor_loss_cpu.json"))
+    ap.add_argument("--out", help="the result JSON (default benchmarks/results/anchor_loss_cpu.json)")
     args = ap.parse_args(argv)
     import torch
 
@@ -148,9 +141,7 @@ def main(argv=None) -> int:
         "machine": machine_info(),
         "loadavg_1min": {"before": load_before, "after": os.getloadavg()[0]},
     }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=1))
-    print(f"wrote {args.out}")
+    print(f"wrote {write_result(out, args.out, 'anchor_loss_cpu.json')}")
     return 0
 
 
