@@ -217,11 +217,14 @@ class SFTRun:
     def _scores(self, batch):
         """``(logp, entropy, mask)`` of a micro-batch (:func:`~searchgym.training.demo_scoring.demonstration_logprobs`,
         the shared prefix run once with ``share_prefix``); entropy is computed without gradient."""
-        c = self.config
-        share = c.share_prefix and not c.gradient_checkpointing
         return demonstration_logprobs(
-            self.policy, batch, self.tokenizer.pad_token_id, self.device, share=share, with_entropy=True
+            self.policy, batch, self.tokenizer.pad_token_id, self.device, share=self._sharing(), with_entropy=True
         )
+
+    def _sharing(self) -> bool:
+        """Whether micro-batches run their shared prefix once: ``share_prefix``, and no gradient checkpointing (the
+        two-call forward does not support it)."""
+        return self.config.share_prefix and not self.config.gradient_checkpointing
 
     def _precision(self):
         """``torch.autocast`` to the resolved ``mixed_precision`` on the policy's device, or a no-op context when
@@ -236,7 +239,7 @@ class SFTRun:
 
     def _shared_prefix(self, batch) -> int:
         """Tokens of the prefix all of ``batch`` shares, before its first agent token (0: not worth sharing)."""
-        return shared_prefix_len(batch, enabled=self.config.share_prefix and not self.config.gradient_checkpointing)
+        return shared_prefix_len(batch, enabled=self._sharing())
 
     def train_step(self) -> dict:
         """One optimizer step on batch ``self.step``; token-mean NLL over the batch's agent tokens."""
