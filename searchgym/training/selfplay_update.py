@@ -380,11 +380,10 @@ class PolicyUpdate:
         picked = draw.sample(range(len(run.anchor)), min(c.anchor_batch_size, len(run.anchor)))
         batch = sorted((run.anchor[i] for i in picked), key=lambda e: len(e.input_ids))
         n_tokens = sum(e.num_agent_tokens for e in batch)
-        share = c.share_prompt and not c.gradient_checkpointing  # the demonstrations' instructions run once
         total = 0.0
         for micro in _chunks(batch, c.micro_batch_size):
             logp, _, mask = demonstration_logprobs(
-                self.policy, micro, self.tokenizer.pad_token_id, self.device, share=share
+                self.policy, micro, self.tokenizer.pad_token_id, self.device, share=self._sharing()
             )
             nll = -(logp * mask).sum()
             (c.anchor_coef * nll / n_tokens).backward()
@@ -397,14 +396,18 @@ class PolicyUpdate:
             return self.policy.disable_adapter()
         return nullcontext()
 
+    def _sharing(self) -> bool:
+        """Whether micro-batches may run a prompt they share once: ``share_prompt``, and no gradient checkpointing
+        (the two-call forward does not support it)."""
+        return self.config.share_prompt and not self.config.gradient_checkpointing
+
     def _scorer(self, batch: Sequence[EncodedTrajectory], ids, attn, mask):
         """``score(model, with_entropy)`` for one micro-batch: shared-prompt scoring when it saves work
         (and gradient checkpointing is off), else the plain full-sequence forward; either way only the
         positions of ``mask`` (the agent tokens) go through the LM head when the model allows it."""
-        c = self.config
         seqs = [e.input_ids for e in batch]
         prompts = [e.prompt_len for e in batch]
-        if c.share_prompt and not c.gradient_checkpointing and worth_sharing(seqs, prompts):
+        if self._sharing() and worth_sharing(seqs, prompts):
             packed = pack_shared(seqs, prompts, self.tokenizer.pad_token_id, self.device)
             return lambda model, with_entropy=False: shared_token_logprobs(
                 model, packed, with_entropy=with_entropy, only=mask
