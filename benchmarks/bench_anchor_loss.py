@@ -90,6 +90,7 @@ def main(argv=None) -> int:
     )
     updates = {share: build_update(data, share, args.batch, args.micro) for share in (False, True)}
     demos = updates[True].anchor["solver"]
+    cfg = updates[True].config
     load_before = os.getloadavg()[0]
     times: dict[bool, list[float]] = {False: [], True: []}
     worst_gap = 0.0
@@ -112,7 +113,7 @@ def main(argv=None) -> int:
     }
     speedup = rows["plain"]["median_s"] / rows["shared"]["median_s"]
     mean_tokens = statistics.mean(len(e.input_ids) for e in demos)
-    print(f"anchor loss step, SmolLM2-135M + LoRA, cpu, {args.threads} torch thread(s), {machine_line()}")
+    print(f"anchor loss step, {cfg.model} + LoRA r {cfg.lora_r}, cpu, {args.threads} torch thread(s), {machine_line()}")
     print(
         f"{len(demos)} Solver demonstrations, {mean_tokens:.0f} tokens each on average; {args.batch} a step, "
         f"micro-batches of {args.micro}"
@@ -126,7 +127,7 @@ def main(argv=None) -> int:
     print(f"1-min load average before / after: {load_before:.1f} / {os.getloadavg()[0]:.1f} (the machine is shared)")
     out = {
         "benchmark": "anchor_loss",
-        "model": "smollm2 + shipped cold start, LoRA r 16",
+        "model": f"{cfg.model} + {cfg.init}, LoRA r {cfg.lora_r}",
         "threads": args.threads,
         "batch": args.batch,
         "micro_batch": args.micro,
