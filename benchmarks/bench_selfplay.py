@@ -567,15 +567,15 @@ def stage_start(start: str, work: Path, *, record: bool = True) -> dict:
 
 
 def open_trained(start: str, final: Path):
-    """``(model, tokenizer)`` of a finished run: ``start`` with the run's adapter merged in, or its whole model."""
+    """``(model, tokenizer)`` of a finished run: ``start`` with the run's adapter merged in (its adapters, one per
+    role, when it trained with ``proposer_adapter``), or its whole model."""
     from searchgym.llm.pretrained import open_model
+    from searchgym.llm.role_adapters import attach_adapters
 
     if not (final / "adapter_config.json").is_file():
         return open_model(str(final))
-    from peft import PeftModel
-
     model, tok = open_model(start)
-    return PeftModel.from_pretrained(model, str(final)).merge_and_unload(), tok
+    return attach_adapters(model, final), tok
 
 
 #: what joins a run's name and a training step in its ``--eval-at`` evaluation stages (``b_s0_step16``)

@@ -140,7 +140,7 @@ class LLMAgent:
             plan.append((slots, g, len(contexts)))
             contexts.extend(self.context(t) for t in trajs)
             rollouts.extend(trajs)
-        texts, sampled, logprobs = self._generate(contexts, config) if contexts else ([], [], [])
+        texts, sampled, logprobs = self._generate_by_role(contexts, rollouts, config)
         for traj, ids, lps in zip(rollouts, sampled, logprobs):
             record_sampled(traj, ids, lps)
         actions: list[str | tuple[str, ...]] = []
@@ -153,6 +153,27 @@ class LLMAgent:
                     out[slot] = texts[start + k]
                 actions.append(tuple(out))
         return actions
+
+    def _generate_by_role(
+        self, contexts: list, rollouts: Sequence["Trajectory"], config: GenerationConfig | None
+    ) -> tuple[list[str], list, list]:
+        """:meth:`_generate` of ``contexts``; with a generator whose model holds adapters per role
+        (``proposer_adapter``), one call per role, each in :meth:`playing` that role."""
+        if not contexts:
+            return [], [], []
+        apart = getattr(self.generator, "role_adapters", None)
+        if not (callable(apart) and apart()):
+            return self._generate(contexts, config)
+        texts: list[str] = [""] * len(contexts)
+        sampled: list = [None] * len(contexts)
+        logprobs: list = [None] * len(contexts)
+        for role in sorted({t.role for t in rollouts}):
+            idx = [i for i, t in enumerate(rollouts) if t.role == role]
+            with self.generator.playing(role):
+                part = self._generate([contexts[i] for i in idx], config)
+            for k, i in enumerate(idx):
+                texts[i], sampled[i], logprobs[i] = part[0][k], part[1][k], part[2][k]
+        return texts, sampled, logprobs
 
     def generation_config(self) -> GenerationConfig:
         """The agent's sampling settings with the next seed of its stream."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from .bf16_hardware import warn_if_bf16_emulated
+from .role_adapters import adapter_state
 
 __all__ = ["DecoderWeights", "PACK_LIMIT_BYTES", "packed_linear", "prepack_linear", "rollout_dtype"]
 
@@ -90,10 +91,11 @@ class DecoderWeights:
 
     def _fingerprint_now(self) -> int:
         """A hash of every parameter's identity and version counter, and of which adapter layers are switched off:
-        changes when a weight is replaced or updated, or a PEFT adapter is toggled (``disable_adapter()``)."""
+        changes when a weight is replaced or updated, or a PEFT adapter is toggled (``disable_adapter()``) or
+        another one made active."""
         params = tuple((id(p), p._version) for p in self.model.parameters())
         adapters = tuple(bool(m.disable_adapters) for m in self.model.modules() if hasattr(m, "disable_adapters"))
-        return hash((params, adapters))
+        return hash((params, adapters, adapter_state(self.model)))
 
     def refresh(self) -> None:
         """Bind the layers' weights (converting, fusing and packing them as configured) unless nothing changed
@@ -150,7 +152,7 @@ class DecoderWeights:
         params = tuple(where(p) for p in self.model.parameters())
         derived = tuple(where(self._derived_cache[k][2]) for k in sorted(self._used))
         adapters = tuple(bool(m.disable_adapters) for m in self.model.modules() if hasattr(m, "disable_adapters"))
-        return hash((params, derived, adapters))
+        return hash((params, derived, adapters, adapter_state(self.model)))
 
     def _derived(self, kind: str, sources: tuple, make: Callable):
         """``make()``, a tensor derived from the parameters ``sources``, remade only when one of them was

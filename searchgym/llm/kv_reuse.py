@@ -11,9 +11,10 @@ rest is prefilled (:class:`PrefixDynamicKV`).
 The attention is the same maths over the same keys and values, so texts match a fresh prefill up to
 float rounding (the same caveat as between the dynamic and static caches). The store is tied to the
 model's weights: any in-place update (an optimiser step, a loaded state dict, merged adapters) changes
-the parameters' version counters and the store empties itself before the next lookup. Toggling a
-PEFT adapter off/on without changing weights is invisible to it: call
-:meth:`PrefixKVStore.clear` (``TransformersGenerator.clear_prefix_cache``) then.
+the parameters' version counters and the store empties itself before the next lookup. Each row is also
+kept under the adapters it was computed with (:func:`~searchgym.llm.role_adapters.adapter_state`): a PEFT
+adapter switched off, or another adapter made active (a role's own, ``proposer_adapter``), looks up only
+the rows computed the same way, and the others stay for when it is switched back.
 
 Layout of a batch that reuses a cache: each row is ``[pad][cached c_i][pad][new s_i]`` -- the
 cached part right-aligned in ``C = max c_i`` columns, the new part right-aligned in ``S`` columns --
@@ -33,6 +34,7 @@ import numpy as np
 from ..errors import InvalidArgumentError, InvalidTypeError
 from .cache_keyword import cache_kwargs
 from .decoding import DynamicKV
+from .role_adapters import adapter_state
 from .shared_prefix import common_prefix_len
 
 if TYPE_CHECKING:
@@ -47,6 +49,7 @@ class _Entry:
     keys: list  # per layer: tensor [heads, len(ids), head_dim]
     values: list
     nbytes: int
+    adapters: tuple = ()  # the adapter state the keys and values were computed under
 
 
 @dataclass
@@ -119,6 +122,7 @@ class PrefixKVStore:
         At least one token of every prompt is left to prefill (its logits pick the first new token);
         ``count=False`` leaves the reuse counters alone (a probe, not a prefill)."""
         self._check_weights()
+        adapters = adapter_state(self.model)
         out: list[tuple[_Entry | None, int]] = []
         for prompt in prompts:
             ids = np.asarray(prompt, dtype=np.int64)
@@ -126,7 +130,7 @@ class PrefixKVStore:
             limit = len(ids) - 1
             for key, entry in self._entries.items():
                 m = min(limit, len(entry.ids))
-                if m <= best_n:
+                if m <= best_n or entry.adapters != adapters:
                     continue
                 diff = np.flatnonzero(entry.ids[:m] != ids[:m])
                 n = int(diff[0]) if diff.size else m
@@ -151,6 +155,7 @@ class PrefixKVStore:
         if self.max_bytes == 0:
             return
         self._check_weights()
+        adapters = adapter_state(self.model)
         layers = _cache_layers(cache)
         for i, ids in enumerate(rows):
             if len(ids) < self.min_prefix:
@@ -159,7 +164,10 @@ class PrefixKVStore:
             if len(cols) < len(ids):
                 continue
             self._insert(
-                ids, [k[i].index_select(1, cols) for k, _ in layers], [v[i].index_select(1, cols) for _, v in layers]
+                ids,
+                [k[i].index_select(1, cols) for k, _ in layers],
+                [v[i].index_select(1, cols) for _, v in layers],
+                adapters,
             )
         self._evict()
 
@@ -174,16 +182,16 @@ class PrefixKVStore:
                 f"add: {len(ids)} ids need keys/values of length {len(ids)} per layer, got "
                 f"{sorted({int(k.shape[1]) for k in keys})}"
             )
-        self._insert(ids, list(keys), list(values))
+        self._insert(ids, list(keys), list(values), adapter_state(self.model))
         self._evict()
 
-    def _insert(self, ids: Sequence[int], keys: list, values: list) -> None:
+    def _insert(self, ids: Sequence[int], keys: list, values: list, adapters: tuple) -> None:
         nbytes = sum(t.numel() * t.element_size() for t in keys + values)
         if nbytes > self.max_bytes:
             return
         arr = np.asarray(ids, dtype=np.int64)
-        self._drop_prefixes_of(arr)
-        self._entries[self._next_key] = _Entry(arr, keys, values, nbytes)
+        self._drop_prefixes_of(arr, adapters)
+        self._entries[self._next_key] = _Entry(arr, keys, values, nbytes, adapters)
         self._next_key += 1
         self._bytes += nbytes
         self.stats.stored_rows += 1
@@ -194,9 +202,11 @@ class PrefixKVStore:
             self._bytes -= old.nbytes
             self.stats.evicted_rows += 1
 
-    def _drop_prefixes_of(self, ids: np.ndarray) -> None:
+    def _drop_prefixes_of(self, ids: np.ndarray, adapters: tuple) -> None:
         for key in [
-            k for k, e in self._entries.items() if len(e.ids) <= len(ids) and np.array_equal(e.ids, ids[: len(e.ids)])
+            k
+            for k, e in self._entries.items()
+            if e.adapters == adapters and len(e.ids) <= len(ids) and np.array_equal(e.ids, ids[: len(e.ids)])
         ]:
             self._bytes -= self._entries.pop(key).nbytes
 

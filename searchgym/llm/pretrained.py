@@ -21,6 +21,7 @@ import logging
 from pathlib import Path
 
 from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
+from .role_adapters import attach_adapters, role_adapter_folders
 from .weights_check import check_weights_folder
 
 logger = logging.getLogger(__name__)
@@ -82,7 +83,10 @@ def open_model(name_or_path: str, *, dtype: str = "float32", cache_dir=None, gra
         check_same_family(
             expected, model_fingerprint(model.config, tok), what=f"adapter {folder}", against=f"its base {base}"
         )
-    model = PeftModel.from_pretrained(model, str(folder)).merge_and_unload()
+    model = attach_adapters(model, folder)
+    if isinstance(model, PeftModel):  # adapters per role (proposer_adapter): kept apart, each role plays with its own
+        logger.info("LoRA adapters %s of %s: one per role", folder, base)
+        return model, tok
     model.requires_grad_(True)  # peft froze the base weights; the merged model is an ordinary, trainable one
     logger.info("merged LoRA adapter %s into %s", folder, base)
     if gradient_checkpointing:
@@ -151,6 +155,11 @@ def load_init(init: str, *, base: str, dtype: str = "float32", cache_dir=None, g
         )
     if p.is_dir():
         check_weights_folder(_policy_folder(p))
+        if role_adapter_folders(_policy_folder(p)):
+            raise InvalidArgumentError(
+                f"init={init!r} holds a LoRA adapter per role (a proposer_adapter run); a run starts from one set of "
+                "weights: evaluate it, or start from the run's own start (its config.yaml's init)"
+            )
     expected = base_fingerprint(base, dtype=dtype, cache_dir=cache_dir)
     model, tok = open_model(init, dtype=dtype, cache_dir=cache_dir, gradient_checkpointing=gradient_checkpointing)
     check_same_family(expected, model_fingerprint(model.config, tok), what=f"init {init}", against=f"model={base!r}")

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import random
-from typing import Sequence
+from typing import Optional, Sequence
 
 from ..core.llm import (
     GenerationConfig,
@@ -39,6 +39,7 @@ from ..core.llm import (
 from ..errors import InvalidArgumentError
 from .decoding import DecodingConfig, DynamicKV, StaticKV, decode_tokens
 from .kv_reuse import PrefixDynamicKV, PrefixKVStore, build_reuse_batch, warm_shared_prefix
+from .role_adapters import ROLE_ADAPTERS, role_adapter, use_role_adapter
 from .rollout_engine import (
     STOP_TAIL_TOKENS,
     DecoderRunner,
@@ -169,6 +170,16 @@ class TransformersGenerator(TextGenerator):
         )
 
     # ------------------------------------------------------------------ prompts
+    def role_adapters(self) -> bool:
+        """Whether the model holds an adapter of a role's own (:mod:`~searchgym.llm.role_adapters`): callers that
+        generate for several roles then call :meth:`playing` per role."""
+        return any(role_adapter(self.model, r) for r in ROLE_ADAPTERS)
+
+    def playing(self, role: Optional[str]):
+        """A block in which generation plays ``role``: with the role's own adapter when the model holds one
+        (outside every such block: the ``default`` adapter, which the RAG verifier and judges use)."""
+        return use_role_adapter(self.model, role)
+
     def render(self, prompt: Prompt) -> str:
         """The exact text the model is conditioned on: chat template for messages, raw text as-is."""
         if isinstance(prompt, str):

@@ -142,13 +142,26 @@ def load_lora_init(model, init: str, config: ModelOptions, fingerprint: dict) ->
 
 
 def load_weights(model, folder: Path, *, lora: bool) -> None:
-    """Load the weights saved by ``save_pretrained`` in ``folder`` into ``model`` in place."""
+    """Load the weights saved by ``save_pretrained`` in ``folder`` into ``model`` in place (with LoRA: every
+    adapter, each role's own from its sub-folder; refused when the folder and the model hold other adapters)."""
     from safetensors.torch import load_file
 
     if lora:
         from peft import set_peft_model_state_dict
 
+        from ..llm.role_adapters import ROLE_ADAPTERS, role_adapter, role_adapter_folders
+
+        saved = role_adapter_folders(folder)
+        for role in ROLE_ADAPTERS:
+            if (role in saved) != (role_adapter(model, role) is not None):
+                has, lacks = (str(folder), "the run") if role in saved else ("the run", str(folder))
+                raise InvalidArgumentError(
+                    f"{has} holds a {role} adapter of its own and {lacks} does not; resume with "
+                    f"{role}_adapter={'true' if role in saved else 'false'}, as the checkpoint was written"
+                )
         set_peft_model_state_dict(model, load_file(str(folder / "adapter_model.safetensors")))
+        for role, sub in saved.items():
+            set_peft_model_state_dict(model, load_file(str(sub / "adapter_model.safetensors")), adapter_name=role)
         return
     files = sorted(folder.glob("model*.safetensors"))
     if not files:

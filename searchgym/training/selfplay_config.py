@@ -277,6 +277,17 @@ class TrainConfig(ModelOptions, ConfigIO):
         default="solver",
         metadata={"help": "Updates that add the anchor loss: solver, proposer or both."},
     )
+    proposer_adapter: bool = field(
+        default=False,
+        metadata={
+            "help": (
+                "Give the Proposer a LoRA adapter of its own (needs lora=true): a copy of the starting adapter, "
+                "named 'proposer', that its rollouts generate with and its update trains, so the Proposer's updates "
+                "leave the Solver's weights alone and the other way round. The Solver, the RAG verifier and the KL "
+                "reference (the adapters switched off) are as with one adapter. false (the papers): one shared policy."
+            )
+        },
+    )
     skip_zero_advantage: bool = field(
         default=False,
         metadata={
@@ -485,6 +496,11 @@ class TrainConfig(ModelOptions, ConfigIO):
                 raise InvalidArgumentError(f"{name}={getattr(self, name)} must be >= 0")
         if self.anchor_roles not in ANCHOR_ROLES:
             raise InvalidArgumentError(f"anchor_roles={self.anchor_roles!r}: use one of {', '.join(ANCHOR_ROLES)}")
+        if self.proposer_adapter and not self.lora:
+            raise InvalidArgumentError(
+                "proposer_adapter=true gives the Proposer a LoRA adapter of its own; set lora=true, or "
+                "proposer_adapter=false"
+            )
         if self.anchor_batch_size < 1:
             raise InvalidArgumentError(f"anchor_batch_size={self.anchor_batch_size} must be >= 1")
         if self.anchor_coef > 0 and not self.anchor_data:

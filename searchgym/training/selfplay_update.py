@@ -21,6 +21,7 @@ from typing import Any, Iterator, Optional, Sequence
 from ..core.path_errors import not_there
 from ..core.types import Trajectory
 from ..errors import InvalidArgumentError, MissingFileError
+from ..llm.role_adapters import add_role_adapter, role_adapter_parameters, use_role_adapter
 from ..llm.sequences import EncodedTrajectory, collate, collate_rollout_logprobs, encode_trajectory
 from ..llm.shared_prefix import pack_shared, shared_token_logprobs, worth_sharing
 from ..wrappers.registry import reward_plan
@@ -184,27 +185,30 @@ class PolicyUpdate:
             idx = [i for i, s in enumerate(samples) if s.role == role]
             if not (enabled and idx):
                 continue
-            if self._no_signal([tables[i] for i in idx], kl_coef[role]):
-                stats[f"{role}/skipped_no_signal"] = 1
-                continue
-            result = self.optimise(
-                [samples[i].trajectory for i in idx],
-                [tables[i] for i in idx],
-                aggregation=aggregation[role],
-                lr_scale=lr_scale[role],
-                kl_coef=kl_coef[role],
-                anchor=self.anchor.get(role, ()),
-                anchor_key=f"{role}:{self.scheduler.last_epoch}",
-            )
+            with use_role_adapter(self.policy, role):  # proposer_adapter: the role's own adapter is the one trained
+                if self._no_signal([tables[i] for i in idx], kl_coef[role]):
+                    stats[f"{role}/skipped_no_signal"] = 1
+                    continue
+                result = self.optimise(
+                    [samples[i].trajectory for i in idx],
+                    [tables[i] for i in idx],
+                    aggregation=aggregation[role],
+                    lr_scale=lr_scale[role],
+                    kl_coef=kl_coef[role],
+                    anchor=self.anchor.get(role, ()),
+                    anchor_key=f"{role}:{self.scheduler.last_epoch}",
+                )
             stats.update({f"{role}/{k}": v for k, v in result.items()})
         return stats
 
     def _no_signal(self, tables: Sequence[Sequence[float]], kl_coef: float) -> bool:
         """True when every advantage is 0 and the KL term (of weight ``kl_coef``) has no gradient either (no
-        KL, or no optimizer step taken since the reference was made, so policy and reference are the same)."""
+        KL, or no optimizer step taken yet on the weights the update trains -- with ``proposer_adapter``, the active
+        role's adapter -- so policy and reference are the same)."""
         if any(a != 0.0 for t in tables for a in t):
             return False
-        return kl_coef <= 0 or not self.optimizer.state
+        trained = [p for p in self.policy.parameters() if p.requires_grad]
+        return kl_coef <= 0 or not any(p in self.optimizer.state for p in trained)
 
     def encode(self, trajectories: Sequence[Trajectory], step_advantages: Sequence[Sequence[float]]):
         """The sequences the update trains on: ``(encoded, advantages)`` of every trajectory with at
@@ -469,6 +473,8 @@ def build_policy_update(config: TrainConfig, model: Any, tokenizer: Any, *, devi
     if config.lora:
         with seeded_torch(config.seed, device):  # PEFT draws the adapter's A matrices from torch's global RNG
             model = apply_lora(model, config)
+            if config.proposer_adapter:
+                add_role_adapter(model, "proposer")
     elif config.kl_coef > 0:
         ref_model = copy.deepcopy(model).eval()
         for p in ref_model.parameters():
@@ -476,6 +482,8 @@ def build_policy_update(config: TrainConfig, model: Any, tokenizer: Any, *, devi
     model.train()
     anchor = load_anchor(config, tokenizer) if config.anchor_coef > 0 else {}
     params = [p for p in model.parameters() if p.requires_grad]
+    if config.proposer_adapter:  # frozen while 'default' is active; its role's update makes it the trained one
+        params += role_adapter_parameters(model, "proposer")
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
     warm = config.warmup_steps
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warm) if warm > 0 else 1.0)

@@ -1,0 +1,170 @@
+"""An adapter per role (``proposer_adapter``): each role's rollouts generate with its own LoRA adapter and its
+update trains that adapter alone; cached keys/values never cross adapters; checkpoints and loaders keep both."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("peft")
+
+from searchgym.agents.llm_agent import LLMAgent  # noqa: E402
+from searchgym.core.llm import GenerationConfig  # noqa: E402
+from searchgym.errors import InvalidArgumentError  # noqa: E402
+from searchgym.llm.role_adapters import (  # noqa: E402
+    adapter_state,
+    add_role_adapter,
+    attach_adapters,
+    role_adapter,
+    use_adapter,
+)
+from searchgym.llm.transformers_backend import TransformersGenerator  # noqa: E402
+from searchgym.training.checkpoints import CheckpointMismatchError  # noqa: E402
+from searchgym.training.model_loading import apply_lora, load_weights  # noqa: E402
+from searchgym.training.selfplay_config import TrainConfig  # noqa: E402
+from searchgym.training.selfplay_samples import Sample  # noqa: E402
+from searchgym.training.selfplay_trainer import SelfPlayTrainer  # noqa: E402
+from tests.support.tiny_lm import build_model, build_tokenizer  # noqa: E402
+from tests.support.trajectories import segmented_trajectory  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return build_tokenizer()
+
+
+def _config(tmp_path, **kw) -> TrainConfig:
+    base = dict(
+        device="cpu",
+        batch_size=2,
+        group_size=2,
+        max_turns=2,
+        max_new_tokens=12,
+        lr=1e-2,
+        warmup_steps=0,
+        total_steps=3,
+        output_dir=str(tmp_path / "run"),
+        tensorboard=False,
+        progress=False,
+        save_every=1,
+        mini_batch_size=8,
+        micro_batch_size=4,
+        lora=True,
+        lora_r=4,
+        lora_alpha=8,
+        proposer_adapter=True,
+    )
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def _trainer(tmp_path, tok, **kw) -> SelfPlayTrainer:
+    return SelfPlayTrainer(_config(tmp_path, **kw), envs=[object()], model=build_model(tok), tokenizer=tok)
+
+
+def _adapter(model, name: str) -> dict:
+    return {n: p.detach().clone() for n, p in model.named_parameters() if f".{name}." in n}
+
+
+def _samples(role: str) -> list[Sample]:
+    texts = (["<search> Alice Varn </search>", "<answer> Tarsk </answer>"], ["<answer> Ostrel </answer>"])
+    return [
+        Sample(role, segmented_trajectory(list(t), role=role), reward, group="g")
+        for t, reward in zip(texts, (1.0, 0.0))
+    ]
+
+
+def _same(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_each_roles_update_trains_its_own_adapter_and_leaves_the_other(tmp_path, tok):
+    tr = _trainer(tmp_path, tok)
+    model = tr.policy
+    start = {r: _adapter(model, r) for r in ("default", "proposer")}
+    assert start["default"] and _same(
+        {k.replace(".default.", "."): v for k, v in start["default"].items()},
+        {k.replace(".proposer.", "."): v for k, v in start["proposer"].items()},
+    )  # the Proposer's adapter starts as a copy of the run's
+    stats = tr.update(_samples("proposer"))
+    assert "proposer/loss" in stats
+    assert _same(_adapter(model, "default"), start["default"])
+    assert not _same(_adapter(model, "proposer"), start["proposer"])
+    moved = _adapter(model, "proposer")
+    tr.update(_samples("solver"))
+    assert _same(_adapter(model, "proposer"), moved)
+    assert not _same(_adapter(model, "default"), start["default"])
+    assert model.active_adapter == "default"  # outside a role's block: the Solver's (and the verifier's)
+
+
+def test_a_role_with_only_zero_advantages_skips_until_its_own_adapter_has_moved(tmp_path, tok):
+    """With a KL term, an all-zero batch still updates once the weights moved; the Proposer's adapter has not
+    moved when only the Solver's did, so its zero batch is skipped."""
+    tr = _trainer(tmp_path, tok, kl_coef=0.1)
+    tr.update(_samples("solver"))
+    flat = [Sample("proposer", s.trajectory, 0.0, group="g") for s in _samples("proposer")]
+    assert tr.update(flat).get("proposer/skipped_no_signal") == 1
+
+
+def _two_adapter_model(tok, tmp_path):
+    model = apply_lora(build_model(tok), _config(tmp_path, proposer_adapter=False))
+    add_role_adapter(model, "proposer")
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if ".proposer." in n and "lora_B" in n:
+                p.normal_(0, 2.0, generator=torch.Generator().manual_seed(hash(n) % 1000))
+    return model.eval()
+
+
+@pytest.mark.parametrize("engine", ["hf", "static"])
+def test_rollouts_generate_with_their_roles_adapter_and_never_reuse_the_others_cache(tmp_path, tok, engine):
+    model = _two_adapter_model(tok, tmp_path)
+    cfg = GenerationConfig(max_new_tokens=10, temperature=0.0)
+    gen = TransformersGenerator(model, tok, engine=engine)
+    assert (
+        gen.role_adapters() and role_adapter(model, "proposer") == "proposer" and role_adapter(model, "solver") is None
+    )
+    agent = LLMAgent(gen, config=cfg)
+    solver, proposer = (segmented_trajectory([], role=r) for r in ("solver", "proposer"))
+    texts = agent.act_batch([({"active": [1, 1]}, {"trajectories": [solver, proposer]})], config=cfg)[0]
+
+    def alone(name: str) -> str:
+        fresh = TransformersGenerator(model, tok, engine=engine)  # an empty KV store
+        with use_adapter(model, name):
+            return LLMAgent(fresh, config=cfg).generate([agent.context(solver)], cfg)[0]
+
+    assert texts == (alone("default"), alone("proposer"))
+    assert texts[0] != texts[1]  # the two adapters do differ
+    assert adapter_state(model) == ("default",)
+    # the same prompt again, the other role first: each role's rows come from its own cached keys/values
+    solver2, proposer2 = (segmented_trajectory([], role=r) for r in ("solver", "proposer"))
+    again = agent.act_batch([({"active": [1, 1]}, {"trajectories": [proposer2, solver2]})], config=cfg)[0]
+    assert again == (texts[1], texts[0])
+
+
+def test_checkpoints_and_loaders_keep_both_adapters(tmp_path, tok):
+    tr = _trainer(tmp_path, tok)
+    tr.update(_samples("proposer"))
+    tr.update(_samples("solver"))
+    path = tr.save_checkpoint()
+    policy = path / "policy"
+    assert (policy / "adapter_model.safetensors").is_file()
+    assert (policy / "proposer" / "adapter_model.safetensors").is_file()
+    saved = {r: _adapter(tr.policy, r) for r in ("default", "proposer")}
+    fresh = _trainer(tmp_path / "fresh", tok)
+    fresh.load_checkpoint(path)
+    assert all(_same(_adapter(fresh.policy, r), saved[r]) for r in saved)
+    one = _trainer(tmp_path / "one", tok, proposer_adapter=False)
+    with pytest.raises(CheckpointMismatchError, match="proposer_adapter: checkpoint=True now=False"):
+        one.load_checkpoint(path)
+    with pytest.raises(InvalidArgumentError, match="proposer adapter of its own.*proposer_adapter=true"):
+        load_weights(one.policy, policy, lora=True)  # the weights alone, without the run's config
+    opened = attach_adapters(build_model(tok), policy)
+    assert role_adapter(opened, "proposer") == "proposer" and opened.active_adapter == "default"
+    assert all(_same(_adapter(opened, r), saved[r]) for r in saved)
+
+
+def test_proposer_adapter_needs_lora(tmp_path):
+    with pytest.raises(InvalidArgumentError, match="proposer_adapter=true .*set lora=true"):
+        _config(tmp_path, lora=False)
