@@ -268,18 +268,30 @@ def trained_lora_model(tok):
     return model
 
 
-def test_lora_adapters_run_as_modules(tok):
+@pytest.mark.parametrize("fold", [True, False])
+def test_lora_adapters_folded_or_called_as_modules_decode_as_peft_does(tok, fold):
+    """Folded into the base weights (the default) or called as modules, a LoRA model decodes what transformers'
+    loop over the PEFT model decodes: with the adapter, with it switched off, and after an in-place update of it
+    (an optimiser step), which the folded weights pick up."""
+    from searchgym.llm.rollout_engine import EngineConfig
+
     model = trained_lora_model(tok)
     cfg = GenerationConfig(max_new_tokens=16, temperature=0.0)
-    hf, eng = _pair(model, tok)
+    hf = TransformersGenerator(model, tok, engine="hf")
+    eng = TransformersGenerator(model, tok, engine="static", engine_config=EngineConfig(fold_lora=fold))
     with_adapter = eng.generate_with_stats(PROMPTS, cfg).token_ids
     assert with_adapter == hf.generate_with_stats(PROMPTS, cfg).token_ids
+    assert any(key[0] == "lora" for key in eng.engine.runner.weights._derived_cache) == fold
     with model.disable_adapter():
-        eng.clear_prefix_cache()
-        hf.clear_prefix_cache()
         without = eng.generate_with_stats(PROMPTS, cfg).token_ids
         assert without == hf.generate_with_stats(PROMPTS, cfg).token_ids
     assert without != with_adapter
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.mul_(-1.0)
+    moved = eng.generate_with_stats(PROMPTS, cfg).token_ids
+    assert moved == hf.generate_with_stats(PROMPTS, cfg).token_ids != with_adapter
 
 
 @pytest.mark.parametrize("stops", [("</search>", "</answer>"), ("é",), ("<a", "b ")])

@@ -4,8 +4,10 @@
 transformers computes it, the q/k/v and gate/up projections fused into one matmul each, oneDNN-prepacked
 copies on CPU, copies in the rollout dtype) and keeps every derived tensor keyed by the parameters it
 came from, so :meth:`DecoderWeights.refresh` after an optimiser step remakes only what changed (a LoRA
-step re-derives the adapter's tensors, not the frozen base weights'). Projections that are not plain
-``nn.Linear`` (a PEFT LoRA layer) are called as modules, so adapters work and can be toggled.
+step re-derives the adapter's tensors, not the frozen base weights'). A PEFT LoRA layer's active adapters are
+folded into a derived copy of its base weight (``W + scaling * B @ A``), so an adapted projection runs as fast as a
+plain one (fused, packed, in the rollout dtype); switching adapters off or to another adapter re-derives it.
+Projections it cannot fold (DoRA and other variants, ``fold_lora=False``) are called as modules.
 :class:`~searchgym.llm.rollout_engine.DecoderRunner` runs the forward over them.
 """
 
@@ -51,10 +53,14 @@ class DecoderWeights:
     After :meth:`refresh`: ``embed(ids)``, ``layers`` (per layer ``(input norm, qkv projections, o_proj,
     post-attention norm, gate/up projections, down_proj, activation)``), ``norm(h)`` and ``head(h)``."""
 
-    def __init__(self, model, decoder, head_module, dtype: str, *, pack: Optional[bool], pack_rows: int) -> None:
+    def __init__(
+        self, model, decoder, head_module, dtype: str, *, pack: Optional[bool], pack_rows: int, fold_lora: bool = True
+    ) -> None:
         import torch
 
         self.model = model
+        #: fold PEFT LoRA adapters into derived dense weights (else LoRA layers are called as modules)
+        self.fold_lora = fold_lora
         self.decoder = decoder
         self.head_module = head_module
         param = next(model.parameters())
@@ -195,32 +201,68 @@ class DecoderWeights:
             return packed_linear(self._derived("pack", sources, lambda: prepack_linear(weight, rows)), bias)
         return lambda x: F.linear(x, weight, bias)
 
-    def _linear(self, module, conv) -> Callable:
-        """A linear layer as a call: a plain ``nn.Linear`` on its (converted, packed) weights, else the module."""
+    def _effective(self, module) -> Optional[tuple]:
+        """``(weight, bias)`` a linear layer computes with: a plain ``nn.Linear``'s own, or a PEFT LoRA layer's base
+        weight with its active adapters folded in (``W + scaling * B @ A``, re-derived when any of them changes;
+        the base weight alone with the adapters switched off). ``None`` for anything else (DoRA and other LoRA
+        variants, a bias on the adapter, ``fold_lora=False``): the layer is then called as a module."""
         import torch
 
-        if type(module) is not torch.nn.Linear:  # a LoRA layer, a wrapper: call it (adapters on/off work)
+        if type(module) is torch.nn.Linear:
+            return module.weight, module.bias
+        base = getattr(module, "base_layer", None)
+        if not self.fold_lora or type(base) is not torch.nn.Linear or not hasattr(module, "lora_A"):
+            return None
+        if getattr(module, "fan_in_fan_out", False) or not isinstance(module.disable_adapters, bool):
+            return None
+        if module.disable_adapters or module.merged:  # merged: the base weight already holds the adapter
+            return base.weight, base.bias
+        names = [a for a in module.active_adapters if a in module.lora_A]
+        if any(a in module.lora_variant or module.lora_bias.get(a, False) for a in names):
+            return None
+        if not names:
+            return base.weight, base.bias
+        pairs = [(module.lora_A[a].weight, module.lora_B[a].weight, float(module.scaling[a])) for a in names]
+        sources = tuple(t for A, B, _ in pairs for t in (A, B)) + (base.weight,)
+
+        def fold():
+            # an ordinary tensor even under inference mode: the tensors derived from it are stamped by its version
+            with torch.inference_mode(False):
+                w = base.weight.detach().clone()
+                for A, B, scale in pairs:
+                    w.addmm_(B.detach().to(w.dtype), A.detach().to(w.dtype), alpha=scale)
+            return w
+
+        return self._derived("lora", sources, fold), base.bias
+
+    def _linear(self, module, conv) -> Callable:
+        """A linear layer as a call on its effective (converted, packed) weight (:meth:`_effective`), else the
+        module itself."""
+        eff = self._effective(module)
+        if eff is None:  # a wrapper this view cannot fold: call it (adapters on/off work)
             return self._cast_module(module)
-        return self._dense(conv(module.weight), conv(module.bias), (module.weight,))
+        weight, bias = eff
+        return self._dense(conv(weight), conv(bias), (weight,))
 
     def _projections(self, modules: tuple, conv) -> Callable:
-        """``x -> (m(x) for m in modules)``: one matmul over the concatenated weights when they are plain
-        ``nn.Linear`` and copied anyway (packed or converted), else one call per module."""
+        """``x -> (m(x) for m in modules)``: one matmul over the concatenated effective weights when every module
+        has one (:meth:`_effective`) and they are copied anyway (packed or converted), else one call per module."""
         import torch
 
-        plain = all(type(m) is torch.nn.Linear for m in modules)
-        biased = [m.bias is not None for m in modules] if plain else []
+        effs = [self._effective(m) for m in modules]
+        plain = all(e is not None for e in effs)
+        biased = [e[1] is not None for e in effs] if plain else []
         if not (plain and self.pack and len(set(biased)) == 1):
             calls = [self._linear(m, conv) for m in modules]
             return lambda x: tuple(f(x) for f in calls)
-        weights = tuple(m.weight for m in modules)
+        weights = tuple(e[0] for e in effs)
         fused = self._derived("fuse", weights, lambda: torch.cat([conv(w).detach() for w in weights]))
         bias = None
         if biased[0]:
-            biases = tuple(m.bias for m in modules)
+            biases = tuple(e[1] for e in effs)
             bias = self._derived("fuse-bias", biases, lambda: torch.cat([conv(b).detach() for b in biases]))
         dense = self._dense(fused, bias, weights)
-        sizes = [int(m.weight.shape[0]) for m in modules]
+        sizes = [int(w.shape[0]) for w in weights]
         return lambda x: dense(x).split(sizes, dim=-1)
 
     def _embedding(self, module, conv) -> Callable:

@@ -130,7 +130,10 @@ class EngineConfig:
     (``"inductor"``) that traces the fixed-shape step before it is captured, dynamic in the slots, so its ~45
     kernels a layer are fused into a few (on an H200 the captured step of SmolLM2 took 2.9 ms at one row
     against 1.6 ms for transformers' compiled step); compiled once per process and cache, on first use (tens
-    of seconds); ``None`` (the default until measured on a GPU) runs the step as it is.
+    of seconds); ``None`` (the default until measured on a GPU) runs the step as it is. ``fold_lora``: a PEFT
+    LoRA layer runs on its base weight with the active adapters folded in (re-derived after each optimiser step
+    or adapter switch: other float rounding than the adapter's own two matmuls, the same function), so it is
+    fused, packed and converted like a plain layer; ``False`` calls LoRA layers as modules in their own dtype.
     """
 
     dtype: str = "auto"
@@ -145,6 +148,7 @@ class EngineConfig:
     decode_steps: str = "auto"
     memory_fraction: float = 0.9
     compile_steps: Optional[str] = None
+    fold_lora: bool = True
 
     def __post_init__(self) -> None:
         if self.decode_steps not in DECODE_STEPS:
@@ -300,7 +304,9 @@ class DecoderRunner:
     ``0 .. active - 1`` hold the rows being decoded; :meth:`prefill` fills the next slots, :meth:`decode`
     feeds one token per active slot, ``cache.move`` copies a slot into another (compaction)."""
 
-    def __init__(self, model, dtype: str = "auto", *, pack: Optional[bool] = None, pack_rows: int = 16) -> None:
+    def __init__(
+        self, model, dtype: str = "auto", *, pack: Optional[bool] = None, pack_rows: int = 16, fold_lora: bool = True
+    ) -> None:
         reason = self.unsupported(model)
         if reason:
             raise InvalidArgumentError(f"the static rollout engine cannot run this model: {reason}; use engine='hf'")
@@ -314,7 +320,13 @@ class DecoderRunner:
         self.groups = self.n_heads // self.n_kv
         self.scaling = self.head_dim**-0.5
         self.weights = DecoderWeights(
-            model, base.get_decoder(), base.get_output_embeddings(), dtype, pack=pack, pack_rows=pack_rows
+            model,
+            base.get_decoder(),
+            base.get_output_embeddings(),
+            dtype,
+            pack=pack,
+            pack_rows=pack_rows,
+            fold_lora=fold_lora,
         )
         self.device, self.dtype = self.weights.device, self.weights.dtype
         self.cache = SlotKVCache(self.n_layers, self.n_kv, self.head_dim, self.dtype, self.device)
@@ -639,7 +651,11 @@ class RolloutEngine:
     def __init__(self, model, config: EngineConfig | None = None) -> None:
         self.config = config or EngineConfig()
         self.runner = DecoderRunner(
-            model, self.config.dtype, pack=self.config.pack, pack_rows=min(self.config.max_batch, 64)
+            model,
+            self.config.dtype,
+            pack=self.config.pack,
+            pack_rows=min(self.config.max_batch, 64),
+            fold_lora=self.config.fold_lora,
         )
         self.model = model
         mb = self.config.prefix_cache_mb

@@ -475,6 +475,7 @@ def build_policy_update(config: TrainConfig, model: Any, tokenizer: Any, *, devi
             model = apply_lora(model, config)
             if config.proposer_adapter:
                 add_role_adapter(model, "proposer")
+                logger.info("proposer_adapter: the Proposer trains its own copy of the LoRA adapter ('proposer')")
     elif config.kl_coef > 0:
         ref_model = copy.deepcopy(model).eval()
         for p in ref_model.parameters():
