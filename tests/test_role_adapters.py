@@ -141,6 +141,10 @@ def test_rollouts_generate_with_their_roles_adapter_and_never_reuse_the_others_c
     solver2, proposer2 = (segmented_trajectory([], role=r) for r in ("solver", "proposer"))
     again = agent.act_batch([({"active": [1, 1]}, {"trajectories": [proposer2, solver2]})], config=cfg)[0]
     assert again == (texts[1], texts[0])
+    if engine == "static":  # both adapters' folded weights stay derived: switching roles re-derives nothing
+        lora_layers = sum(1 for m in model.modules() if hasattr(m, "lora_A") and "proposer" in m.lora_A)
+        folded = [k for k in gen.engine.runner.weights._derived_cache if k[0] == "lora"]
+        assert lora_layers and len(folded) == 2 * lora_layers
 
 
 def test_checkpoints_and_loaders_keep_both_adapters(tmp_path, tok):

@@ -82,6 +82,10 @@ class DecoderWeights:
         self.pack = can_pack and bool(pack)
         self._derived_cache: dict[tuple[str, int], tuple[tuple, tuple, Any]] = {}
         self._used: set[tuple[str, int]] = set()
+        #: the refresh that last used each derived tensor: one unused for a whole refresh is dropped after the next,
+        #: so the tensors of two adapters used in turn (a role's own, ``proposer_adapter``) both stay
+        self._last_used: dict[tuple[str, int], int] = {}
+        self._refreshes = 0
         self.pack_rows = max(1, int(pack_rows))
         self._fingerprint: Optional[int] = None
         #: advances when :meth:`refresh` binds the layers to other memory or another code path: a weight replaced or
@@ -135,8 +139,11 @@ class DecoderWeights:
             )
         self.norm = self._rms(dec.norm, conv)
         self.head = self._linear(self.head_module, conv)
-        for key in set(self._derived_cache) - self._used:  # weights no longer in the model
-            del self._derived_cache[key]
+        self._refreshes += 1
+        for key in self._used:
+            self._last_used[key] = self._refreshes
+        for key in [k for k, n in self._last_used.items() if n < self._refreshes - 1]:  # unused for two refreshes
+            del self._derived_cache[key], self._last_used[key]
         self._fingerprint = self._fingerprint_now()
         binding = self._binding_now()
         if binding != self._binding:
