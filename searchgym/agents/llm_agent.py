@@ -162,14 +162,15 @@ class LLMAgent:
         if not contexts:
             return [], [], []
         apart = getattr(self.generator, "role_adapters", None)
-        if not (callable(apart) and apart()):
+        playing = getattr(self.generator, "playing", None)
+        if not (callable(apart) and callable(playing) and apart()):
             return self._generate(contexts, config)
         texts: list[str] = [""] * len(contexts)
         sampled: list = [None] * len(contexts)
         logprobs: list = [None] * len(contexts)
         for role in sorted({t.role for t in rollouts}):
             idx = [i for i, t in enumerate(rollouts) if t.role == role]
-            with self.generator.playing(role):
+            with playing(role):
                 part = self._generate([contexts[i] for i in idx], config)
             for k, i in enumerate(idx):
                 texts[i], sampled[i], logprobs[i] = part[0][k], part[1][k], part[2][k]

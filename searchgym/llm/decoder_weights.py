@@ -256,10 +256,10 @@ class DecoderWeights:
         has one (:meth:`_effective`) and they are copied anyway (packed or converted), else one call per module."""
         import torch
 
-        effs = [self._effective(m) for m in modules]
-        plain = all(e is not None for e in effs)
-        biased = [e[1] is not None for e in effs] if plain else []
-        if not (plain and self.pack and len(set(biased)) == 1):
+        found = [self._effective(m) for m in modules]
+        effs = [e for e in found if e is not None]
+        biased = [e[1] is not None for e in effs]
+        if not (len(effs) == len(modules) and self.pack and len(set(biased)) == 1):
             calls = [self._linear(m, conv) for m in modules]
             return lambda x: tuple(f(x) for f in calls)
         weights = tuple(e[0] for e in effs)
