@@ -26,6 +26,7 @@ from searchgym.training.selfplay_config import TrainConfig  # noqa: E402
 from searchgym.training.selfplay_samples import Sample  # noqa: E402
 from searchgym.training.selfplay_trainer import SelfPlayTrainer  # noqa: E402
 from tests.support.tiny_lm import build_model, build_tokenizer  # noqa: E402
+from tests.support.train_config import small_train_config  # noqa: E402
 from tests.support.trajectories import segmented_trajectory  # noqa: E402
 
 
@@ -35,28 +36,10 @@ def tok():
 
 
 def _config(tmp_path, **kw) -> TrainConfig:
-    base = dict(
-        device="cpu",
-        batch_size=2,
-        group_size=2,
-        max_turns=2,
-        max_new_tokens=12,
-        lr=1e-2,
-        warmup_steps=0,
-        total_steps=3,
-        output_dir=str(tmp_path / "run"),
-        tensorboard=False,
-        progress=False,
-        save_every=1,
-        mini_batch_size=8,
-        micro_batch_size=4,
-        lora=True,
-        lora_r=4,
-        lora_alpha=8,
-        proposer_adapter=True,
+    """The trainer tests' small config with a rank-4 LoRA adapter per role, at lr 1e-2."""
+    return small_train_config(
+        tmp_path, **{"lr": 1e-2, "lora": True, "lora_r": 4, "lora_alpha": 8, "proposer_adapter": True, **kw}
     )
-    base.update(kw)
-    return TrainConfig(**base)
 
 
 def _trainer(tmp_path, tok, **kw) -> SelfPlayTrainer:

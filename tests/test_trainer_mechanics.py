@@ -19,6 +19,7 @@ from searchgym.training.metrics import MetricsLogger, plot_metrics, read_metrics
 from searchgym.training.selfplay_config import TrainConfig  # noqa: E402
 from searchgym.training.selfplay_trainer import Sample, SelfPlayTrainer  # noqa: E402
 from tests.support.tiny_lm import build_model, build_tokenizer  # noqa: E402
+from tests.support.train_config import small_train_config  # noqa: E402
 from tests.support.trajectories import INFO, segmented_trajectory  # noqa: E402
 
 
@@ -32,24 +33,7 @@ def _traj(agent_texts: list[str], info: str = INFO, role: str = "solver") -> Tra
 
 
 def _config(tmp_path, **kw) -> TrainConfig:
-    base = dict(
-        device="cpu",
-        batch_size=2,
-        group_size=2,
-        max_turns=2,
-        max_new_tokens=12,
-        lr=1e-3,
-        warmup_steps=0,
-        total_steps=3,
-        output_dir=str(tmp_path / "run"),
-        tensorboard=False,
-        progress=False,
-        save_every=1,
-        mini_batch_size=8,
-        micro_batch_size=4,
-    )
-    base.update(kw)
-    return TrainConfig(**base)
+    return small_train_config(tmp_path, **kw)
 
 
 def _trainer(tmp_path, tok, *, envs=None, seed=0, **kw):
