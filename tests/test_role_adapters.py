@@ -12,6 +12,7 @@ pytest.importorskip("peft")
 from searchgym.agents.llm_agent import LLMAgent  # noqa: E402
 from searchgym.core.llm import GenerationConfig  # noqa: E402
 from searchgym.errors import InvalidArgumentError  # noqa: E402
+from searchgym.llm.pretrained import load_init  # noqa: E402
 from searchgym.llm.role_adapters import (  # noqa: E402
     adapter_state,
     add_role_adapter,
@@ -147,6 +148,8 @@ def test_checkpoints_and_loaders_keep_both_adapters(tmp_path, tok):
         one.load_checkpoint(path)
     with pytest.raises(InvalidArgumentError, match="proposer adapter of its own.*proposer_adapter=true"):
         load_weights(one.policy, policy, lora=True)  # the weights alone, without the run's config
+    with pytest.raises(InvalidArgumentError, match="holds a LoRA adapter per role"):
+        load_init(str(policy), base="smollm2")  # a run starts from one set of weights
     opened = attach_adapters(build_model(tok), policy)
     assert role_adapter(opened, "proposer") == "proposer" and opened.active_adapter == "default"
     assert all(_same(_adapter(opened, r), saved[r]) for r in saved)
