@@ -18,6 +18,8 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+from ..errors import InvalidArgumentError
+
 __all__ = [
     "DEFAULT_ADAPTER",
     "ROLE_ADAPTERS",
@@ -109,7 +111,9 @@ def add_role_adapter(model: Any, role: str) -> None:
     from peft import get_peft_model_state_dict, set_peft_model_state_dict
 
     if role not in ROLE_ADAPTERS:
-        raise ValueError(f"role {role!r} cannot have an adapter of its own; roles that can: {ROLE_ADAPTERS}")
+        raise InvalidArgumentError(
+            f"role {role!r} cannot have an adapter of its own; use one of {', '.join(ROLE_ADAPTERS)}"
+        )
     model.add_adapter(role, copy.deepcopy(model.peft_config[DEFAULT_ADAPTER]))
     set_peft_model_state_dict(model, get_peft_model_state_dict(model, adapter_name=DEFAULT_ADAPTER), adapter_name=role)
     model.set_adapter(DEFAULT_ADAPTER)
