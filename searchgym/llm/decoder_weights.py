@@ -100,12 +100,11 @@ class DecoderWeights:
         self.head: Any = None
 
     def _fingerprint_now(self) -> int:
-        """A hash of every parameter's identity and version counter, and of which adapter layers are switched off:
+        """A hash of every parameter's identity and version counter, and of the adapter state (:func:`adapter_state`):
         changes when a weight is replaced or updated, or a PEFT adapter is toggled (``disable_adapter()``) or
         another one made active."""
         params = tuple((id(p), p._version) for p in self.model.parameters())
-        adapters = tuple(bool(m.disable_adapters) for m in self.model.modules() if hasattr(m, "disable_adapters"))
-        return hash((params, adapters, adapter_state(self.model)))
+        return hash((params, adapter_state(self.model)))
 
     def refresh(self) -> None:
         """Bind the layers' weights (converting, fusing and packing them as configured) unless nothing changed
@@ -154,7 +153,7 @@ class DecoderWeights:
 
     def _binding_now(self) -> int:
         """A hash of where the bound layers read their weights (each parameter's and each derived tensor's
-        address, shape and dtype) and of which adapters are switched off."""
+        address, shape and dtype) and of the adapter state (which adapters are active, whether switched off)."""
 
         def where(t) -> tuple:
             try:
@@ -164,8 +163,7 @@ class DecoderWeights:
 
         params = tuple(where(p) for p in self.model.parameters())
         derived = tuple(where(self._derived_cache[k][2]) for k in sorted(self._used))
-        adapters = tuple(bool(m.disable_adapters) for m in self.model.modules() if hasattr(m, "disable_adapters"))
-        return hash((params, derived, adapters, adapter_state(self.model)))
+        return hash((params, derived, adapter_state(self.model)))
 
     def _derived(self, kind: str, sources: tuple, make: Callable):
         """``make()``, a tensor derived from the parameters ``sources``, remade only when one of them was

@@ -41,12 +41,11 @@ ROLE_ADAPTERS = ("proposer",)
 
 
 def adapter_state(model: Any) -> tuple:
-    """Which adapters ``model`` runs with now: its active adapters' names and whether they are switched off
-    (``disable_adapter()``); ``()`` for a model without adapters. Part of what cached keys/values and bound
-    weights are valid for."""
-    if not is_peft_model(model):
-        return ()
-    names = tuple(model.active_adapters)
+    """Which adapters ``model`` runs with now: a PEFT model's active adapters' names, and whether its adapter
+    layers are switched off (``disable_adapter()``, also on adapter layers injected without a PEFT wrapper); ``()``
+    for a model without adapters. Part of what cached keys/values and the rollout engine's bound weights are valid
+    for."""
+    names = tuple(model.active_adapters) if is_peft_model(model) else ()
     # a tuner layer's flag (a bool); PEFT and transformers models have a method of that name
     off = next(
         (m.disable_adapters for m in model.modules() if isinstance(getattr(m, "disable_adapters", None), bool)), False
