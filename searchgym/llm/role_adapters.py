@@ -46,10 +46,9 @@ def adapter_state(model: Any) -> tuple:
     for a model without adapters. Part of what cached keys/values and the rollout engine's bound weights are valid
     for."""
     names = tuple(model.active_adapters) if is_peft_model(model) else ()
+    modules = model.modules() if callable(getattr(model, "modules", None)) else ()  # a scripted test LM has none
     # a tuner layer's flag (a bool); PEFT and transformers models have a method of that name
-    off = next(
-        (m.disable_adapters for m in model.modules() if isinstance(getattr(m, "disable_adapters", None), bool)), False
-    )
+    off = next((m.disable_adapters for m in modules if isinstance(getattr(m, "disable_adapters", None), bool)), False)
     return names + (("off",) if off else ())
 
 
