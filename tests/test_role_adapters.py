@@ -1,5 +1,6 @@
-"""An adapter per role (``proposer_adapter``): each role's rollouts generate with its own LoRA adapter and its
-update trains that adapter alone; cached keys/values never cross adapters; checkpoints and loaders keep both."""
+"""An adapter per role (``proposer_adapter``): each role's rollouts generate with its own LoRA adapter (a copy of
+the shared one, or one stacked on it) and its update trains that adapter alone; cached keys/values never cross
+adapters; checkpoints and loaders keep both."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from searchgym.llm.role_adapters import (  # noqa: E402
     add_role_adapter,
     attach_adapters,
     role_adapter,
+    stacked_adapter_name,
     use_adapter,
+    use_role_adapter,
 )
 from searchgym.llm.transformers_backend import TransformersGenerator  # noqa: E402
 from searchgym.training.checkpoints import CheckpointMismatchError  # noqa: E402
@@ -82,33 +85,61 @@ def test_each_roles_update_trains_its_own_adapter_and_leaves_the_other(tmp_path,
     assert model.active_adapter == "default"  # outside a role's block: the Solver's (and the verifier's)
 
 
-def test_a_role_with_only_zero_advantages_skips_until_its_own_adapter_has_moved(tmp_path, tok):
+def _logits(model, tok, role=None):
+    ids = torch.tensor([tok("<search> Alice Varn </search>")["input_ids"]])
+    with torch.no_grad(), use_role_adapter(model, role):
+        return model(input_ids=ids).logits
+
+
+def test_a_stacked_adapter_starts_as_the_shared_one_and_only_the_solvers_updates_reach_both_roles(tmp_path, tok):
+    tr = _trainer(tmp_path, tok, proposer_adapter_mode="stacked")
+    model, name = tr.policy, stacked_adapter_name("proposer")
+    assert role_adapter(model, "proposer") == name
+    start = {r: _adapter(model, r) for r in ("default", name)}
+    assert start[name] and all(not v.any() for k, v in start[name].items() if "lora_B" in k)  # B = 0
+    assert torch.equal(_logits(model, tok, "proposer"), _logits(model, tok))  # plays as default at first
+    tr.update(_samples("proposer"))
+    assert _same(_adapter(model, "default"), start["default"])  # the Proposer's update stays in its own adapter
+    assert not _same(_adapter(model, name), start[name])
+    moved, proposer_before = _adapter(model, name), _logits(model, tok, "proposer")
+    tr.update(_samples("solver"))
+    assert _same(_adapter(model, name), moved)
+    assert not _same(_adapter(model, "default"), start["default"])
+    assert not torch.equal(_logits(model, tok, "proposer"), proposer_before)  # the Solvers' update reached it
+    assert list(model.active_adapters) == ["default"]
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    assert trainable and all(".default." in n for n in trainable)  # back to the Solver's adapter alone
+
+
+@pytest.mark.parametrize("mode", ["copy", "stacked"])
+def test_a_role_with_only_zero_advantages_skips_until_its_own_adapter_has_moved(tmp_path, tok, mode):
     """With a KL term, an all-zero batch still updates once the weights moved; the Proposer's adapter has not
     moved when only the Solver's did, so its zero batch is skipped."""
-    tr = _trainer(tmp_path, tok, kl_coef=0.1)
+    tr = _trainer(tmp_path, tok, kl_coef=0.1, proposer_adapter_mode=mode)
     tr.update(_samples("solver"))
     flat = [Sample("proposer", s.trajectory, 0.0, group="g") for s in _samples("proposer")]
     assert tr.update(flat).get("proposer/skipped_no_signal") == 1
 
 
-def _two_adapter_model(tok, tmp_path):
+def _two_adapter_model(tok, tmp_path, mode):
     model = apply_lora(build_model(tok), _config(tmp_path, proposer_adapter=False))
-    add_role_adapter(model, "proposer")
+    add_role_adapter(model, "proposer", mode)
+    name = role_adapter(model, "proposer")
     with torch.no_grad():
         for n, p in model.named_parameters():
-            if ".proposer." in n and "lora_B" in n:
+            if f".{name}." in n and "lora_B" in n:
                 p.normal_(0, 2.0, generator=torch.Generator().manual_seed(hash(n) % 1000))
     return model.eval()
 
 
+@pytest.mark.parametrize("mode", ["copy", "stacked"])
 @pytest.mark.parametrize("engine", ["hf", "static"])
-def test_rollouts_generate_with_their_roles_adapter_and_never_reuse_the_others_cache(tmp_path, tok, engine):
-    model = _two_adapter_model(tok, tmp_path)
+def test_rollouts_generate_with_their_roles_adapter_and_never_reuse_the_others_cache(tmp_path, tok, engine, mode):
+    model = _two_adapter_model(tok, tmp_path, mode)
+    name = "proposer" if mode == "copy" else stacked_adapter_name("proposer")
     cfg = GenerationConfig(max_new_tokens=10, temperature=0.0)
     gen = TransformersGenerator(model, tok, engine=engine)
-    assert (
-        gen.role_adapters() and role_adapter(model, "proposer") == "proposer" and role_adapter(model, "solver") is None
-    )
+    assert gen.role_adapters() and role_adapter(model, "proposer") == name and role_adapter(model, "solver") is None
     agent = LLMAgent(gen, config=cfg)
     solver, proposer = (segmented_trajectory([], role=r) for r in ("solver", "proposer"))
     texts = agent.act_batch([({"active": [1, 1]}, {"trajectories": [solver, proposer]})], config=cfg)[0]
@@ -118,7 +149,7 @@ def test_rollouts_generate_with_their_roles_adapter_and_never_reuse_the_others_c
         with use_adapter(model, name):
             return LLMAgent(fresh, config=cfg).generate([agent.context(solver)], cfg)[0]
 
-    assert texts == (alone("default"), alone("proposer"))
+    assert texts == (alone("default"), alone(name))
     assert texts[0] != texts[1]  # the two adapters do differ
     assert adapter_state(model) == ("default",)
     # the same prompt again, the other role first: each role's rows come from its own cached keys/values
@@ -126,21 +157,23 @@ def test_rollouts_generate_with_their_roles_adapter_and_never_reuse_the_others_c
     again = agent.act_batch([({"active": [1, 1]}, {"trajectories": [proposer2, solver2]})], config=cfg)[0]
     assert again == (texts[1], texts[0])
     if engine == "static":  # both adapters' folded weights stay derived: switching roles re-derives nothing
-        lora_layers = sum(1 for m in model.modules() if hasattr(m, "lora_A") and "proposer" in m.lora_A)
+        lora_layers = sum(1 for m in model.modules() if hasattr(m, "lora_A") and name in m.lora_A)
         folded = [k for k in gen.engine.runner.weights._derived_cache if k[0] == "lora"]
         assert lora_layers and len(folded) == 2 * lora_layers
 
 
-def test_checkpoints_and_loaders_keep_both_adapters(tmp_path, tok):
-    tr = _trainer(tmp_path, tok)
+@pytest.mark.parametrize("mode", ["copy", "stacked"])
+def test_checkpoints_and_loaders_keep_both_adapters(tmp_path, tok, mode):
+    tr = _trainer(tmp_path, tok, proposer_adapter_mode=mode)
+    name = role_adapter(tr.policy, "proposer")
     tr.update(_samples("proposer"))
     tr.update(_samples("solver"))
     path = tr.save_checkpoint()
     policy = path / "policy"
     assert (policy / "adapter_model.safetensors").is_file()
-    assert (policy / "proposer" / "adapter_model.safetensors").is_file()
-    saved = {r: _adapter(tr.policy, r) for r in ("default", "proposer")}
-    fresh = _trainer(tmp_path / "fresh", tok)
+    assert (policy / name / "adapter_model.safetensors").is_file()
+    saved = {r: _adapter(tr.policy, r) for r in ("default", name)}
+    fresh = _trainer(tmp_path / "fresh", tok, proposer_adapter_mode=mode)
     fresh.load_checkpoint(path)
     assert all(_same(_adapter(fresh.policy, r), saved[r]) for r in saved)
     one = _trainer(tmp_path / "one", tok, proposer_adapter=False)
@@ -151,10 +184,15 @@ def test_checkpoints_and_loaders_keep_both_adapters(tmp_path, tok):
     with pytest.raises(InvalidArgumentError, match="holds a LoRA adapter per role"):
         load_init(str(policy), base="smollm2")  # a run starts from one set of weights
     opened = attach_adapters(build_model(tok), policy)
-    assert role_adapter(opened, "proposer") == "proposer" and opened.active_adapter == "default"
+    assert role_adapter(opened, "proposer") == name and opened.active_adapter == "default"
     assert all(_same(_adapter(opened, r), saved[r]) for r in saved)
+    other = "stacked" if mode == "copy" else "copy"
+    with pytest.raises(InvalidArgumentError, match=f"proposer_adapter_mode={mode}.*proposer_adapter_mode={other}"):
+        load_weights(_trainer(tmp_path / "other", tok, proposer_adapter_mode=other).policy, policy, lora=True)
 
 
-def test_proposer_adapter_needs_lora(tmp_path):
+def test_proposer_adapter_needs_lora_and_a_known_mode(tmp_path):
     with pytest.raises(InvalidArgumentError, match="proposer_adapter=true .*set lora=true"):
         _config(tmp_path, lora=False)
+    with pytest.raises(InvalidArgumentError, match="proposer_adapter_mode='shared': use one of copy, stacked"):
+        _config(tmp_path, proposer_adapter_mode="shared")

@@ -80,11 +80,11 @@ class DecoderWeights:
             linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
             pack = self.dtype != param.dtype or linear * param.element_size() <= PACK_LIMIT_BYTES
         self.pack = can_pack and bool(pack)
-        self._derived_cache: dict[tuple[str, int], tuple[tuple, tuple, Any]] = {}
-        self._used: set[tuple[str, int]] = set()
+        self._derived_cache: dict[tuple, tuple[tuple, tuple, Any]] = {}
+        self._used: set[tuple] = set()
         #: the refresh that last used each derived tensor: one unused for a whole refresh is dropped after the next,
         #: so the tensors of two adapters used in turn (a role's own, ``proposer_adapter``) both stay
-        self._last_used: dict[tuple[str, int], int] = {}
+        self._last_used: dict[tuple, int] = {}
         self._refreshes = 0
         self.pack_rows = max(1, int(pack_rows))
         self._fingerprint: Optional[int] = None
@@ -169,7 +169,7 @@ class DecoderWeights:
         """``make()``, a tensor derived from the parameters ``sources``, remade only when one of them was
         replaced or updated in place since (version counters): a LoRA step re-derives the adapter's tensors,
         not the frozen base weights'."""
-        key = (kind, id(sources[0]))
+        key = (kind, *(id(t) for t in sources))  # all of them: a stacked adapter's fold shares its first with default's
         self._used.add(key)
         stamp = tuple((id(t), t._version) for t in sources)
         hit = self._derived_cache.get(key)

@@ -141,6 +141,14 @@ def load_lora_init(model, init: str, config: ModelOptions, fingerprint: dict) ->
     return folder
 
 
+def _adapter_setting(role: str, name) -> str:
+    """How a folder or run holding ``role``'s adapter ``name`` (``None``: none) was configured, in config words."""
+    if name is None:
+        return f"no {role} adapter of its own ({role}_adapter=false)"
+    mode = "copy" if name == role else "stacked"
+    return f"a {role} adapter of its own ({role}_adapter=true, {role}_adapter_mode={mode})"
+
+
 def load_weights(model, folder: Path, *, lora: bool) -> None:
     """Load the weights saved by ``save_pretrained`` in ``folder`` into ``model`` in place (with LoRA: every
     adapter, each role's own from its sub-folder; refused when the folder and the model hold other adapters)."""
@@ -149,19 +157,20 @@ def load_weights(model, folder: Path, *, lora: bool) -> None:
     if lora:
         from peft import set_peft_model_state_dict
 
-        from ..llm.role_adapters import ROLE_ADAPTERS, role_adapter, role_adapter_folders
+        from ..llm.role_adapters import ROLE_ADAPTERS, role_adapter, role_adapter_folders, stacked_adapter_name
 
         saved = role_adapter_folders(folder)
         for role in ROLE_ADAPTERS:
-            if (role in saved) != (role_adapter(model, role) is not None):
-                has, lacks = (str(folder), "the run") if role in saved else ("the run", str(folder))
+            on_disk = next((n for n in saved if n in (role, stacked_adapter_name(role))), None)
+            in_run = role_adapter(model, role)
+            if on_disk != in_run:
                 raise InvalidArgumentError(
-                    f"{has} holds a {role} adapter of its own and {lacks} does not; resume with "
-                    f"{role}_adapter={'true' if role in saved else 'false'}, as the checkpoint was written"
+                    f"{folder} holds {_adapter_setting(role, on_disk)} and the run "
+                    f"{_adapter_setting(role, in_run)}; resume as the checkpoint was written"
                 )
         set_peft_model_state_dict(model, load_file(str(folder / "adapter_model.safetensors")))
-        for role, sub in saved.items():
-            set_peft_model_state_dict(model, load_file(str(sub / "adapter_model.safetensors")), adapter_name=role)
+        for name, sub in saved.items():
+            set_peft_model_state_dict(model, load_file(str(sub / "adapter_model.safetensors")), adapter_name=name)
         return
     files = sorted(folder.glob("model*.safetensors"))
     if not files:

@@ -15,6 +15,7 @@ from ..core.config_io import ConfigIO
 from ..core.moved import moved_getattr
 from ..errors import InvalidArgumentError
 from ..llm.decoding import CACHES
+from ..llm.role_adapters import ROLE_ADAPTER_MODES
 from .losses import LOSS_AGGREGATIONS, PROPOSER_BASELINES, SOLVER_ADVANTAGES, STD_DDOFS
 from .model_config import DTYPES, ModelOptions
 
@@ -288,6 +289,17 @@ class TrainConfig(ModelOptions, ConfigIO):
             )
         },
     )
+    proposer_adapter_mode: str = field(
+        default="copy",
+        metadata={
+            "help": (
+                "How proposer_adapter makes the Proposer's adapter: copy (a copy of the starting adapter, played "
+                "instead of it: neither role's update reaches the other) or stacked (a zero-initialised adapter "
+                "'proposer_on_default' played on top of the shared one, which only the Solvers' updates train: "
+                "their updates reach the Proposer, the Proposer's never reach the Solvers)."
+            )
+        },
+    )
     skip_zero_advantage: bool = field(
         default=False,
         metadata={
@@ -496,6 +508,10 @@ class TrainConfig(ModelOptions, ConfigIO):
                 raise InvalidArgumentError(f"{name}={getattr(self, name)} must be >= 0")
         if self.anchor_roles not in ANCHOR_ROLES:
             raise InvalidArgumentError(f"anchor_roles={self.anchor_roles!r}: use one of {', '.join(ANCHOR_ROLES)}")
+        if self.proposer_adapter_mode not in ROLE_ADAPTER_MODES:
+            raise InvalidArgumentError(
+                f"proposer_adapter_mode={self.proposer_adapter_mode!r}: use one of {', '.join(ROLE_ADAPTER_MODES)}"
+            )
         if self.proposer_adapter and not self.lora:
             raise InvalidArgumentError(
                 "proposer_adapter=true gives the Proposer a LoRA adapter of its own; set lora=true, or "

@@ -21,7 +21,7 @@ from typing import Any, Iterator, Optional, Sequence
 from ..core.path_errors import not_there
 from ..core.types import Trajectory
 from ..errors import InvalidArgumentError, MissingFileError
-from ..llm.role_adapters import add_role_adapter, role_adapter_parameters, use_role_adapter
+from ..llm.role_adapters import add_role_adapter, role_adapter, role_adapter_parameters, use_role_adapter
 from ..llm.sequences import EncodedTrajectory, collate, collate_rollout_logprobs, encode_trajectory
 from ..llm.shared_prefix import pack_shared, shared_token_logprobs, worth_sharing
 from ..wrappers.registry import reward_plan
@@ -474,8 +474,12 @@ def build_policy_update(config: TrainConfig, model: Any, tokenizer: Any, *, devi
         with seeded_torch(config.seed, device):  # PEFT draws the adapter's A matrices from torch's global RNG
             model = apply_lora(model, config)
             if config.proposer_adapter:
-                add_role_adapter(model, "proposer")
-                logger.info("proposer_adapter: the Proposer trains its own copy of the LoRA adapter ('proposer')")
+                add_role_adapter(model, "proposer", config.proposer_adapter_mode)
+                logger.info(
+                    "proposer_adapter: the Proposer trains a LoRA adapter of its own (%s, '%s')",
+                    config.proposer_adapter_mode,
+                    role_adapter(model, "proposer"),
+                )
     elif config.kl_coef > 0:
         ref_model = copy.deepcopy(model).eval()
         for p in ref_model.parameters():
