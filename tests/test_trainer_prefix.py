@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from searchgym.llm.sequences import collate, encode_trajectory  # noqa: E402
-from searchgym.llm.shared_prefix import pack_shared, shared_token_logprobs, worth_sharing  # noqa: E402
+from searchgym.llm.shared_prefix import can_share, pack_shared, shared_token_logprobs, worth_sharing  # noqa: E402
 from searchgym.training.losses import policy_loss, token_logprobs  # noqa: E402
 from tests.support.tiny_lm import build_model, build_tokenizer  # noqa: E402
 from tests.support.trajectories import segmented_trajectory as _traj_of  # noqa: E402
@@ -102,6 +102,12 @@ def test_nothing_to_share_falls_back(tok):
     assert not worth_sharing([e.input_ids for e in one_each], [e.prompt_len for e in one_each])
     with pytest.raises(ValueError, match="at least 2 tokens"):
         pack_shared([[5], [5, 6]], [1, 1], 0)
+
+
+def test_sharing_is_what_was_asked_unless_gradient_checkpointing_is_on():
+    """The one rule the RL update (``share_prompt``) and SFT (``share_prefix``) follow: the two-call forward does
+    not support gradient checkpointing."""
+    assert can_share(True, False) and not can_share(True, True) and not can_share(False, False)
 
 
 def test_trainer_update_is_the_same_with_and_without_prompt_sharing(tmp_path, tok):

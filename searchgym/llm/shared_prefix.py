@@ -77,6 +77,13 @@ def shared_prefix_lengths(sequences: Sequence[Sequence[int]], prompt_lens: Seque
     return [max(0, min(p, len(s)) - 1) for s, p in zip(sequences, prompt_lens)]
 
 
+def can_share(requested: bool, gradient_checkpointing: bool) -> bool:
+    """Whether a trainer may run a prefix its micro-batch shares once: asked for (``share_prompt`` /
+    ``share_prefix``), and no gradient checkpointing, which the two-call forward does not support. The one rule
+    of the RL update and SFT."""
+    return requested and not gradient_checkpointing
+
+
 def worth_sharing(sequences: Sequence[Sequence[int]], prompt_lens: Sequence[int]) -> bool:
     """Whether some prompt is shared by two sequences and every sequence has a shareable prefix."""
     lens = shared_prefix_lengths(sequences, prompt_lens)

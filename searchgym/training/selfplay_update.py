@@ -23,7 +23,7 @@ from ..core.types import Trajectory
 from ..errors import InvalidArgumentError, MissingFileError
 from ..llm.role_adapters import add_role_adapter, role_adapter, role_adapter_parameters, use_role_adapter
 from ..llm.sequences import EncodedTrajectory, collate, collate_rollout_logprobs, encode_trajectory
-from ..llm.shared_prefix import pack_shared, shared_token_logprobs, worth_sharing
+from ..llm.shared_prefix import can_share, pack_shared, shared_token_logprobs, worth_sharing
 from ..wrappers.registry import reward_plan
 from .demo_scoring import demonstration_logprobs
 from .losses import group_advantages, policy_loss, proposer_advantages, token_logprobs, truncated_is_weights
@@ -401,9 +401,9 @@ class PolicyUpdate:
         return nullcontext()
 
     def _sharing(self) -> bool:
-        """Whether micro-batches may run a prompt they share once: ``share_prompt``, and no gradient checkpointing
-        (the two-call forward does not support it)."""
-        return self.config.share_prompt and not self.config.gradient_checkpointing
+        """Whether micro-batches may run a prompt they share once (:func:`~searchgym.llm.shared_prefix.can_share` of
+        ``share_prompt``)."""
+        return can_share(self.config.share_prompt, self.config.gradient_checkpointing)
 
     def _scorer(self, batch: Sequence[EncodedTrajectory], ids, attn, mask):
         """``score(model, with_entropy)`` for one micro-batch: shared-prompt scoring when it saves work

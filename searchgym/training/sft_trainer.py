@@ -37,6 +37,7 @@ from typing import Optional, Sequence
 
 from ..core.moved import moved_getattr
 from ..errors import InvalidArgumentError, MissingFileError
+from ..llm.shared_prefix import can_share
 from .demo_scoring import demonstration_logprobs, shared_prefix_len
 from .sft_config import SFTConfig, SFTResult
 from .sft_data import DataReport, Demonstration, load_demonstrations
@@ -222,9 +223,9 @@ class SFTRun:
         )
 
     def _sharing(self) -> bool:
-        """Whether micro-batches run their shared prefix once: ``share_prefix``, and no gradient checkpointing (the
-        two-call forward does not support it)."""
-        return self.config.share_prefix and not self.config.gradient_checkpointing
+        """Whether micro-batches run their shared prefix once (:func:`~searchgym.llm.shared_prefix.can_share` of
+        ``share_prefix``)."""
+        return can_share(self.config.share_prefix, self.config.gradient_checkpointing)
 
     def _precision(self):
         """``torch.autocast`` to the resolved ``mixed_precision`` on the policy's device, or a no-op context when
