@@ -433,8 +433,10 @@ def filter_fields() -> list[str]:
 
 def parse_overrides(items: Sequence[str]) -> list[str]:
     """``--set KEY=VALUE`` items, normalised (``key=value``, sorted) and checked: a key the benchmark sets
-    itself is refused (one line naming its option); unknown keys and bad values fail when the config is made."""
+    itself is refused (one line naming its option), and so is a key given twice (which value holds would be a
+    guess); unknown keys and bad values fail when the config is made."""
     out = []
+    seen: dict[str, str] = {}
     filters = filter_fields()
     for item in items:
         key, sep, value = item.partition("=")
@@ -443,6 +445,9 @@ def parse_overrides(items: Sequence[str]) -> list[str]:
             raise BenchError(f"--set {item!r} must look like KEY=VALUE (e.g. kl_coef=0.01)")
         if key in BENCH_FIELDS:
             raise BenchError(f"--set {key}: the benchmark sets it; use {BENCH_FIELDS[key]}")
+        if key in seen:
+            raise BenchError(f"--set {key} is given twice ({seen[key]!r} and {item!r}); keep one")
+        seen[key] = item
         if key.startswith(FILTER_PREFIX) and key[len(FILTER_PREFIX) :] not in filters:
             valid = ", ".join(FILTER_PREFIX + f for f in filters)
             raise BenchError(f"--set {key}: no such rule filter; valid: {valid}")

@@ -290,6 +290,8 @@ def test_set_overrides_reach_every_arm_and_name_it(tmp_path):
     ]:
         with pytest.raises(bs.BenchError, match=message):
             bs.parse_overrides([bad])
+    with pytest.raises(bs.BenchError, match=r"--set lr is given twice \('lr=1e-4' and 'lr = 5e-5'\); keep one"):
+        bs.parse_overrides(["lr=1e-4", "kl_coef=0.1", "lr = 5e-5"])
     with pytest.raises(ValueError, match="unknown config key 'kl'"):
         bs.train_config(bs.ARMS["b"], 0, bs.SIZES["cpu"], {**opts, "overrides": ["kl=1"]}, pool, tmp_path)
 
