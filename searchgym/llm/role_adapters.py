@@ -36,6 +36,7 @@ __all__ = [
     "is_peft_model",
     "role_adapter",
     "role_adapter_folders",
+    "role_adapter_names",
     "role_adapter_parameters",
     "stacked_adapter_name",
     "use_adapter",
@@ -54,6 +55,11 @@ ROLE_ADAPTER_MODES = ("copy", "stacked")
 def stacked_adapter_name(role: str) -> str:
     """The name of ``role``'s adapter in ``stacked`` mode (``proposer_on_default``): played with ``default``."""
     return f"{role}_on_{DEFAULT_ADAPTER}"
+
+
+def role_adapter_names(role: str) -> tuple[str, str]:
+    """The names ``role``'s own adapter may have: ``copy`` mode's (the role's) and ``stacked`` mode's."""
+    return (role, stacked_adapter_name(role))
 
 
 def _played_with(name: str) -> list[str]:
@@ -94,7 +100,7 @@ def role_adapter(model: Any, role: Optional[str]) -> Optional[str]:
     stacked), else ``None`` (the role plays with the model's active adapter, or its only weights)."""
     if role not in ROLE_ADAPTERS or not is_peft_model(model):
         return None
-    return next((n for n in (role, stacked_adapter_name(role)) if n in model.peft_config), None)
+    return next((n for n in role_adapter_names(role) if n in model.peft_config), None)
 
 
 @contextmanager
@@ -133,7 +139,7 @@ def role_adapter_folders(folder: str | Path) -> dict[str, Path]:
     """The role adapters saved beside the ``default`` one in ``folder`` (PEFT's sub-folder per extra adapter),
     by adapter name (``proposer`` or ``proposer_on_default``)."""
     root = Path(folder)
-    names = [n for r in ROLE_ADAPTERS for n in (r, stacked_adapter_name(r))]
+    names = [n for r in ROLE_ADAPTERS for n in role_adapter_names(r)]
     return {n: root / n for n in names if (root / n / "adapter_config.json").is_file()}
 
 

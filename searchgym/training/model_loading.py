@@ -157,11 +157,11 @@ def load_weights(model, folder: Path, *, lora: bool) -> None:
     if lora:
         from peft import set_peft_model_state_dict
 
-        from ..llm.role_adapters import ROLE_ADAPTERS, role_adapter, role_adapter_folders, stacked_adapter_name
+        from ..llm.role_adapters import ROLE_ADAPTERS, role_adapter, role_adapter_folders, role_adapter_names
 
         saved = role_adapter_folders(folder)
         for role in ROLE_ADAPTERS:
-            on_disk = next((n for n in saved if n in (role, stacked_adapter_name(role))), None)
+            on_disk = next((n for n in saved if n in role_adapter_names(role)), None)
             in_run = role_adapter(model, role)
             if on_disk != in_run:
                 raise InvalidArgumentError(
