@@ -262,12 +262,13 @@ def test_metrics_log_the_questions_and_why_they_were_rejected(tmp_path, tok):
 
 
 @pytest.mark.parametrize(
-    "name,reward", [(name, None) for name in sorted(RECIPES)] + [("kg-wcr", "wcr,search_discount")]
+    "name,reward",
+    [(name, None) for name in sorted(RECIPES)] + [("kg-wcr", "wcr,search_discount,short_search_discount")],
 )
 def test_every_recipe_plays_and_updates_one_real_self_play_step(tmp_path, tok, name, reward):
     """Each recipe's envs, reward stack and estimators on the real KGSelfPlay-v0 game: the scripted experts
     play (so questions verify and Solvers answer), the tiny policy is updated on their text. The last case stacks
-    the extra-search discount over WCR, whose share of cut rollouts is logged."""
+    both search-count discounts over WCR, whose shares of cut rollouts are logged."""
     from searchgym.training.selfplay_trainer import SelfPlayTrainer
     from tests.support.tiny_lm import build_model
     from tests.test_trainer_selfplay_batch import ScriptedBatchAgent
@@ -298,7 +299,9 @@ def test_every_recipe_plays_and_updates_one_real_self_play_step(tmp_path, tok, n
     assert m["proposer/n"] == 2 and m["solver/n"] == 4
     assert "proposer/questions" in m and 0.0 <= m["proposer/valid_rate"] <= 1.0
     assert any(k.startswith("solver/") and k.endswith(("loss", "skipped_no_signal")) for k in m)
-    assert ("solver/search_discounted" in m) == (reward == "wcr,search_discount")
+    stack = (reward or "").split(",")
+    assert ("solver/search_discounted" in m) == ("search_discount" in stack)
+    assert ("solver/short_search_discounted" in m) == ("short_search_discount" in stack)
 
 
 def test_a_second_run_into_the_same_folder_is_refused_before_it_writes(tmp_path, tok, tiny_world):

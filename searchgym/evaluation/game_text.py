@@ -109,6 +109,9 @@ def _solver_text(reward: float, c: Mapping) -> str:
     if "search_discount" in c:
         terms.append(("extra-search discount", c["search_discount"]))
         notes.append(f"{c.get('extra_searches', 0)} search(es) beyond the question's hops")
+    if "short_search_discount" in c:
+        terms.append(("short-search discount", c["short_search_discount"]))
+        notes.append(f"{c.get('missing_searches', 0)} search(es) short of the question's hops")
     if "gdcr_total" in c:
         weighted.append("weight·GDCR total")
         notes.append(f"GDCR step rewards total {_fmt(c['gdcr_total'])}, used by the SAPO step advantage")

@@ -54,7 +54,8 @@ def rollout_metrics(samples: Sequence[Sample]) -> dict:
     """Per-role reward means, valid-question rate and rejection reasons, the step's questions (text, hops,
     verdict, reward), Solver groups with signal, the Solvers' reward on model-written questions (``solver/proposed_*``;
     task source ``proposer``, fresh or replayed, as opposed to the fallback task), WCR coverage, the share of Solver
-    rollouts the extra-search discount cut (``solver/search_discounted``), search turns, and the share of Proposer
+    rollouts the extra-search discount cut (``solver/search_discounted``) and the short-search one
+    (``solver/short_search_discounted``), search turns, and the share of Proposer
     rollouts that searched fewer times than their target has hops (``proposer/searched_short``)."""
     m: dict = {}
     solver = [s for s in samples if s.role == "solver"]
@@ -75,6 +76,9 @@ def rollout_metrics(samples: Sequence[Sample]) -> dict:
         cut = [s.components["search_discount"] for s in solver if "search_discount" in s.components]
         if cut:  # the search_discount reward: the rollouts whose reward it cut (right answers after extra searches)
             m["solver/search_discounted"] = mean(float(x < 0) for x in cut)
+        short = [s.components["short_search_discount"] for s in solver if "short_search_discount" in s.components]
+        if short:  # the short_search_discount reward: the rollouts it cut (rewarded after fewer searches than hops)
+            m["solver/short_search_discounted"] = mean(float(x < 0) for x in short)
         groups: dict[Any, list[float]] = {}
         for s in solver:
             groups.setdefault(s.group, []).append(s.reward)

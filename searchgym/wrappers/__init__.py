@@ -39,6 +39,7 @@ from .graph_distance_reward import (
 )
 from .recording import RecordGames
 from .registry import available_rewards, get_reward, wrap_rewards
+from .short_search_discount import ShortSearchDiscount, short_search_discount
 from .waypoint_coverage_reward import (
     WaypointCoverageReward,
     WaypointMatcher,
@@ -73,6 +74,8 @@ __all__ = [
     "trajectory_dynasearcher_reward",
     "ExtraSearchDiscount",
     "extra_search_discount",
+    "ShortSearchDiscount",
+    "short_search_discount",
     "EvidenceVerifierReward",
     "brevity_bonus",
     "difficulty_reward",

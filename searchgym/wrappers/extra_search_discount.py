@@ -45,6 +45,9 @@ class ExtraSearchDiscount(RewardShapingWrapper):
     """
 
     name = "search_discount"
+    #: the component keys this discount writes: the searches it counts, and the term it adds
+    count_key = "extra_searches"
+    term_key = "search_discount"
 
     def __init__(self, env, alpha: float = 0.5, gamma: float = 0.9):
         gym.utils.RecordConstructorArgs.__init__(self, alpha=alpha, gamma=gamma)  # gym.make(env.spec) rebuilds it
@@ -59,13 +62,17 @@ class ExtraSearchDiscount(RewardShapingWrapper):
     def check_task(self, task: Optional[Task]) -> None:
         """The task needs a hop count."""
         if task is not None:
-            require_hops(task, "the extra-search discount")
+            require_hops(task, f"the {self.name} reward")
+
+    @staticmethod
+    def counted(searches: int, hops: int) -> tuple[int, int]:
+        """``(t, i)`` as the discount reads them: searches made, then the hops they are charged against."""
+        return searches, hops
 
     def shape_solver_group(self, events: list[Event], info: dict) -> None:
         """Discount every rollout on its own (no group term)."""
         for ev in events:
             traj = event_trajectory(ev)
-            hops = require_hops(traj.task, "the extra-search discount")
-            searches = int(traj.num_searches)
-            term = extra_search_discount(ev.reward, searches, hops, **self.params)
-            self.set_reward(ev, ev.reward + term, extra_searches=max(0, searches - hops), search_discount=term)
+            made, allowed = self.counted(int(traj.num_searches), require_hops(traj.task, f"the {self.name} reward"))
+            term = extra_search_discount(ev.reward, made, allowed, **self.params)
+            self.set_reward(ev, ev.reward + term, **{self.count_key: max(0, made - allowed), self.term_key: term})

@@ -34,6 +34,7 @@ from .evidence_verifier_reward import EvidenceVerifierReward
 from .extra_search_discount import ExtraSearchDiscount
 from .graph_distance_reward import GraphDistanceReward
 from .recording import RecordGames, take_recording
+from .short_search_discount import ShortSearchDiscount
 from .waypoint_coverage_reward import WaypointCoverageReward
 
 ADVANTAGE_KINDS = ("outcome", "step")
@@ -301,7 +302,13 @@ def wrap_rewards(env, reward: str | Sequence[str], **context):
 
 
 register_reward(RewardSpec("binary", None, description="the env's own reward: 1 for a correct answer, else 0"))
-for _wrapper in (WaypointCoverageReward, GraphDistanceReward, DynaSearcherReward, ExtraSearchDiscount):
+for _wrapper in (
+    WaypointCoverageReward,
+    GraphDistanceReward,
+    DynaSearcherReward,
+    ExtraSearchDiscount,
+    ShortSearchDiscount,
+):
     register_reward(RewardSpec.of_wrapper(_wrapper))
 
 
