@@ -693,6 +693,8 @@ CURVES = {
     "proposer_searches": "proposer/searches",
     "proposer_searched_short": "proposer/searched_short",
     "solver_searches": "solver/searches",
+    "solver_search_discounted": "solver/search_discounted",
+    "solver_short_search_discounted": "solver/short_search_discounted",
     "solver_entropy": "solver/entropy",
     "proposer_entropy": "proposer/entropy",
     "solver_skipped_no_signal": "solver/skipped_no_signal",
