@@ -1,8 +1,7 @@
-"""The extra-search discount: hand cases, its bounds, the wrapper on its own and stacked over WCR, bad input."""
+"""The extra-search discount: hand cases, its bounds, the wrapper on its own and stacked over WCR."""
 
 from __future__ import annotations
 
-import gymnasium as gym
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -10,10 +9,8 @@ from hypothesis import strategies as st
 from searchgym.evaluation.game_text import reward_text
 from searchgym.wrappers import (
     ExtraSearchDiscount,
-    MissingTaskDataError,
     WaypointCoverageReward,
     extra_search_discount,
-    wrap_rewards,
 )
 from tests.support.wrapper_fakes import EventEnv, make_task, make_traj
 
@@ -73,19 +70,4 @@ def test_stacked_outside_wcr_it_discounts_the_shaped_reward():
     assert info["rewards"][1]["reward"] == pytest.approx(0.95)
 
 
-def test_bad_input_names_the_problem():
-    no_hops = make_task("d3", answers=["Ostrel"])
-    with pytest.raises(MissingTaskDataError, match="hop count"):
-        ExtraSearchDiscount(EventEnv([make_traj(no_hops, ["a"])])).reset()
-    with pytest.raises(ValueError, match="gamma"):
-        ExtraSearchDiscount(EventEnv([]), gamma=1.0)
-    with pytest.raises(ValueError, match="alpha"):
-        ExtraSearchDiscount(EventEnv([]), alpha=1.5)
-
-
-def test_registered_and_rebuilt_by_gym_make():
-    env = wrap_rewards(gym.make("KGSolverGroup-v0", max_turns=3), "wcr,search_discount")
-    assert isinstance(env, ExtraSearchDiscount) and isinstance(env.env, WaypointCoverageReward)
-    again = gym.make(env.spec)
-    assert isinstance(again, ExtraSearchDiscount) and again._saved_kwargs == env._saved_kwargs
-    assert env.get_wrapper_attr("alpha") == 0.3  # WCR's α, not shadowed by the discount's
+# bad input and registration: tests/test_wrappers_short_search_discount.py, for both search-count discounts

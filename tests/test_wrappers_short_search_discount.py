@@ -14,6 +14,7 @@ from searchgym.wrappers import (
     MissingTaskDataError,
     ShortSearchDiscount,
     WaypointCoverageReward,
+    extra_search_discount,
     short_search_discount,
     wrap_rewards,
 )
@@ -47,25 +48,31 @@ def test_a_right_answer_after_fewer_searches_than_hops_keeps_less_of_its_reward(
     assert text.startswith("0.95 = ") and "short-search discount -0.05" in text and "1 search(es) short" in text
 
 
-def test_hand_cases():
-    assert short_search_discount(1.0, searches=2, hops=2) == 0.0  # as many searches as hops: untouched
-    assert short_search_discount(1.0, searches=3, hops=1) == 0.0  # more: not this charge (search_discount's)
-    assert short_search_discount(1.0, searches=1, hops=2) == pytest.approx(-0.05)  # 0.5 · (1 − 0.9)
-    assert short_search_discount(1.0, searches=0, hops=3) == pytest.approx(-0.1355)  # 0.5 · (1 − 0.729)
-    assert short_search_discount(0.2, searches=1, hops=2) == pytest.approx(-0.01)  # scales with the reward
-    assert short_search_discount(0.0, searches=0, hops=3) == 0.0  # a wrong or invalid rollout is untouched
-    assert short_search_discount(-0.3, searches=0, hops=3) == 0.0  # a negative reward is not made less negative
+@pytest.mark.parametrize(
+    "reward,searches,hops,term",
+    [
+        (1.0, 2, 2, 0.0),  # as many searches as hops: untouched
+        (1.0, 3, 1, 0.0),  # more: not this charge (search_discount's)
+        (1.0, 1, 2, -0.05),  # 0.5 · (1 − 0.9)
+        (1.0, 0, 3, -0.1355),  # 0.5 · (1 − 0.729)
+        (0.2, 1, 2, -0.01),  # scales with the reward
+        (0.0, 0, 3, 0.0),  # a wrong or invalid rollout is untouched
+        (-0.3, 0, 3, 0.0),  # a negative reward is not made less negative
+    ],
+)
+def test_hand_cases(reward, searches, hops, term):
+    assert short_search_discount(reward, searches=searches, hops=hops) == pytest.approx(term)
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.floats(-2, 2, allow_nan=False), st.integers(0, 12), st.integers(1, 6), st.floats(0, 1), st.floats(0.01, 0.99))
-def test_bounds(reward, searches, hops, alpha, gamma):
-    term = short_search_discount(reward, searches, hops, alpha, gamma)
-    assert term <= 0.0
-    if reward > 0:
-        assert reward + term >= (1 - alpha) * reward - 1e-12
-    if reward <= 0 or searches >= hops:
-        assert term == 0.0
+def test_it_is_the_extra_search_charge_with_searches_and_hops_swapped(reward, searches, hops, alpha, gamma):
+    """So the extra-search discount's bounds (≤ 0, never below 1 − α of a positive reward) hold for it too."""
+    assert short_search_discount(reward, searches, hops, alpha, gamma) == extra_search_discount(
+        reward, hops, searches, alpha, gamma
+    )
+    if searches >= hops:
+        assert short_search_discount(reward, searches, hops, alpha, gamma) == 0.0
 
 
 def test_both_charges_over_wcr_hold_the_searches_to_the_hops():
@@ -77,19 +84,25 @@ def test_both_charges_over_wcr_hold_the_searches_to_the_hops():
     assert [ev["reward"] for ev in info["rewards"][:4]] == pytest.approx([0.95, 1.0, 0.95, 0.905])
 
 
-def test_bad_input_names_the_problem():
+BOTH = pytest.mark.parametrize("wrapper", [ExtraSearchDiscount, ShortSearchDiscount], ids=lambda w: w.name)
+
+
+@BOTH
+def test_bad_input_names_the_problem(wrapper):
+    """Both search-count discounts (the extra-search one's file has its own wrapper cases)."""
     no_hops = make_task("d3", answers=["Ostrel"])
-    with pytest.raises(MissingTaskDataError, match="hop count for the short_search_discount reward"):
-        ShortSearchDiscount(EventEnv([make_traj(no_hops, ["a"])])).reset()
+    with pytest.raises(MissingTaskDataError, match=f"hop count for the {wrapper.name} reward"):
+        wrapper(EventEnv([make_traj(no_hops, ["a"])])).reset()
     with pytest.raises(ValueError, match="gamma"):
-        ShortSearchDiscount(EventEnv([]), gamma=0.0)
+        wrapper(EventEnv([]), gamma=1.0)
     with pytest.raises(ValueError, match="alpha"):
-        ShortSearchDiscount(EventEnv([]), alpha=-0.1)
+        wrapper(EventEnv([]), alpha=-0.1)
 
 
-def test_registered_and_rebuilt_by_gym_make():
-    env = wrap_rewards(gym.make("KGSolverGroup-v0", max_turns=3), "wcr,short_search_discount")
-    assert isinstance(env, ShortSearchDiscount) and isinstance(env.env, WaypointCoverageReward)
+@BOTH
+def test_registered_and_rebuilt_by_gym_make(wrapper):
+    env = wrap_rewards(gym.make("KGSolverGroup-v0", max_turns=3), f"wcr,{wrapper.name}")
+    assert isinstance(env, wrapper) and isinstance(env.env, WaypointCoverageReward)
     again = gym.make(env.spec)
-    assert isinstance(again, ShortSearchDiscount) and again._saved_kwargs == env._saved_kwargs
+    assert isinstance(again, wrapper) and again._saved_kwargs == env._saved_kwargs
     assert env.get_wrapper_attr("alpha") == 0.3  # WCR's α, not shadowed by the discount's
