@@ -9,14 +9,15 @@ t = searches the rollout made, i = the task's gold hop count. A rollout that sea
 the question has hops keeps its reward; one search short keeps 95 % of it, two short 90.5 %, never less than 1 − α.
 
 Why: on the CPU self-play benchmark the Solvers drifted from about 2.0 to 1.65 searches a game over 32 steps
-(every seed of the stacked-adapter runs), held-out 2-hop questions were lost in every seed, and where the weights
-are shared the Proposer picked the habit up (its training rollouts that searched short rose from 6 % to 33 %;
-docs/selfplay_benchmark.md). Under the binary reward and WCR a right answer guessed after one search on a 2-hop
+(every seed of the stacked-adapter runs) and held-out 2-hop questions were lost in every seed
+(docs/selfplay_benchmark.md). Under the binary reward and WCR a right answer guessed after one search on a 2-hop
 question earns what a right answer found hop by hop does, so nothing held the Solver to the path. Under a
 group-normalised advantage the discount decides a group whose rollouts are all right (the hop-by-hop ones rank
 above the short ones) and barely moves a group that right and wrong answers already split. Like
 :class:`~searchgym.wrappers.ExtraSearchDiscount` it is multiplicative on the positive part, so a rollout with
-reward 0 is untouched and no valid rollout falls below an invalid one. A searchgym addition, not a paper's
+reward 0 is untouched and no valid rollout falls below an invalid one. Measured on that benchmark (two seeds,
+each against its run without): it held the Solvers' searches in one seed, trimmed their held-out losses, and did
+not stop the Proposer's own drift to short searches. A searchgym addition, not a paper's
 reward: stack it outermost (``wcr,short_search_discount``; with the other charge,
 ``wcr,search_discount,short_search_discount``); proposer events are untouched.
 """
