@@ -21,8 +21,8 @@ from searchgym.wrappers import (
 from tests.support.wrapper_fakes import EventEnv, make_task, make_traj
 
 
-def _group(hops=2):
-    task = make_task("d2", answers=["Ostrel"], waypoints=["Varn", "Kell"][: hops - 1] or ["Varn"], hops=hops)
+def _group():
+    task = make_task("d2", answers=["Ostrel"], waypoints=["Varn", "Kell"], hops=2)
     once = make_traj(task, ["a", "b"], ["i1", ""], answer="Ostrel", correct=True)
     twice = make_traj(task, ["a", "b", "c"], ["i1", "i2", ""], answer="Ostrel", correct=True)
     thrice = make_traj(task, ["a", "b", "c", "d"], ["i1", "i2", "i3", ""], answer="Ostrel", correct=True)
@@ -37,7 +37,7 @@ def _step(env):
 
 
 def test_a_right_answer_after_fewer_searches_than_hops_keeps_less_of_its_reward():
-    _, reward, _, _, info = _step(ShortSearchDiscount(EventEnv(_group(hops=2))))
+    _, reward, _, _, info = _step(ShortSearchDiscount(EventEnv(_group())))
     # one search short: 1 − 0.5·(1 − 0.9); two short: 1 − 0.5·(1 − 0.81); at or past the hops: untouched
     assert [ev["reward"] for ev in info["rewards"]] == pytest.approx([0.95, 1.0, 1.0, 0.905, 0.0])
     solver = info["reward_components"]["solver"]
@@ -76,7 +76,7 @@ def test_it_is_the_extra_search_charge_with_searches_and_hops_swapped(reward, se
 
 
 def test_both_charges_over_wcr_hold_the_searches_to_the_hops():
-    env = ShortSearchDiscount(ExtraSearchDiscount(WaypointCoverageReward(EventEnv(_group(hops=2)), alpha=0.3)))
+    env = ShortSearchDiscount(ExtraSearchDiscount(WaypointCoverageReward(EventEnv(_group()), alpha=0.3)))
     _, _, _, _, info = _step(env)
     solver = info["reward_components"]["solver"]
     assert {"wcr_bonus", "search_discount", "short_search_discount"} <= set(solver)
@@ -95,8 +95,9 @@ def test_bad_input_names_the_problem(wrapper):
         wrapper(EventEnv([make_traj(no_hops, ["a"])])).reset()
     with pytest.raises(ValueError, match="gamma"):
         wrapper(EventEnv([]), gamma=1.0)
-    with pytest.raises(ValueError, match="alpha"):
-        wrapper(EventEnv([]), alpha=-0.1)
+    for alpha in (1.5, -0.1):
+        with pytest.raises(ValueError, match="alpha"):
+            wrapper(EventEnv([]), alpha=alpha)
 
 
 @BOTH

@@ -80,6 +80,13 @@ def _sum_text(reward: float, terms: list[tuple[str, float]], notes: list[str], r
     return f"{_fmt(reward)} = {body}" + "".join(f"; {n}" for n in notes)
 
 
+#: the search-count discounts: (reward component, printed term, the component counting the searches, its note)
+_SEARCH_DISCOUNTS = (
+    ("search_discount", "extra-search discount", "extra_searches", "beyond"),
+    ("short_search_discount", "short-search discount", "missing_searches", "short of"),
+)
+
+
 def _solver_text(reward: float, c: Mapping) -> str:
     terms: list[tuple[str, float]] = []
     notes: list[str] = []
@@ -106,12 +113,10 @@ def _solver_text(reward: float, c: Mapping) -> str:
             )
         else:
             notes.append(f"WCR bonus = α·g̃ for a wrong answer, 0 for a right one or no answer ({coverage})")
-    if "search_discount" in c:
-        terms.append(("extra-search discount", c["search_discount"]))
-        notes.append(f"{c.get('extra_searches', 0)} search(es) beyond the question's hops")
-    if "short_search_discount" in c:
-        terms.append(("short-search discount", c["short_search_discount"]))
-        notes.append(f"{c.get('missing_searches', 0)} search(es) short of the question's hops")
+    for term, label, count, where in _SEARCH_DISCOUNTS:
+        if term in c:
+            terms.append((label, c[term]))
+            notes.append(f"{c.get(count, 0)} search(es) {where} the question's hops")
     if "gdcr_total" in c:
         weighted.append("weight·GDCR total")
         notes.append(f"GDCR step rewards total {_fmt(c['gdcr_total'])}, used by the SAPO step advantage")

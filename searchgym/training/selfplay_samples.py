@@ -50,6 +50,14 @@ class RolloutBatch:
     new_tokens: int
 
 
+#: a search-count discount's reward component -> the metric: the share of Solver rollouts whose reward it cut
+#: (right answers, or WCR bonuses, after more searches than the hops / fewer)
+SEARCH_DISCOUNT_METRICS = {
+    "search_discount": "solver/search_discounted",
+    "short_search_discount": "solver/short_search_discounted",
+}
+
+
 def rollout_metrics(samples: Sequence[Sample]) -> dict:
     """Per-role reward means, valid-question rate and rejection reasons, the step's questions (text, hops,
     verdict, reward), Solver groups with signal, the Solvers' reward on model-written questions (``solver/proposed_*``;
@@ -73,12 +81,10 @@ def rollout_metrics(samples: Sequence[Sample]) -> dict:
         stopped = [s.components["wcr_answered_waypoint"] for s in solver if "wcr_answered_waypoint" in s.components]
         if stopped:  # WCR with waypoint_answer_credit=false: the rollouts that answered a waypoint (no bonus)
             m["solver/answered_waypoint"] = mean(float(x) for x in stopped)
-        cut = [s.components["search_discount"] for s in solver if "search_discount" in s.components]
-        if cut:  # the search_discount reward: the rollouts whose reward it cut (right answers after extra searches)
-            m["solver/search_discounted"] = mean(float(x < 0) for x in cut)
-        short = [s.components["short_search_discount"] for s in solver if "short_search_discount" in s.components]
-        if short:  # the short_search_discount reward: the rollouts it cut (rewarded after fewer searches than hops)
-            m["solver/short_search_discounted"] = mean(float(x < 0) for x in short)
+        for term, metric in SEARCH_DISCOUNT_METRICS.items():  # the rollouts each search-count discount cut
+            cut = [s.components[term] for s in solver if term in s.components]
+            if cut:
+                m[metric] = mean(float(x < 0) for x in cut)
         groups: dict[Any, list[float]] = {}
         for s in solver:
             groups.setdefault(s.group, []).append(s.reward)
