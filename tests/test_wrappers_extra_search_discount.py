@@ -31,9 +31,10 @@ def test_hand_cases():
     st.integers(0, 12),
     st.integers(1, 6),
     st.floats(0, 1),
+    st.floats(0.01, 0.99),
 )
-def test_bounds(reward, searches, hops, alpha):
-    term = extra_search_discount(reward, searches, hops, alpha)
+def test_bounds(reward, searches, hops, alpha, gamma):
+    term = extra_search_discount(reward, searches, hops, alpha, gamma)
     assert term <= 0.0
     assert reward + term >= (1 - alpha) * reward - 1e-12 if reward > 0 else term == 0.0
     if searches <= hops:

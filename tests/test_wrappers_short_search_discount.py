@@ -93,8 +93,9 @@ def test_bad_input_names_the_problem(wrapper):
     no_hops = make_task("d3", answers=["Ostrel"])
     with pytest.raises(MissingTaskDataError, match=f"hop count for the {wrapper.name} reward"):
         wrapper(EventEnv([make_traj(no_hops, ["a"])])).reset()
-    with pytest.raises(ValueError, match="gamma"):
-        wrapper(EventEnv([]), gamma=1.0)
+    for gamma in (0.0, 1.0):
+        with pytest.raises(ValueError, match="gamma"):
+            wrapper(EventEnv([]), gamma=gamma)
     for alpha in (1.5, -0.1):
         with pytest.raises(ValueError, match="alpha"):
             wrapper(EventEnv([]), alpha=alpha)
