@@ -1,0 +1,93 @@
+"""benchmarks/selfplay_rows.py: the per-seed rows docs/selfplay_benchmark.md's tables print, from the committed
+results files; the filter-with-baseline table in the docs is checked cell by cell against it, and a file it
+cannot read gets one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.support.selfplay_bench import benchmark_module
+
+rows_mod = benchmark_module("selfplay_rows")
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+DOC = ROOT / "docs" / "selfplay_benchmark.md"
+STACKED = "selfplay_cpu_one_hop_pool_32_solver_half_lr_bf16_solver_kl_anchor1_stacked"
+#: the table's row labels (after the seed) -> the results file and its rescore
+SETTINGS = {
+    "without": (f"{STACKED}.json", "selfplay_cpu_solver_rescored_100_anchor1_stacked.json"),
+    "filter alone": (f"{STACKED}_filter.json", "selfplay_cpu_solver_rescored_100_stacked_filter.json"),
+    "**filter + b**": (f"{STACKED}_filter_all.json", "selfplay_cpu_solver_rescored_100_stacked_filter_all.json"),
+}
+SECTION = "**Stacked, with the search-count filter and b = the mean over every question**"
+
+
+def doc_table(heading: str) -> list[list[str]]:
+    """The body rows (cells split) of the first table after ``heading`` in the self-play docs."""
+    text = DOC.read_text()
+    start = text.index(heading)
+    table = text[text.index("\n|", start) + 1 : text.index("\n\n", text.index("\n|", start))]
+    lines = table.splitlines()[2:]  # below the head and its separator
+    return [[c.strip() for c in line.strip("|").split("|")] for line in lines]
+
+
+def script_rows(setting: str) -> dict[str, list[str]]:
+    """``selfplay_rows.rows`` of one setting's files, keyed by stage."""
+    results, rescored = (json.loads((RESULTS / f).read_text()) for f in SETTINGS[setting])
+    return {row[0]: row[1:] for row in rows_mod.rows(results, rescored)}
+
+
+def test_the_docs_filter_with_baseline_table_is_the_scripts_output():
+    table = doc_table(SECTION)
+    assert len(table) == 1 + 2 * len(SETTINGS)
+    seen = set()
+    for label, *cells in table:
+        if label == "cold start":
+            assert cells == script_rows("without")["cold start"]
+            continue
+        seed, setting = re.fullmatch(r"(\d+), (.+)", label).groups()
+        assert cells == script_rows(setting)[f"c, seed {seed}"], label
+        seen.add((seed, setting))
+    assert seen == {(s, k) for s in ("0", "2") for k in SETTINGS}
+
+
+def test_the_cli_prints_a_markdown_table_with_the_rescore_column(capsys):
+    results, rescored = (str(RESULTS / f) for f in SETTINGS["**filter + b**"])
+    assert rows_mod.main([results, "--rescored", rescored]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("| stage | training |") and len(out) == 2 + 3
+    assert out[3].startswith("| c, seed 0 | 88 min | 35 (23 / 12; 7) | 0.27 (0.20–0.34) |")
+    assert rows_mod.main([results]) == 0  # no rescore: its column is a dash
+    seed0 = capsys.readouterr().out.splitlines()[3].split(" | ")
+    assert seed0[7] == "—" and seed0[6] == "+0/−4, +0/−2"
+
+
+def test_short_drift_names_each_window_count_when_they_differ():
+    steps = [{"3": {"n": 1, "short": 0}}] * 8 + [{"3": {"n": 2, "short": 1}}] * 8
+    assert rows_mod.short_drift({"valid_by_hops": {"steps": steps}}) == "0 of 8 → 8 of 16"
+    assert rows_mod.short_drift({"valid_by_hops": {"steps": steps[:8]}}) == "0 → 0 (of 8)"
+    assert rows_mod.short_drift({}) == "—"
+    assert rows_mod.searches_drift({"solver_searches": [None] * 4}) == "—"
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (None, "no such file"),
+        ("{not json", "not JSON"),
+        ('{"runs": []}', "lacks cold_start or arms"),
+        ('{"cold_start": {}, "arms": {}}', "collect them again with bench_selfplay.py --collect"),
+    ],
+)
+def test_a_file_it_cannot_read_gets_one_line_and_exit_2(tmp_path, capsys, content, expected):
+    path = tmp_path / "r.json"
+    if content is not None:
+        path.write_text(content)
+    assert rows_mod.main([str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and expected in err and err.startswith("selfplay_rows.py: ")
