@@ -264,6 +264,49 @@ def test_anchor_loss_pulls_the_solver_towards_its_demonstrations_without_drawing
     assert rng0 == rng1
 
 
+def test_mixed_precision_runs_every_forward_of_the_update_in_bfloat16_and_keeps_the_weights_float32(tmp_path, tok):
+    """mixed_precision=bfloat16: the update's forwards -- old and new log-probs (two epochs), the KL reference and
+    the anchor's demonstrations -- run their linear layers in bf16 under autocast, the weights, their gradients and
+    the optimizer state stay float32, and the step's statistics are close to float32's; none runs them in float32.
+    A bad value is refused with the choices."""
+    _demo_file(tmp_path / "demos.jsonl")
+    runs = {}
+    for precision in ("none", "bfloat16"):
+        tr = _trainer(
+            tmp_path / precision,
+            tok,
+            lr=1e-2,
+            epochs=2,
+            kl_coef=0.1,
+            anchor_coef=1.0,
+            anchor_data=str(tmp_path / "demos.jsonl"),
+            mixed_precision=precision,
+        )
+        dtypes: list = []
+        hook = torch.nn.modules.module.register_module_forward_hook(
+            lambda m, _i, out: dtypes.append(out.dtype) if isinstance(m, torch.nn.Linear) else None
+        )
+        try:
+            solver = [Sample("solver", _traj(["<answer> Ostrel </answer>"]), r, {}, "g") for r in (1.0, 0.0)]
+            stats = tr.update(solver)
+        finally:
+            hook.remove()
+        params = [p for p in tr.policy.parameters() if p.requires_grad]
+        assert {p.dtype for p in params} == {torch.float32}
+        assert {p.grad.dtype for p in params if p.grad is not None} == {torch.float32}
+        state = [v for st in tr.policy_update.optimizer.state.values() for v in st.values() if torch.is_tensor(v)]
+        assert state and {v.dtype for v in state if v.dim() > 0} == {torch.float32}
+        runs[precision] = (dtypes, stats)
+    (plain, s32), (mixed, s16) = runs["none"], runs["bfloat16"]
+    # 2 epochs: old, new x 2, reference x 2 and the anchor x 2, each a forward through every linear layer
+    assert len(plain) == len(mixed) > 0
+    assert set(plain) == {torch.float32} and set(mixed) == {torch.bfloat16}
+    for key in ("solver/loss", "solver/kl", "solver/anchor_nll", "solver/entropy"):
+        assert math.isfinite(s16[key]) and s16[key] == pytest.approx(s32[key], rel=0.05, abs=0.05), key
+    with pytest.raises(InvalidArgumentError, match="mixed_precision='fp16': use one of none, bfloat16, auto"):
+        _config(tmp_path, mixed_precision="fp16")
+
+
 def test_anchor_loss_runs_the_demonstrations_shared_instructions_once_with_the_same_update(tmp_path, tok, monkeypatch):
     """share_prompt: the anchor's demonstrations, which open with the same instructions, run that prefix once per
     micro-batch (demo_scoring.pack_shared called); the anchor NLL and the step's gradient match the plain path."""

@@ -9,7 +9,10 @@ from typing import ClassVar
 
 from ..llm.bundled_model import DTYPES
 
-__all__ = ["DTYPES", "ModelOptions"]
+__all__ = ["DTYPES", "MIXED_PRECISION", "ModelOptions"]
+
+#: ``mixed_precision`` of SFT's and the RL update's forwards: plain dtype, bf16 autocast, or bf16 where hardware has it
+MIXED_PRECISION = ("none", "bfloat16", "auto")
 
 
 @dataclass

@@ -15,6 +15,7 @@ from .model_config import ModelOptions
 
 __all__ = [
     "apply_lora",
+    "autocast_to",
     "load_lora_init",
     "load_start_policy",
     "load_weights",
@@ -48,6 +49,19 @@ def resolve_mixed_precision(name: str, device) -> str:
             "autocast emulates it and runs several times slower than float32; use mixed_precision=auto or none",
         )
     return name
+
+
+def autocast_to(precision: str, device):
+    """``torch.autocast`` to a resolved ``precision`` (:func:`resolve_mixed_precision`) on ``device``'s type, or a
+    no-op context for ``none``: matmuls run in bf16, reductions such as log-softmax stay in float32, the weights and
+    their gradients keep their own dtype."""
+    import contextlib
+
+    import torch
+
+    if precision == "none":
+        return contextlib.nullcontext()
+    return torch.autocast(torch.device(device).type, dtype=getattr(torch, precision))
 
 
 def load_start_policy(config: Any):

@@ -27,7 +27,7 @@ from ..llm.shared_prefix import can_share, pack_shared, shared_token_logprobs, w
 from ..wrappers.registry import reward_plan
 from .demo_scoring import demonstration_logprobs
 from .losses import group_advantages, policy_loss, proposer_advantages, token_logprobs, truncated_is_weights
-from .model_loading import apply_lora, load_start_policy
+from .model_loading import apply_lora, autocast_to, load_start_policy, resolve_mixed_precision
 from .selfplay_config import TrainConfig
 from .selfplay_samples import Sample, written_on
 from .sft_data import load_demonstrations
@@ -146,7 +146,9 @@ class PolicyUpdate:
     with the adapter disabled, or no KL), the ``optimizer`` and ``scheduler``, the ``tokenizer`` that encodes
     trajectories, and the run's ``rng`` (mini-batch order). ``rollout_correction``: weight each token by the
     truncated importance ratio of the sampler's log-probs (rollouts in another dtype). ``anchor``: each role's
-    encoded demonstrations for the anchor loss (``anchor_coef``; empty: none)."""
+    encoded demonstrations for the anchor loss (``anchor_coef``; empty: none). Every forward of the update (old,
+    new and reference log-probs, the anchor's NLL) runs under the config's ``mixed_precision``, so the PPO ratio
+    compares log-probs of one precision."""
 
     def __init__(
         self,
@@ -168,6 +170,10 @@ class PolicyUpdate:
         self.device, self.rng = device, rng
         self.rollout_correction = rollout_correction
         self.anchor = anchor or {}
+        #: what ``mixed_precision`` means on this device (``auto`` resolved)
+        self.mixed_precision = resolve_mixed_precision(config.mixed_precision, device)
+        if config.mixed_precision == "auto":
+            logger.info("mixed_precision=auto runs the update's forwards in %s on %s", self.mixed_precision, device)
 
     def update(self, samples: Sequence[Sample]) -> dict:
         """Solver GRPO update then Proposer REINFORCE update; returns loss statistics.
@@ -304,7 +310,8 @@ class PolicyUpdate:
             for chunk in _chunks(sorted(range(len(enc)), key=rank.__getitem__), self.config.micro_batch_size):
                 batch = [enc[i] for i in chunk]
                 ids, attn, mask, _ = collate(batch, self.tokenizer.pad_token_id, [adv[i] for i in chunk], self.device)
-                lp = self._scorer(batch, ids, attn, mask)(self.policy)[0]
+                with self._precision():
+                    lp = self._scorer(batch, ids, attn, mask)(self.policy)[0]
                 for k, i in enumerate(chunk):
                     old[i] = lp[k, : len(enc[i].input_ids) - 1].detach()
         return old
@@ -344,7 +351,8 @@ class PolicyUpdate:
         batch = [run.enc[i] for i in micro]
         ids, attn, mask, a = collate(batch, self.tokenizer.pad_token_id, [run.adv[i] for i in micro], self.device)
         score = self._scorer(batch, ids, attn, mask)
-        logp, ent = score(self.policy, with_entropy=True)
+        with self._precision():
+            logp, ent = score(self.policy, with_entropy=True)
         if run.old is None:
             old_lp = logp.detach()
         else:
@@ -386,13 +394,19 @@ class PolicyUpdate:
         n_tokens = sum(e.num_agent_tokens for e in batch)
         total = 0.0
         for micro in _chunks(batch, c.micro_batch_size):
-            logp, _, mask = demonstration_logprobs(
-                self.policy, micro, self.tokenizer.pad_token_id, self.device, share=self._sharing()
-            )
+            with self._precision():
+                logp, _, mask = demonstration_logprobs(
+                    self.policy, micro, self.tokenizer.pad_token_id, self.device, share=self._sharing()
+                )
             nll = -(logp * mask).sum()
             (c.anchor_coef * nll / n_tokens).backward()
             total += float(nll.detach())
         run.stats.add("anchor_nll", total / n_tokens, 1)
+
+    def _precision(self):
+        """The update's forwards' autocast (:func:`~searchgym.training.model_loading.autocast_to` of the resolved
+        ``mixed_precision``): the backward pass runs outside it, as torch recommends."""
+        return autocast_to(self.mixed_precision, self.device)
 
     def _ref_context(self):
         """LoRA with a KL term: the reference is the base model, the adapter switched off while it scores."""
@@ -427,7 +441,7 @@ class PolicyUpdate:
 
         if kl_coef <= 0:
             return None
-        with torch.no_grad(), self._ref_context():
+        with torch.no_grad(), self._ref_context(), self._precision():
             return score(self.ref_model if self.ref_model is not None else self.policy)[0]
 
     def _rollout_weights(self, rollout: Sequence, old_lp, mask, agg: _Mean):

@@ -7,10 +7,9 @@ from typing import Optional
 
 from ..core.config_io import ConfigIO
 from ..errors import InvalidArgumentError
-from .model_config import DTYPES, ModelOptions
+from .model_config import DTYPES, MIXED_PRECISION, ModelOptions
 
 LR_SCHEDULES = ("constant", "cosine")
-MIXED_PRECISION = ("none", "bfloat16", "auto")
 SOURCES = ("data", "self")
 #: the fields only rejection sampling (source=self) reads
 SAMPLING_FIELDS = (

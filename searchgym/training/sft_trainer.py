@@ -230,13 +230,9 @@ class SFTRun:
     def _precision(self):
         """``torch.autocast`` to the resolved ``mixed_precision`` on the policy's device, or a no-op context when
         "none"."""
-        import contextlib
+        from .model_loading import autocast_to
 
-        import torch
-
-        if self.mixed_precision == "none":
-            return contextlib.nullcontext()
-        return torch.autocast(torch.device(self.device).type, dtype=getattr(torch, self.mixed_precision))
+        return autocast_to(self.mixed_precision, self.device)
 
     def _shared_prefix(self, batch) -> int:
         """Tokens of the prefix all of ``batch`` shares, before its first agent token (0: not worth sharing)."""
