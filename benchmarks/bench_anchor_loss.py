@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from machine import machine_info, machine_line, write_result  # noqa: E402
+from scripted_demos import solver_demos_file  # noqa: E402
 
 SOLVER_DEMOS = {1: 200, 2: 160, 3: 60}  # the cold start's first-stage Solver demonstrations (cold_start.RECIPE_DEMOS)
 
@@ -80,14 +81,9 @@ def main(argv=None) -> int:
     import torch
 
     from searchgym.training.demo_scoring import shared_prefix_len
-    from searchgym.training.demonstrations import demonstrations_by_hops
-    from searchgym.world.synthetic import default_world
 
     torch.set_num_threads(args.threads)
-    data = Path(tempfile.mkdtemp()) / "solver_demos.jsonl"
-    demonstrations_by_hops(
-        default_world(), data, solver=SOLVER_DEMOS, proposer={}, vanilla={}, openings={}, proposer_openings={}
-    )
+    data = solver_demos_file(SOLVER_DEMOS)
     updates = {share: build_update(data, share, args.batch, args.micro) for share in (False, True)}
     demos = updates[True].anchor["solver"]
     cfg = updates[True].config

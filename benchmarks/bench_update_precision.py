@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from machine import machine_info, machine_line, write_result  # noqa: E402
+from scripted_demos import solver_demos_file  # noqa: E402
 
 SOLVER_DEMOS = {1: 20, 2: 20, 3: 20}  # a sample of the cold start's Solver demonstration recipe (200 / 160 / 60)
 PRECISIONS = ("none", "bfloat16")
@@ -79,18 +80,13 @@ def main(argv=None) -> int:
     import torch
 
     from searchgym.llm.bf16_hardware import native_bfloat16
-    from searchgym.training.demonstrations import demonstrations_by_hops
     from searchgym.training.sft_data import load_demonstrations
-    from searchgym.world.synthetic import default_world
 
     torch.set_num_threads(args.threads)
     native = native_bfloat16("cpu")
     if not native:
         print("this CPU has no bf16 hardware (AVX-512 BF16 or AMX): autocast emulates bf16, expect a slowdown")
-    data = Path(tempfile.mkdtemp()) / "solver_demos.jsonl"
-    demonstrations_by_hops(
-        default_world(), data, solver=SOLVER_DEMOS, proposer={}, vanilla={}, openings={}, proposer_openings={}
-    )
+    data = solver_demos_file(SOLVER_DEMOS)
     pool = [d.trajectory for d in load_demonstrations(data)[0]]
     updates = {p: build_update(p, args.micro, args.kl_coef) for p in PRECISIONS}
     cfg = updates["none"].config
