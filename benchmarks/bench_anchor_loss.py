@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -29,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from machine import machine_info, machine_line, write_result  # noqa: E402
-from scripted_demos import solver_demos_file  # noqa: E402
+from update_inputs import cpu_size_update, solver_demos_file  # noqa: E402
 
 SOLVER_DEMOS = {1: 200, 2: 160, 3: 60}  # the cold start's first-stage Solver demonstrations (cold_start.RECIPE_DEMOS)
 
@@ -37,22 +35,9 @@ SOLVER_DEMOS = {1: 200, 2: 160, 3: 60}  # the cold start's first-stage Solver de
 def build_update(data: Path, share: bool, batch: int, micro: int):
     """A :class:`~searchgym.training.selfplay_update.PolicyUpdate` of the ``kg-wcr`` recipe's ``cpu`` size (the shipped
     cold start, LoRA) with the anchor on, ``share_prompt`` as given."""
-    from searchgym.training.recipes import recipe_config
-    from searchgym.training.selfplay_update import build_policy_update
-
-    cfg = recipe_config(
-        "kg-wcr",
-        "cpu",
-        device="cpu",
-        micro_batch_size=micro,
-        share_prompt=share,
-        anchor_coef=1.0,
-        anchor_batch_size=batch,
-        anchor_data=str(data),
-        output_dir=tempfile.mkdtemp(),
-        progress=False,
+    return cpu_size_update(
+        micro_batch_size=micro, share_prompt=share, anchor_coef=1.0, anchor_batch_size=batch, anchor_data=str(data)
     )
-    return build_policy_update(cfg, None, None, device="cpu", rng=random.Random(0))
 
 
 def anchor_step(update, k: int) -> tuple[float, float]:

@@ -25,7 +25,6 @@ import os
 import random
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -33,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from machine import machine_info, machine_line, write_result  # noqa: E402
-from scripted_demos import solver_demos_file  # noqa: E402
+from update_inputs import cpu_size_update, solver_demos_file  # noqa: E402
 
 SOLVER_DEMOS = {1: 20, 2: 20, 3: 20}  # a sample of the cold start's Solver demonstration recipe (200 / 160 / 60)
 PRECISIONS = ("none", "bfloat16")
@@ -42,20 +41,7 @@ PRECISIONS = ("none", "bfloat16")
 def build_update(precision: str, micro: int, kl_coef: float):
     """A :class:`~searchgym.training.selfplay_update.PolicyUpdate` of the ``kg-wcr`` recipe's ``cpu`` size (the shipped
     cold start, LoRA) with ``mixed_precision`` as given."""
-    from searchgym.training.recipes import recipe_config
-    from searchgym.training.selfplay_update import build_policy_update
-
-    cfg = recipe_config(
-        "kg-wcr",
-        "cpu",
-        device="cpu",
-        micro_batch_size=micro,
-        kl_coef=kl_coef,
-        mixed_precision=precision,
-        output_dir=tempfile.mkdtemp(),
-        progress=False,
-    )
-    return build_policy_update(cfg, None, None, device="cpu", rng=random.Random(0))
+    return cpu_size_update(micro_batch_size=micro, kl_coef=kl_coef, mixed_precision=precision)
 
 
 def update_step(update, trajectories, k: int) -> tuple[float, dict]:

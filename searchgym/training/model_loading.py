@@ -6,12 +6,15 @@ Shared by the self-play trainer, SFT and rejection sampling (the model half of t
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidArgumentError, MissingFileError
 from ..llm.bf16_hardware import native_bfloat16, warn_if_bf16_emulated
 from .model_config import ModelOptions
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "apply_lora",
@@ -38,10 +41,12 @@ def resolve_device(name: str):
 
 
 def resolve_mixed_precision(name: str, device) -> str:
-    """``mixed_precision`` as run on ``device``: ``auto`` → bfloat16 where :func:`native_bfloat16`, else none.
+    """``mixed_precision`` as run on ``device``: ``auto`` → bfloat16 where :func:`native_bfloat16`, else none (logged).
     An explicit bfloat16 on a device that emulates it is kept, with a warning: it is many times slower there."""
     if name == "auto":
-        return "bfloat16" if native_bfloat16(device) else "none"
+        resolved = "bfloat16" if native_bfloat16(device) else "none"
+        logger.info("mixed_precision=auto runs %s on %s", resolved, device)
+        return resolved
     if name == "bfloat16":
         warn_if_bf16_emulated(
             device,

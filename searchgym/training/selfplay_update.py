@@ -172,8 +172,6 @@ class PolicyUpdate:
         self.anchor = anchor or {}
         #: what ``mixed_precision`` means on this device (``auto`` resolved)
         self.mixed_precision = resolve_mixed_precision(config.mixed_precision, device)
-        if config.mixed_precision == "auto":
-            logger.info("mixed_precision=auto runs the update's forwards in %s on %s", self.mixed_precision, device)
 
     def update(self, samples: Sequence[Sample]) -> dict:
         """Solver GRPO update then Proposer REINFORCE update; returns loss statistics.

@@ -131,8 +131,6 @@ class SFTRun:
         self.device = resolve_device(c.device)
         #: what ``mixed_precision`` means on this device (``auto`` resolved)
         self.mixed_precision = resolve_mixed_precision(c.mixed_precision, self.device)
-        if c.mixed_precision == "auto":
-            logger.info("mixed_precision=auto runs %s on %s", self.mixed_precision, self.device)
         if c.threads:
             torch.set_num_threads(c.threads)
         if model is None:
