@@ -1,6 +1,6 @@
 """benchmarks/selfplay_rows.py: the per-seed rows docs/selfplay_benchmark.md's tables print, from the committed
-results files; the filter-with-baseline table in the docs is checked cell by cell against it, and a file it
-cannot read gets one line and exit 2."""
+results files; each docs table built from it (the search-count sections') is checked cell by cell against it, and
+a file it cannot read gets one line and exit 2."""
 
 from __future__ import annotations
 
@@ -18,13 +18,28 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 DOC = ROOT / "docs" / "selfplay_benchmark.md"
 STACKED = "selfplay_cpu_one_hop_pool_32_solver_half_lr_bf16_solver_kl_anchor1_stacked"
-#: the table's row labels (after the seed) -> the results file and its rescore
-SETTINGS = {
+#: each setting's row label (after the seed) -> its results file and rescore
+FILES = {
     "without": (f"{STACKED}.json", "selfplay_cpu_solver_rescored_100_anchor1_stacked.json"),
+    "short alone": (f"{STACKED}_short_search.json", "selfplay_cpu_solver_rescored_100_stacked_short_search.json"),
     "filter alone": (f"{STACKED}_filter.json", "selfplay_cpu_solver_rescored_100_stacked_filter.json"),
-    "**filter + b**": (f"{STACKED}_filter_all.json", "selfplay_cpu_solver_rescored_100_stacked_filter_all.json"),
+    "filter + b": (f"{STACKED}_filter_all.json", "selfplay_cpu_solver_rescored_100_stacked_filter_all.json"),
+    "filter + b + short": (
+        f"{STACKED}_filter_all_short.json",
+        "selfplay_cpu_solver_rescored_100_stacked_filter_all_short.json",
+    ),
 }
-SECTION = "**Stacked, with the search-count filter and b = the mean over every question**"
+#: each docs table built from the script: its section's heading -> the seeds and settings it holds
+TABLES = {
+    "**Stacked, with the search-count filter and b = the mean over every question**": {
+        "0": ("without", "filter alone", "filter + b"),
+        "2": ("without", "filter alone", "filter + b"),
+    },
+    "**Stacked, filter + b with the short-search discount**": {
+        "0": ("without", "short alone", "filter + b", "filter + b + short"),
+        "2": ("without", "short alone", "filter + b", "filter + b + short"),
+    },
+}
 
 
 def doc_table(heading: str) -> list[list[str]]:
@@ -38,26 +53,30 @@ def doc_table(heading: str) -> list[list[str]]:
 
 def script_rows(setting: str) -> dict[str, list[str]]:
     """``selfplay_rows.rows`` of one setting's files, keyed by stage."""
-    results, rescored = (json.loads((RESULTS / f).read_text()) for f in SETTINGS[setting])
+    results, rescored = (json.loads((RESULTS / f).read_text()) for f in FILES[setting])
     return {row[0]: row[1:] for row in rows_mod.rows(results, rescored)}
 
 
-def test_the_docs_filter_with_baseline_table_is_the_scripts_output():
-    table = doc_table(SECTION)
-    assert len(table) == 1 + 2 * len(SETTINGS)
+@pytest.mark.parametrize("heading", list(TABLES))
+def test_each_docs_table_is_the_scripts_output(heading):
+    """Every cell of the section's table is what the script prints for that seed and setting (bold aside)."""
+    table = doc_table(heading)
+    expected = {(seed, setting) for seed, settings in TABLES[heading].items() for setting in settings}
+    assert len(table) == 1 + len(expected)
     seen = set()
     for label, *cells in table:
         if label == "cold start":
             assert cells == script_rows("without")["cold start"]
             continue
         seed, setting = re.fullmatch(r"(\d+), (.+)", label).groups()
+        setting = setting.strip("*")
         assert cells == script_rows(setting)[f"c, seed {seed}"], label
         seen.add((seed, setting))
-    assert seen == {(s, k) for s in ("0", "2") for k in SETTINGS}
+    assert seen == expected
 
 
 def test_the_cli_prints_a_markdown_table_with_the_rescore_column(capsys):
-    results, rescored = (str(RESULTS / f) for f in SETTINGS["**filter + b**"])
+    results, rescored = (str(RESULTS / f) for f in FILES["filter + b"])
     assert rows_mod.main([results, "--rescored", rescored]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("| stage | training |") and len(out) == 2 + 3
