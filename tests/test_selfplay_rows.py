@@ -33,6 +33,7 @@ FILES = {
 TABLES = {
     "**Stacked, with the search-count filter and b = the mean over every question**": {
         "0": ("without", "filter alone", "filter + b"),
+        "1": ("without", "filter + b"),
         "2": ("without", "filter alone", "filter + b"),
     },
     "**Stacked, filter + b with the short-search discount**": {
@@ -79,7 +80,7 @@ def test_the_cli_prints_a_markdown_table_with_the_rescore_column(capsys):
     results, rescored = (str(RESULTS / f) for f in FILES["filter + b"])
     assert rows_mod.main([results, "--rescored", rescored]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("| stage | training |") and len(out) == 2 + 3
+    assert out[0].startswith("| stage | training |") and len(out) == 2 + 4
     assert out[3].startswith("| c, seed 0 | 88 min | 35 (23 / 12; 7) | 0.27 (0.20–0.34) |")
     assert rows_mod.main([results]) == 0  # no rescore: its column is a dash
     seed0 = capsys.readouterr().out.splitlines()[3].split(" | ")
