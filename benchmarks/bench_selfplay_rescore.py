@@ -23,7 +23,8 @@ records, resumable), keyed by the run's workdir and name, and the cold start's b
 rerun skips what is scored, two processes may score different runs side by side (one thread each), and every
 invocation ends by collecting all given runs that are scored (``--collect``: only collect). All runs must start
 from the same weights (each workdir's ``start.json``); where that start's folder is gone, ``--start`` names one
-with the same weights.
+with the same weights. ``--cold-start-only`` scores the cold start alone and collects nothing; the runs named need
+only their workdir's ``start.json``, so it runs beside a run still training and the run's rescore later finds it.
 
     python benchmarks/bench_selfplay_rescore.py runs/half32_bf16_kl/cpu/c_s0 runs/half32_bf16_kl/cpu/c_s1 \\
         --out benchmarks/results/selfplay_cpu_solver_rescored_100.json
@@ -85,6 +86,12 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     ap.add_argument("--start", help="a folder with the runs' start weights, where their start.json's folder is gone")
     ap.add_argument("--out", help="the results JSON (default: only print the table)")
     ap.add_argument("--collect", action="store_true", help="score nothing; collect the runs already scored")
+    ap.add_argument(
+        "--cold-start-only",
+        action="store_true",
+        help="score only the cold start, collecting nothing: the runs need only their workdir's start.json, so it "
+        "can run beside a run still training (bench_selfplay.py's flag of the same name)",
+    )
     ap.add_argument("--max-new-tokens", type=int, default=128, help="tokens a turn (bench_selfplay's cpu size: 128)")
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
     ap.add_argument("--threads", type=int, default=1, help="torch threads on CPU (two processes side by side: 1 each)")
@@ -96,6 +103,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     )
     ap.add_argument("--debug", action="store_true", help="tracebacks on errors")
     args = ap.parse_args(argv)
+    if args.cold_start_only and args.collect:
+        ap.error("--cold-start-only scores the cold start and --collect only collects: give one of them")
     try:
         args.hop_counts = parse_pool_hops(args.hops)
     except BenchError as exc:
@@ -426,10 +435,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def rescore(args: argparse.Namespace) -> None:
-    """The stages for ``args`` (the cold start, then each run), then the collection."""
+    """The stages for ``args`` (the cold start, then each run), then the collection; with ``--cold-start-only`` the
+    cold start's stage alone."""
     runs = [Path(r).resolve() for r in args.runs]
     for run in runs:
-        if not (run / "final").is_dir():
+        if not args.cold_start_only and not (run / "final").is_dir():
             raise BenchError(f"{run} has no final/ policy: give a finished bench_selfplay run folder")
     override = None
     if args.start is not None:
@@ -455,10 +465,16 @@ def rescore(args: argparse.Namespace) -> None:
             torch.set_num_threads(args.threads)
         # (stage, loader, label, whether a cached stage must carry the label): the cold start's is keyed by weights
         stages = [(cold, lambda: open_model(start["start"]), start["start"], False)]
-        stages += [(stage_name(r), lambda r=r: open_trained(start["start"], r / "final"), str(r), True) for r in runs]
+        if not args.cold_start_only:
+            stages += [
+                (stage_name(r), lambda r=r: open_trained(start["start"], r / "final"), str(r), True) for r in runs
+            ]
         deferred = [s for s in stages if not score(*s[:2], work, args, s[2], block=False, same_label=s[3])]
         for name, load, label, same_label in deferred:  # scored by another process meanwhile, or wait for it
             score(name, load, work, args, label, block=True, same_label=same_label)
+    if args.cold_start_only:
+        print(f"the cold start is scored in {work / f'eval_{cold}.json'}; rescore the runs once they have finished")
+        return
     results = collect(runs, work, cold, start, args)
     print_table(results)
     if args.out:

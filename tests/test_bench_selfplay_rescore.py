@@ -119,6 +119,27 @@ def test_bad_input_is_a_one_line_error(toy_run, tmp_path, capsys):
     assert "not scored in" in error([str(run), "--cache", str(tmp_path / "empty"), "--collect"])
 
 
+def test_cold_start_only_scores_the_cold_start_of_a_run_still_training(toy_run, tmp_path, capsys):
+    run, _ = toy_run
+    training = tmp_path / "w" / "toy" / "c_s0"  # the same run before its final/ policy is written
+    shutil.copytree(run.parent, training.parent)
+    shutil.rmtree(training / "final")
+    cache = tmp_path / "cache"
+    args = ["--hops", "1=2,2=1", "--cache", str(cache), "--max-new-tokens", "4"]
+    out = tmp_path / "rescore.json"
+    assert rs.main([str(training), *args, "--cold-start-only", "--out", str(out)]) == 0
+    assert "the cold start is scored in" in capsys.readouterr().out
+    (stage,) = (cache / "1-2_2-1").glob("eval_cold_start_*.json")  # the cold start's stage alone, nothing collected
+    assert not list((cache / "1-2_2-1").glob("eval_w_*")) and not out.exists()
+    made = stage.stat().st_mtime_ns
+    assert rs.main([str(run), *args, "--out", str(out)]) == 0  # once finished, the run's rescore reuses it
+    assert stage.stat().st_mtime_ns == made and json.loads(out.read_text())["runs"][0]["run"] == "w/c_s0"
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as refused:  # argparse's one-line usage error
+        rs.main([str(training), *args, "--cold-start-only", "--collect"])
+    assert refused.value.code == 2 and "give one of them" in capsys.readouterr().err
+
+
 def test_sign_test_is_the_exact_binomial_two_sided_p():
     assert rs.sign_test(0, 0) == 1.0 and rs.sign_test(3, 3) == 1.0
     assert rs.sign_test(0, 5) == rs.sign_test(5, 0) == 2 / 32  # 5 changes, all one way: 2 x 0.5^5
