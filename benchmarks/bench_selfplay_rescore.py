@@ -438,8 +438,9 @@ def rescore(args: argparse.Namespace) -> None:
     """The stages for ``args`` (the cold start, then each run), then the collection; with ``--cold-start-only`` the
     cold start's stage alone."""
     runs = [Path(r).resolve() for r in args.runs]
-    for run in runs:
-        if not args.cold_start_only and not (run / "final").is_dir():
+    trained = [] if args.cold_start_only else runs  # the runs whose final policy is scored
+    for run in trained:
+        if not (run / "final").is_dir():
             raise BenchError(f"{run} has no final/ policy: give a finished bench_selfplay run folder")
     override = None
     if args.start is not None:
@@ -465,10 +466,9 @@ def rescore(args: argparse.Namespace) -> None:
             torch.set_num_threads(args.threads)
         # (stage, loader, label, whether a cached stage must carry the label): the cold start's is keyed by weights
         stages = [(cold, lambda: open_model(start["start"]), start["start"], False)]
-        if not args.cold_start_only:
-            stages += [
-                (stage_name(r), lambda r=r: open_trained(start["start"], r / "final"), str(r), True) for r in runs
-            ]
+        stages += [
+            (stage_name(r), lambda r=r: open_trained(start["start"], r / "final"), str(r), True) for r in trained
+        ]
         deferred = [s for s in stages if not score(*s[:2], work, args, s[2], block=False, same_label=s[3])]
         for name, load, label, same_label in deferred:  # scored by another process meanwhile, or wait for it
             score(name, load, work, args, label, block=True, same_label=same_label)
