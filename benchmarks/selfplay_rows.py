@@ -12,7 +12,9 @@ JSON files, so every figure in such a table can be checked against its results f
         benchmarks/results/selfplay_cpu_one_hop_pool_32_solver_half_lr_bf16_solver_kl_anchor1_stacked_filter_all.json \\
         --rescored benchmarks/results/selfplay_cpu_solver_rescored_100_stacked_filter_all.json
 
-Each row starts with its stage (``cold start`` or ``<arm>, seed <n>``); the cells after it are the docs' columns.
+A rescore is matched to each run by workdir and run folder (``--workdir`` names the rescore's workdir where the
+results' model paths name another: a folder renamed between the two). Each row starts with its stage (``cold start``
+or ``<arm>, seed <n>``); the cells after it are the docs' columns.
 Only the standard library is imported: the script reads JSON and prints text.
 """
 
@@ -115,16 +117,48 @@ def short_drift(train: Mapping[str, Any], hop: str = "3") -> str:
 
 
 def rescored_by_run(rescored: Optional[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    """The rescore's paired Solver cells by the run folder's last part (``c_s0``)."""
+    """The rescore's paired Solver cells by run, ``<workdir>/<run folder>`` (``half32_bf16_kl/c_s0``)."""
     if rescored is None:
         return {}
-    return {r["run"].rsplit("/", 1)[-1]: r["vs_cold_start"]["solver"]["by_hops"] for r in rescored["runs"]}
+    return {r["run"]: r["vs_cold_start"]["solver"]["by_hops"] for r in rescored["runs"]}
+
+
+def run_key(run: Mapping[str, Any], size: str, workdir: Optional[str] = None) -> str:
+    """``<workdir>/<run folder>`` of a collected run, read from its model path (``<workdir>/<size>/c_s0/final``).
+
+    ``workdir`` replaces the path's workdir name: a run collected from a folder renamed before its rescore."""
+    parts = Path(run["model"]).parts
+    at = len(parts) - 1 - parts[::-1].index(size)  # the last ``size`` part: the workdir is above it
+    return f"{workdir or parts[at - 1]}/{parts[at + 1]}"
+
+
+def matched_rescores(
+    results: Mapping[str, Any], rescored: Optional[Mapping[str, Any]], workdir: Optional[str] = None
+) -> dict[str, Mapping[str, Any]]:
+    """Each run's rescore cells by stage, matched on workdir and run folder, never on the folder alone.
+
+    A rescore file may hold several settings' runs of the same seed (``half32_bf16_kl/c_s1`` beside
+    ``half32_bf16_solver_kl/c_s1``); a run missing from it prints a dash, and a rescore that holds none of the
+    results' runs is an error (:class:`RowsError`) naming the workdirs it does hold."""
+    again = rescored_by_run(rescored)
+    if not again:
+        return {}
+    runs = [run for entry in results["arms"].values() for run in entry["runs"]]
+    keys = {run["stage"]: run_key(run, results["size"], workdir) for run in runs}
+    found = {stage: again[key] for stage, key in keys.items() if key in again}
+    if not found:
+        held = sorted({key.split("/", 1)[0] for key in again})
+        raise RowsError(
+            f"the rescore holds none of these runs ({', '.join(sorted(keys.values()))}) but runs of "
+            f"{', '.join(held)}; give the rescore of the same runs, or --workdir NAME where their folder was renamed"
+        )
+    return found
 
 
 def run_row(arm: str, run: Mapping[str, Any], rescored: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """One finished run's cells, its stage first."""
     cells, vs = run["proposer_cells"], run["vs_cold_start"]
-    again = rescored.get(run["stage"])
+    again = rescored.get(run["stage"])  # matched on workdir and run folder: matched_rescores
     return [
         f"{arm}, seed {run['seed']}",
         f"{run['train_s'] / 60:.0f} min",
@@ -158,9 +192,11 @@ def cold_row(cold: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def rows(results: Mapping[str, Any], rescored: Optional[Mapping[str, Any]] = None) -> list[list[str]]:
-    """Every row of ``results``: the cold start, then each arm's runs by seed."""
-    again = rescored_by_run(rescored)
+def rows(
+    results: Mapping[str, Any], rescored: Optional[Mapping[str, Any]] = None, workdir: Optional[str] = None
+) -> list[list[str]]:
+    """Every row of ``results``: the cold start, then each arm's runs by seed (``workdir``: :func:`run_key`)."""
+    again = matched_rescores(results, rescored, workdir)
     out = [cold_row(results["cold_start"])]
     for arm, entry in results["arms"].items():
         out += [run_row(arm, run, again) for run in sorted(entry["runs"], key=lambda r: r["seed"])]
@@ -198,11 +234,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         type=Path,
         help="the bench_selfplay_rescore.py JSON of the same runs (fills the rescore column; without it: —)",
     )
+    ap.add_argument(
+        "--workdir",
+        help="the runs' workdir name in the rescore, where it differs from the one in the results' model paths "
+        "(a folder renamed between the collect and the rescore)",
+    )
     args = ap.parse_args(argv)
     try:
         results = load(args.results, "bench_selfplay")
         rescored = load(args.rescored, "bench_selfplay_rescore") if args.rescored else None
-        print(markdown(rows(results, rescored)))
+        print(markdown(rows(results, rescored, args.workdir)))
     except (RowsError, KeyError) as e:
         what = str(e)
         if isinstance(e, KeyError):  # a file collected before the field existed

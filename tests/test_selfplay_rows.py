@@ -95,6 +95,23 @@ def test_the_cli_prints_a_markdown_table_with_the_rescore_column(capsys):
     assert seed0[7] == "—" and seed0[6] == "+0/−4, +0/−2"
 
 
+def test_a_rescore_of_several_settings_is_matched_on_the_runs_workdir_not_the_seed_alone():
+    """selfplay_cpu_solver_rescored_100.json holds seed 1 of the Solvers-only KL runs and of their anchored runs: each
+    results file gets its own runs' cells, and a folder renamed since its collect is named with --workdir."""
+    rescored = json.loads((RESULTS / "selfplay_cpu_solver_rescored_100.json").read_text())
+    solver_kl = "selfplay_cpu_one_hop_pool_32_solver_half_lr_bf16_solver_kl"
+    anchored = json.loads((RESULTS / f"{solver_kl}_anchor.json").read_text())
+    by_stage = {row[0]: row[7] for row in rows_mod.rows(anchored, rescored)}
+    assert by_stage["c, seed 1"] == "+3/−2, +2/−0" and by_stage["c, seed 3"] == "+2/−1, +1/−3"
+    # collected from runs/h32kls, rescored as runs/half32_bf16_solver_kl: no run matches by its own path
+    plain = json.loads((RESULTS / f"{solver_kl}.json").read_text())
+    with pytest.raises(rows_mod.RowsError, match="holds none of these runs .*h32kls/c_s1.*--workdir NAME"):
+        rows_mod.rows(plain, rescored)
+    by_stage = {row[0]: row[7] for row in rows_mod.rows(plain, rescored, workdir="half32_bf16_solver_kl")}
+    assert by_stage["c, seed 1"] == "+1/−4, +1/−0"  # not the anchored seed 1's +3/−2
+    assert rows_mod.run_key(plain["arms"]["c"]["runs"][1], "cpu") == "h32kls/c_s1"
+
+
 def test_short_drift_names_each_window_count_when_they_differ():
     steps = [{"3": {"n": 1, "short": 0}}] * 8 + [{"3": {"n": 2, "short": 1}}] * 8
     assert rows_mod.short_drift({"valid_by_hops": {"steps": steps}}) == "0 of 8 → 8 of 16"
