@@ -17,8 +17,10 @@ rows_mod = benchmark_module("selfplay_rows")
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 DOC = ROOT / "docs" / "selfplay_benchmark.md"
-STACKED = "selfplay_cpu_one_hop_pool_32_solver_half_lr_bf16_solver_kl_anchor1_stacked"
-#: each setting's row label (after the seed) -> its results file and rescore
+SOLVER_KL = "selfplay_cpu_one_hop_pool_32_solver_half_lr_bf16_solver_kl"
+STACKED = f"{SOLVER_KL}_anchor1_stacked"
+#: each setting's row label (after the seed) -> its results file, its rescore, and the runs' workdir name in the
+#: rescore where the results' model paths name another
 FILES = {
     "without": (f"{STACKED}.json", "selfplay_cpu_solver_rescored_100_anchor1_stacked.json"),
     "short alone": (f"{STACKED}_short_search.json", "selfplay_cpu_solver_rescored_100_stacked_short_search.json"),
@@ -32,6 +34,10 @@ FILES = {
         f"{STACKED}_filter_all_short_mp.json",
         "selfplay_cpu_solver_rescored_100_stacked_filter_all_short_mp.json",
     ),
+    # the Solvers-only KL runs were collected from runs/h32kls and rescored as runs/half32_bf16_solver_kl
+    "no anchor": (f"{SOLVER_KL}.json", "selfplay_cpu_solver_rescored_100.json", "half32_bf16_solver_kl"),
+    "anchor 1.0": (f"{SOLVER_KL}_anchor.json", "selfplay_cpu_solver_rescored_100.json"),
+    "anchor 0.5, bf16 updates": (f"{SOLVER_KL}_anchor05_mp.json", "selfplay_cpu_solver_rescored_100_anchor05_mp.json"),
 }
 #: each docs table built from the script: its section's heading -> the seeds and settings it holds
 TABLES = {
@@ -45,10 +51,16 @@ TABLES = {
         "2": ("without", "short alone", "filter + b", "filter + b + short"),
     },
     "**Filter + b + short with bf16 updates**": {"1": ("filter + b", "filter + b + short, bf16 updates")},
+    "**The anchor at half the weight, with bf16 updates**": {
+        seed: ("no anchor", "anchor 1.0", "anchor 0.5, bf16 updates") for seed in ("1", "3")
+    },
 }
 #: the setting whose cold start a table's ``cold start`` row prints, where not the stacked runs' (another machine's
 #: sampled evaluation of the same cold start)
-COLD_ROW = {"**Filter + b + short with bf16 updates**": "filter + b + short, bf16 updates"}
+COLD_ROW = {
+    "**Filter + b + short with bf16 updates**": "filter + b + short, bf16 updates",
+    "**The anchor at half the weight, with bf16 updates**": "anchor 0.5, bf16 updates",
+}
 
 
 def doc_table(heading: str) -> list[list[str]]:
@@ -62,8 +74,9 @@ def doc_table(heading: str) -> list[list[str]]:
 
 def script_rows(setting: str) -> dict[str, list[str]]:
     """``selfplay_rows.rows`` of one setting's files, keyed by stage."""
-    results, rescored = (json.loads((RESULTS / f).read_text()) for f in FILES[setting])
-    return {row[0]: row[1:] for row in rows_mod.rows(results, rescored)}
+    results_file, rescored_file, *workdir = FILES[setting]
+    results, rescored = (json.loads((RESULTS / f).read_text()) for f in (results_file, rescored_file))
+    return {row[0]: row[1:] for row in rows_mod.rows(results, rescored, *workdir)}
 
 
 @pytest.mark.parametrize("heading", list(TABLES))
@@ -85,7 +98,7 @@ def test_each_docs_table_is_the_scripts_output(heading):
 
 
 def test_the_cli_prints_a_markdown_table_with_the_rescore_column(capsys):
-    results, rescored = (str(RESULTS / f) for f in FILES["filter + b"])
+    results, rescored = (str(RESULTS / f) for f in FILES["filter + b"][:2])
     assert rows_mod.main([results, "--rescored", rescored]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("| stage | training |") and len(out) == 2 + 4
@@ -99,12 +112,11 @@ def test_a_rescore_of_several_settings_is_matched_on_the_runs_workdir_not_the_se
     """selfplay_cpu_solver_rescored_100.json holds seed 1 of the Solvers-only KL runs and of their anchored runs: each
     results file gets its own runs' cells, and a folder renamed since its collect is named with --workdir."""
     rescored = json.loads((RESULTS / "selfplay_cpu_solver_rescored_100.json").read_text())
-    solver_kl = "selfplay_cpu_one_hop_pool_32_solver_half_lr_bf16_solver_kl"
-    anchored = json.loads((RESULTS / f"{solver_kl}_anchor.json").read_text())
+    anchored = json.loads((RESULTS / f"{SOLVER_KL}_anchor.json").read_text())
     by_stage = {row[0]: row[7] for row in rows_mod.rows(anchored, rescored)}
     assert by_stage["c, seed 1"] == "+3/−2, +2/−0" and by_stage["c, seed 3"] == "+2/−1, +1/−3"
     # collected from runs/h32kls, rescored as runs/half32_bf16_solver_kl: no run matches by its own path
-    plain = json.loads((RESULTS / f"{solver_kl}.json").read_text())
+    plain = json.loads((RESULTS / f"{SOLVER_KL}.json").read_text())
     with pytest.raises(rows_mod.RowsError, match="holds none of these runs .*h32kls/c_s1.*--workdir NAME"):
         rows_mod.rows(plain, rescored)
     by_stage = {row[0]: row[7] for row in rows_mod.rows(plain, rescored, workdir="half32_bf16_solver_kl")}
