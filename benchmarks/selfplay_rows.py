@@ -128,6 +128,8 @@ def run_key(run: Mapping[str, Any], size: str, workdir: Optional[str] = None) ->
 
     ``workdir`` replaces the path's workdir name: a run collected from a folder renamed before its rescore."""
     parts = Path(run["model"]).parts
+    if size not in parts[1:-1]:
+        raise RowsError(f"run {run['stage']}'s model path {run['model']} has no <workdir>/{size}/<run> folders")
     at = len(parts) - 1 - parts[::-1].index(size)  # the last ``size`` part: the workdir is above it
     return f"{workdir or parts[at - 1]}/{parts[at + 1]}"
 

@@ -122,6 +122,17 @@ def test_a_rescore_of_several_settings_is_matched_on_the_runs_workdir_not_the_se
     by_stage = {row[0]: row[7] for row in rows_mod.rows(plain, rescored, workdir="half32_bf16_solver_kl")}
     assert by_stage["c, seed 1"] == "+1/−4, +1/−0"  # not the anchored seed 1's +3/−2
     assert rows_mod.run_key(plain["arms"]["c"]["runs"][1], "cpu") == "h32kls/c_s1"
+    with pytest.raises(rows_mod.RowsError, match="has no <workdir>/cpu/<run> folders"):
+        rows_mod.run_key({"stage": "c_s1", "model": "/elsewhere/c_s1/final"}, "cpu")
+
+
+def test_the_cli_refuses_a_rescore_of_other_runs_in_one_line_and_takes_workdir(capsys):
+    results, rescored = (str(RESULTS / f) for f in (f"{SOLVER_KL}.json", "selfplay_cpu_solver_rescored_100.json"))
+    assert rows_mod.main([results, "--rescored", rescored]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--workdir NAME" in err
+    assert rows_mod.main([results, "--rescored", rescored, "--workdir", "half32_bf16_solver_kl"]) == 0
+    assert "| c, seed 1 | 73 min |" in capsys.readouterr().out
 
 
 def test_short_drift_names_each_window_count_when_they_differ():
