@@ -116,21 +116,15 @@ def short_drift(train: Mapping[str, Any], hop: str = "3") -> str:
     return f"{short_a} of {n_a} → {short_b} of {n_b}"
 
 
-def rescored_by_run(rescored: Optional[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    """The rescore's paired Solver cells by run, ``<workdir>/<run folder>`` (``half32_bf16_kl/c_s0``)."""
-    if rescored is None:
-        return {}
-    return {r["run"]: r["vs_cold_start"]["solver"]["by_hops"] for r in rescored["runs"]}
-
-
 def run_key(run: Mapping[str, Any], size: str, workdir: Optional[str] = None) -> str:
     """``<workdir>/<run folder>`` of a collected run, read from its model path (``<workdir>/<size>/c_s0/final``).
 
     ``workdir`` replaces the path's workdir name: a run collected from a folder renamed before its rescore."""
     parts = Path(run["model"]).parts
-    if size not in parts[1:-1]:
+    sizes = [i for i in range(1, len(parts) - 1) if parts[i] == size]  # with a folder above and below
+    if not sizes:
         raise RowsError(f"run {run['stage']}'s model path {run['model']} has no <workdir>/{size}/<run> folders")
-    at = len(parts) - 1 - parts[::-1].index(size)  # the last ``size`` part: the workdir is above it
+    at = sizes[-1]  # the last one: the workdir is above it, the run folder below
     return f"{workdir or parts[at - 1]}/{parts[at + 1]}"
 
 
@@ -142,9 +136,9 @@ def matched_rescores(
     A rescore file may hold several settings' runs of the same seed (``half32_bf16_kl/c_s1`` beside
     ``half32_bf16_solver_kl/c_s1``); a run missing from it prints a dash, and a rescore that holds none of the
     results' runs is an error (:class:`RowsError`) naming the workdirs it does hold."""
-    again = rescored_by_run(rescored)
-    if not again:
+    if not (rescored and rescored["runs"]):  # no rescore, or one with no runs: every rescore cell a dash
         return {}
+    again = {r["run"]: r["vs_cold_start"]["solver"]["by_hops"] for r in rescored["runs"]}  # by <workdir>/<run>
     runs = [run for entry in results["arms"].values() for run in entry["runs"]]
     keys = {run["stage"]: run_key(run, results["size"], workdir) for run in runs}
     found = {stage: again[key] for stage, key in keys.items() if key in again}
