@@ -38,6 +38,8 @@ FILES = {
     "no anchor": (f"{SOLVER_KL}.json", "selfplay_cpu_solver_rescored_100.json", "half32_bf16_solver_kl"),
     "anchor 1.0": (f"{SOLVER_KL}_anchor.json", "selfplay_cpu_solver_rescored_100.json"),
     "anchor 0.5, bf16 updates": (f"{SOLVER_KL}_anchor05_mp.json", "selfplay_cpu_solver_rescored_100_anchor05_mp.json"),
+    "anchor 0.5": (f"{SOLVER_KL}_anchor05.json", "selfplay_cpu_solver_rescored_100_anchor05_f32.json"),
+    "anchor 0.5 + filter": (f"{SOLVER_KL}_anchor05_filter.json", "selfplay_cpu_solver_rescored_100_anchor05_f32.json"),
 }
 #: each docs table built from the script: its section's heading -> the seeds and settings it holds
 TABLES = {
@@ -54,12 +56,16 @@ TABLES = {
     "**The anchor at half the weight, with bf16 updates**": {
         seed: ("no anchor", "anchor 1.0", "anchor 0.5, bf16 updates") for seed in ("1", "3")
     },
+    "**The anchor at half the weight in float32, and with the search-count filter**": {
+        "1": ("no anchor", "anchor 1.0", "anchor 0.5, bf16 updates", "anchor 0.5", "anchor 0.5 + filter")
+    },
 }
 #: the setting whose cold start a table's ``cold start`` row prints, where not the stacked runs' (another machine's
 #: sampled evaluation of the same cold start)
 COLD_ROW = {
     "**Filter + b + short with bf16 updates**": "filter + b + short, bf16 updates",
     "**The anchor at half the weight, with bf16 updates**": "anchor 0.5, bf16 updates",
+    "**The anchor at half the weight in float32, and with the search-count filter**": "anchor 0.5",
 }
 
 
