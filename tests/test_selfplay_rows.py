@@ -60,6 +60,7 @@ TABLES = {
         "0": ("no anchor", "anchor 0.5 + filter"),
         "1": ("no anchor", "anchor 1.0", "anchor 0.5, bf16 updates", "anchor 0.5", "anchor 0.5 + filter"),
         "3": ("no anchor", "anchor 1.0", "anchor 0.5, bf16 updates", "anchor 0.5 + filter"),
+        "2": ("no anchor", "anchor 0.5 + filter"),
     },
 }
 #: the setting whose cold start a table's ``cold start`` row prints, where not the stacked runs' (another machine's
