@@ -40,6 +40,10 @@ FILES = {
     "anchor 0.5, bf16 updates": (f"{SOLVER_KL}_anchor05_mp.json", "selfplay_cpu_solver_rescored_100_anchor05_mp.json"),
     "anchor 0.5": (f"{SOLVER_KL}_anchor05.json", "selfplay_cpu_solver_rescored_100_anchor05_f32.json"),
     "anchor 0.5 + filter": (f"{SOLVER_KL}_anchor05_filter.json", "selfplay_cpu_solver_rescored_100_anchor05_f32.json"),
+    "anchor 0.5 + filter + short": (
+        f"{SOLVER_KL}_anchor05_filter_short.json",
+        "selfplay_cpu_solver_rescored_100_anchor05_f32.json",
+    ),
 }
 #: each docs table built from the script: its section's heading -> the seeds and settings it holds
 TABLES = {
@@ -57,7 +61,7 @@ TABLES = {
         seed: ("no anchor", "anchor 1.0", "anchor 0.5, bf16 updates") for seed in ("1", "3")
     },
     "**The anchor at half the weight in float32, and with the search-count filter**": {
-        "0": ("no anchor", "anchor 0.5 + filter"),
+        "0": ("no anchor", "anchor 0.5 + filter", "anchor 0.5 + filter + short"),
         "1": ("no anchor", "anchor 1.0", "anchor 0.5, bf16 updates", "anchor 0.5", "anchor 0.5 + filter"),
         "3": ("no anchor", "anchor 1.0", "anchor 0.5, bf16 updates", "anchor 0.5 + filter"),
         "2": ("no anchor", "anchor 0.5 + filter"),
