@@ -17,10 +17,11 @@ above the short ones) and barely moves a group that right and wrong answers alre
 :class:`~searchgym.wrappers.ExtraSearchDiscount` it is multiplicative on the positive part, so a rollout with
 reward 0 is untouched and no valid rollout falls below an invalid one. Measured on that benchmark (each seed
 against its run without; docs/rewards.md has the figures): it held the Solvers' searches in one stacked-adapter seed
-of two and in the one anchor-0.5 filter seed run with it, trimmed or removed their held-out losses, and did not stop
-the Proposer's own drift to short searches. A searchgym addition, not a paper's
-reward: stack it outermost (``wcr,short_search_discount``; with the other charge,
-``wcr,search_discount,short_search_discount``); proposer events are untouched.
+of two and in the three anchor-0.5 filter seeds run with it (no held-out 2-hop question lost in any of the three),
+trimmed or removed their held-out losses, and did not stop the Proposer's own drift to short searches; in those
+three seeds the Proposer gained less on the mean than without it. A searchgym addition, not a paper's reward: stack it
+outermost (``wcr,short_search_discount``; with the other charge, ``wcr,search_discount,short_search_discount``);
+proposer events are untouched.
 """
 
 from __future__ import annotations
