@@ -62,7 +62,14 @@ TABLES = {
     },
     "**The anchor at half the weight in float32, and with the search-count filter**": {
         "0": ("no anchor", "anchor 0.5 + filter", "anchor 0.5 + filter + short"),
-        "1": ("no anchor", "anchor 1.0", "anchor 0.5, bf16 updates", "anchor 0.5", "anchor 0.5 + filter"),
+        "1": (
+            "no anchor",
+            "anchor 1.0",
+            "anchor 0.5, bf16 updates",
+            "anchor 0.5",
+            "anchor 0.5 + filter",
+            "anchor 0.5 + filter + short",
+        ),
         "3": (
             "no anchor",
             "anchor 1.0",
