@@ -44,6 +44,10 @@ FILES = {
         f"{SOLVER_KL}_anchor05_filter_short.json",
         "selfplay_cpu_solver_rescored_100_anchor05_f32.json",
     ),
+    "anchor 0.5 + filter + short + b": (
+        f"{SOLVER_KL}_anchor05_filter_short_all.json",
+        "selfplay_cpu_solver_rescored_100_anchor05_f32.json",
+    ),
 }
 #: each docs table built from the script: its section's heading -> the seeds and settings it holds
 TABLES = {
@@ -77,7 +81,7 @@ TABLES = {
             "anchor 0.5 + filter",
             "anchor 0.5 + filter + short",
         ),
-        "2": ("no anchor", "anchor 0.5 + filter", "anchor 0.5 + filter + short"),
+        "2": ("no anchor", "anchor 0.5 + filter", "anchor 0.5 + filter + short", "anchor 0.5 + filter + short + b"),
     },
 }
 #: the setting whose cold start a table's ``cold start`` row prints, where not the stacked runs' (another machine's
