@@ -48,7 +48,13 @@ FILES = {
         f"{SOLVER_KL}_anchor05_filter_short_all.json",
         "selfplay_cpu_solver_rescored_100_anchor05_f32.json",
     ),
+    "arm (b), anchor 0.5 + filter + short": (
+        f"{SOLVER_KL}_anchor05_filter_short_b.json",
+        "selfplay_cpu_solver_rescored_100_anchor05_f32.json",
+    ),
 }
+#: the arm of each setting whose runs are not arm (c)'s
+ARM = {"arm (b), anchor 0.5 + filter + short": "b"}
 #: each docs table built from the script: its section's heading -> the seeds and settings it holds
 TABLES = {
     "**Stacked, with the search-count filter and b = the mean over every question**": {
@@ -65,7 +71,12 @@ TABLES = {
         seed: ("no anchor", "anchor 1.0", "anchor 0.5, bf16 updates") for seed in ("1", "3")
     },
     "**The anchor at half the weight in float32, and with the search-count filter**": {
-        "0": ("no anchor", "anchor 0.5 + filter", "anchor 0.5 + filter + short"),
+        "0": (
+            "no anchor",
+            "anchor 0.5 + filter",
+            "anchor 0.5 + filter + short",
+            "arm (b), anchor 0.5 + filter + short",
+        ),
         "1": (
             "no anchor",
             "anchor 1.0",
@@ -122,7 +133,7 @@ def test_each_docs_table_is_the_scripts_output(heading):
             continue
         seed, setting = re.fullmatch(r"(\d+), (.+)", label).groups()
         setting = setting.strip("*")
-        assert cells == script_rows(setting)[f"c, seed {seed}"], label
+        assert cells == script_rows(setting)[f"{ARM.get(setting, 'c')}, seed {seed}"], label
         seen.add((seed, setting))
     assert seen == expected
 
