@@ -73,6 +73,7 @@ TABLES = {
             "no anchor",
             "anchor 0.5 + filter",
             "anchor 0.5 + filter + short",
+            "anchor 0.5 + filter + short + b",
             "arm (b), anchor 0.5 + filter + short",
         ),
         "1": (
@@ -82,6 +83,7 @@ TABLES = {
             "anchor 0.5",
             "anchor 0.5 + filter",
             "anchor 0.5 + filter + short",
+            "anchor 0.5 + filter + short + b",
         ),
         "3": (
             "no anchor",
