@@ -52,6 +52,10 @@ FILES = {
         f"{SOLVER_KL}_anchor05_filter_short_b.json",
         "selfplay_cpu_solver_rescored_100_anchor05_f32.json",
     ),
+    "arm (b), anchor 0.5 + filter": (
+        f"{SOLVER_KL}_anchor05_filter_b.json",
+        "selfplay_cpu_solver_rescored_100_anchor05_f32.json",
+    ),
 }
 #: each docs table built from the script: its section's heading -> the seeds and settings it holds
 TABLES = {
@@ -74,6 +78,7 @@ TABLES = {
             "anchor 0.5 + filter",
             "anchor 0.5 + filter + short",
             "anchor 0.5 + filter + short + b",
+            "arm (b), anchor 0.5 + filter",
             "arm (b), anchor 0.5 + filter + short",
         ),
         "1": (
@@ -91,6 +96,7 @@ TABLES = {
             "anchor 0.5, bf16 updates",
             "anchor 0.5 + filter",
             "anchor 0.5 + filter + short",
+            "arm (b), anchor 0.5 + filter",
         ),
         "2": ("no anchor", "anchor 0.5 + filter", "anchor 0.5 + filter + short", "anchor 0.5 + filter + short + b"),
     },
