@@ -498,6 +498,26 @@ def _params(model):
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
+def test_the_progress_line_names_the_part_of_a_step_that_is_running(tmp_path, tok):
+    """A step takes minutes on a CPU and the first has no rate yet: the line says rollouts or update meanwhile."""
+    tr = _trainer(tmp_path, tok, envs=_selfplay_envs(), total_steps=2, save_every=0)
+    seen: list[str] = []
+    for name in ("collect", "update"):
+        real = getattr(tr, name)
+
+        def spy(*args, _real=real, **kw):
+            seen.append(tr._bar.line())  # what the line would print while this part runs
+            return _real(*args, **kw)
+
+        setattr(tr, name, spy)
+    tr.train(resume=False, progress=True)
+    assert len(seen) == 4 and tr._bar is None
+    assert seen[0].startswith("train: 0/2 steps (0%), ? s/step, ETA ?") and seen[0].endswith("now=rollouts")
+    assert seen[1].endswith("now=update")
+    assert seen[2].startswith("train: 1/2 steps") and "solver=" in seen[2] and seen[2].endswith("now=rollouts")
+    assert "proposer=" in seen[3] and seen[3].endswith("now=update")
+
+
 @pytest.mark.slow
 def test_resume_reproduces_an_uninterrupted_run(tmp_path, tok):
     """Run A: 2 steps. Run B: 1 step, 'killed', a new trainer resumes and runs step 2 → identical state."""

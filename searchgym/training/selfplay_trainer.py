@@ -138,6 +138,8 @@ class SelfPlayTrainer:
             self.out, keep=config.keep_checkpoints, keep_every=config.keep_checkpoint_every
         )
         self.metrics: Optional[MetricsLogger] = None
+        #: the steps' progress line while :meth:`train` runs (None otherwise): :meth:`_show_phase` writes to it
+        self._bar: Any = None
 
     # ================================================================ what the update owns
     @property
@@ -376,8 +378,10 @@ class SelfPlayTrainer:
     def train_step(self) -> dict:
         """One rollout + the two updates; returns the step's metrics."""
         t0 = time.perf_counter()
+        self._show_phase("rollouts")
         batch = self.collect()
         t1 = time.perf_counter()
+        self._show_phase("update")
         stats = self.update(batch.samples)
         with warnings.catch_warnings():  # a step whose update was skipped (no signal) still counts
             warnings.filterwarnings("ignore", message=re.escape("Detected call of `lr_scheduler.step()` before"))
@@ -433,13 +437,17 @@ class SelfPlayTrainer:
             self.metrics.log(0, self.validate())  # the starting point of the validation curve
         if not resumed and self.step == 0 and c.eval_every:
             self.metrics.log(0, self.run_eval())
-        bar = _progress(c.total_steps, self.step, c.progress if progress is None else progress, bool(c.save_every))
+        bar = self._bar = _progress(
+            c.total_steps, self.step, c.progress if progress is None else progress, bool(c.save_every)
+        )
         try:
             while self.step < last:
                 m = self.train_step()
                 if c.val_every and self.val_tasks and self.step % c.val_every == 0:
+                    self._show_phase("validation")
                     m.update(self.validate())
                 if c.eval_every and self.step % c.eval_every == 0:
+                    self._show_phase("eval")
                     m.update(self.run_eval())
                 if self.step % max(1, c.log_every) == 0:
                     self.metrics.log(self.step, m)
@@ -457,10 +465,17 @@ class SelfPlayTrainer:
                 if latest is None or latest.name != CheckpointManager.dir_name(self.step):
                     self.save_checkpoint()
         finally:
+            self._bar = None
             if bar is not None:
                 bar.close()
             self.metrics.close()
         return history
+
+    def _show_phase(self, phase: str) -> None:
+        """Name the part of a step that is running (``now=rollouts``, ``now=update``) on the progress line, beside
+        the last step's rewards: a step takes minutes on a CPU, and the first one has no rate or ETA to show yet."""
+        if self._bar is not None:
+            self._bar.set_postfix(**{**self._bar.postfix, "now": phase})
 
 
 class _SeededGeneration:
