@@ -1,4 +1,4 @@
-"""Per-seed table rows of a self-play benchmark result, in the form docs/selfplay_benchmark.md's tables print.
+"""Per-seed table rows of a self-play benchmark result, in the form docs/selfplay_runs.md's tables print.
 
 ``bench_selfplay.py`` collects finished runs into one large JSON, and ``bench_selfplay_rescore.py`` scores the same
 runs on 100 held-out Solver questions a hop. The docs compare settings seed by seed on the same few columns: the

@@ -1,4 +1,4 @@
-"""benchmarks/selfplay_rows.py: the per-seed rows docs/selfplay_benchmark.md's tables print, from the committed
+"""benchmarks/selfplay_rows.py: the per-seed rows docs/selfplay_runs.md's tables print, from the committed
 results files; each docs table built from it (the search-count sections') is checked cell by cell against it, and
 a file it cannot read gets one line and exit 2."""
 
@@ -16,7 +16,7 @@ rows_mod = benchmark_module("selfplay_rows")
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-DOC = ROOT / "docs" / "selfplay_benchmark.md"
+DOC = ROOT / "docs" / "selfplay_runs.md"
 SOLVER_KL = "selfplay_cpu_one_hop_pool_32_solver_half_lr_bf16_solver_kl"
 STACKED = f"{SOLVER_KL}_anchor1_stacked"
 #: each setting's row label (after the seed) -> its results file, its rescore, and the runs' workdir name in the

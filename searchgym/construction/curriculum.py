@@ -54,7 +54,7 @@ def interleave_by_hops(groups: Mapping[int, Sequence[T]]) -> list[T]:
     of 2-hop games taught the KG Proposer to nest two steps and stop, and the held-out 3-hop targets it wrote at
     the cold start (15 of 32) fell to 2 and 3 of 32 in both KG arms of ``benchmarks/bench_selfplay.py``.
     Interleaved, 17, 10, 3 and 1 of 32 (four runs): mixing keeps both lengths in every update but does not by
-    itself stop the drift to 2-hop questions (docs/selfplay_benchmark.md)."""
+    itself stop the drift to 2-hop questions (docs/selfplay_runs.md)."""
     keyed = [((i + 0.5) / len(items), h, i, item) for h, items in groups.items() for i, item in enumerate(items)]
     return [item for *_, item in sorted(keyed, key=lambda k: k[:3])]
 

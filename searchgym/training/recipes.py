@@ -111,7 +111,7 @@ _KG_PROPOSER_SOURCES = {
 #: one not at all. The mean over every question (``all``), tried next, gives each invalid question -mean(R_p), an
 #: implicit penalty like the -0.1 that SSP §4.4 reports collapsing training. Measured (same start and pool): held-out
 #: KG Proposer valid rate 0.48 -> 0.39 / 0.45 (arms b / c, one seed) with ``all``, 0.45 / 0.45 (two seeds each)
-#: with b = 0 -- no difference at this scale, so the paper's estimator (selfplay_benchmark.md)
+#: with b = 0 -- no difference at this scale, so the paper's estimator (selfplay_runs.md)
 _KG_CPU = {"cpu": {"proposer_baseline": "none"}}
 _KG_CPU_NOTE = (
     "size cpu: proposer_baseline none (Eq. 9 with b = 0, SSP's Eq. 5): with a few questions a step and 0-3 verified "

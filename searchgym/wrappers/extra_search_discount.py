@@ -9,7 +9,7 @@ t = searches the rollout made, i = the task's gold hop count. A rollout that sea
 question's hops keeps its reward; one extra search keeps 95 % of it, two 90.5 %, never less than 1 − α.
 
 Why: on the CPU self-play benchmark the Solvers learned to search twice on 1-hop questions, and the held-out
-1-hop loss followed that habit run by run (docs/selfplay_benchmark.md). A right answer found after a second,
+1-hop loss followed that habit run by run (docs/selfplay_runs.md). A right answer found after a second,
 needless search earns what one search does under the binary reward and WCR, so nothing taught the Solver to
 stop. DynaSearcher's full reward (``dynasearcher``) charges extra searches too, but its floor β = −0.2 pays a
 *bonus* for searching less than the hops, which on the same benchmark taught the Solver to answer 2-hop

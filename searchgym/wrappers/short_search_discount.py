@@ -10,7 +10,7 @@ the question has hops keeps its reward; one search short keeps 95 % of it, two s
 
 Why: on the CPU self-play benchmark the Solvers drifted from about 2.0 to 1.65 searches a game over 32 steps
 (every seed of the stacked-adapter runs) and held-out 2-hop questions were lost in every seed
-(docs/selfplay_benchmark.md). Under the binary reward and WCR a right answer guessed after one search on a 2-hop
+(docs/selfplay_runs.md). Under the binary reward and WCR a right answer guessed after one search on a 2-hop
 question earns what a right answer found hop by hop does, so nothing held the Solver to the path. Under a
 group-normalised advantage the discount decides a group whose rollouts are all right (the hop-by-hop ones rank
 above the short ones) and barely moves a group that right and wrong answers already split. Like
