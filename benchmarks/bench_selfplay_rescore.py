@@ -42,16 +42,10 @@ from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
 from bench_learning import evaluate_model, heldout_records, paired_flips
-from bench_selfplay import (
-    COLD,
-    BenchError,
-    format_pool_hops,
-    open_trained,
-    parse_pool_hops,
-    run_reporting_errors,
-    wait_lock,
-)
+from bench_selfplay import run_reporting_errors
 from machine import machine_info
+from selfplay_setup import COLD, BenchError, format_pool_hops, parse_pool_hops, wait_lock
+from selfplay_stages import open_trained
 
 from searchgym.core.atomic_writes import write_text
 

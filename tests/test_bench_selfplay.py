@@ -18,10 +18,13 @@ pytest.importorskip("peft")
 pytest.importorskip("matplotlib")
 
 from searchgym.construction import interleave_by_hops, load_pool  # noqa: E402
-from tests.support.selfplay_bench import BENCH, bench_selfplay, toy_args  # noqa: E402
+from tests.support.selfplay_bench import BENCH, bench_selfplay, benchmark_module, toy_args  # noqa: E402
 from tests.support.tiny_lm import save_tiny  # noqa: E402
 
 bs = bench_selfplay()
+setup = benchmark_module("selfplay_setup")
+collected = benchmark_module("selfplay_collect")
+bl = benchmark_module("bench_learning")
 
 
 @pytest.fixture(scope="module")
@@ -35,13 +38,13 @@ def world():
 def test_heldout_sets_are_disjoint_from_the_selfplay_pool(tmp_path, world, size):
     """The pool every training game is built on shares no answer name, answer entity or question with the
     held-out Solver questions (both wordings) or Proposer targets of the size; a leaked one is refused by name."""
-    settings = bs.SIZES[size]
-    pool = load_pool(bs.stage_pool(world, settings["pool"], tmp_path))
+    settings = setup.SIZES[size]
+    pool = load_pool(setup.stage_pool(world, settings["pool"], tmp_path))
     hops = [sg.hops for sg in pool]
     assert sorted(hops) == sorted(h for h, n in settings["pool"].items() for _ in range(n))
     assert hops == [sg.hops for sg in interleave_by_hops({h: [sg for sg in pool if sg.hops == h] for h in set(hops)})]
-    heldout = bs.heldout_sets(world, settings)
-    report = bs.check_disjoint(pool, heldout)
+    heldout = setup.heldout_sets(world, settings)
+    report = setup.check_disjoint(pool, heldout)
     assert report["disjoint"] and report["pool_subgraphs"] == len(pool)
     for name, tasks in heldout.items():
         cell = report["sets"][name]
@@ -49,8 +52,8 @@ def test_heldout_sets_are_disjoint_from_the_selfplay_pool(tmp_path, world, size)
         assert cell["answer_name_overlap"] == cell["answer_entity_overlap"] == cell["question_overlap"] == 0
         assert cell["answers_on_heldout_side"] == len(tasks)
     leaked = heldout["proposer"][0]
-    with pytest.raises(bs.BenchError, match=f"proposer shares answer names.*{leaked.id}"):
-        bs.check_disjoint([*pool, leaked.subgraph], heldout)
+    with pytest.raises(setup.BenchError, match=f"proposer shares answer names.*{leaked.id}"):
+        setup.check_disjoint([*pool, leaked.subgraph], heldout)
 
 
 def test_wait_lock_lets_the_second_process_in_after_the_first(tmp_path):
@@ -61,7 +64,7 @@ def test_wait_lock_lets_the_second_process_in_after_the_first(tmp_path):
     holder = OutputLock(tmp_path / "x.stage").acquire()
 
     def second() -> None:
-        with bs.wait_lock(tmp_path / "x.stage", poll_s=0.01):
+        with setup.wait_lock(tmp_path / "x.stage", poll_s=0.01):
             events.append("second has it")
 
     t = threading.Thread(target=second)
@@ -230,7 +233,7 @@ def test_stop_at_ends_a_run_at_a_checkpoint_trained_to_or_kept_by_a_run_killed_l
     assert r["budget"]["stopped_at"] == 1 and r["budget"]["total_steps"] == 2 and r["budget"]["games_per_run"] == 1
     assert r["arms"]["b"]["label"] == "(b) KG Proposer, binary, stopped at step 1"
     assert _steps(work / "b_s0") == [1]
-    done = json.loads((work / "b_s0" / "final" / bs.DONE).read_text())
+    done = json.loads((work / "b_s0" / "final" / setup.DONE).read_text())
     assert (done["steps"], done["total_steps"], done["stopped_at"]) == (1, 2, 1)
     assert bs.main([*base, "--arms", "b", "--seeds", "0"]) == 2  # a stopped run is never passed off as a whole one
     assert "stopped at step 1 of 2, not 2 steps" in capsys.readouterr().err
@@ -261,59 +264,62 @@ def test_proposer_baseline_override_reaches_every_arm_and_only_when_given(tmp_pa
     opts = {"model": "smollm2", "init": None, "device": "cpu", "steps": None}
     from searchgym.training.recipes import recipe_values
 
-    for arm in bs.ARMS.values():  # without the option: each recipe's own at the size
-        own = bs.train_config(arm, 0, bs.SIZES["cpu"], opts, pool, tmp_path).proposer_baseline
-        assert own == recipe_values(arm.recipe, bs.SIZES["cpu"]["recipe_size"])["proposer_baseline"] != "hop_group"
+    for arm in setup.ARMS.values():  # without the option: each recipe's own at the size
+        own = setup.train_config(arm, 0, setup.SIZES["cpu"], opts, pool, tmp_path).proposer_baseline
+        assert own == recipe_values(arm.recipe, setup.SIZES["cpu"]["recipe_size"])["proposer_baseline"] != "hop_group"
     hrpo = {**opts, "proposer_baseline": "hop_group"}
     assert {
-        bs.train_config(arm, 0, bs.SIZES["cpu"], hrpo, pool, tmp_path).proposer_baseline for arm in bs.ARMS.values()
+        setup.train_config(arm, 0, setup.SIZES["cpu"], hrpo, pool, tmp_path).proposer_baseline
+        for arm in setup.ARMS.values()
     } == {"hop_group"}
 
 
 def test_set_overrides_reach_every_arm_and_name_it(tmp_path):
     pool = tmp_path / "pool.jsonl"
     opts = {"model": "smollm2", "init": None, "device": "cpu", "steps": None}
-    sets = bs.parse_overrides(["kl_coef=0.01", " lr = 5e-5"])
+    sets = setup.parse_overrides(["kl_coef=0.01", " lr = 5e-5"])
     assert sets == ["kl_coef=0.01", "lr=5e-5"]
-    for arm in bs.ARMS.values():
-        plain = bs.train_config(arm, 0, bs.SIZES["cpu"], opts, pool, tmp_path)
-        cfg = bs.train_config(arm, 0, bs.SIZES["cpu"], {**opts, "overrides": sets}, pool, tmp_path)
+    for arm in setup.ARMS.values():
+        plain = setup.train_config(arm, 0, setup.SIZES["cpu"], opts, pool, tmp_path)
+        cfg = setup.train_config(arm, 0, setup.SIZES["cpu"], {**opts, "overrides": sets}, pool, tmp_path)
         assert plain.kl_coef == 0.0 and cfg.kl_coef == 0.01 and cfg.lr == 5e-5
         assert cfg.to_dict() | {"kl_coef": 0.0, "lr": plain.lr} == plain.to_dict()  # nothing else moved
         own = plain.proposer_baseline
-        assert bs.arm_label(arm, own, "cpu") == arm.label
-        assert bs.arm_label(arm, own, "cpu", sets) == f"{arm.label}, kl_coef=0.01, lr=5e-5"
+        assert collected.arm_label(arm, own, "cpu") == arm.label
+        assert collected.arm_label(arm, own, "cpu", sets) == f"{arm.label}, kl_coef=0.01, lr=5e-5"
     for bad, message in [
         ("seed=3", "--set seed: the benchmark sets it; use --seeds"),
         ("total_steps=9", "use --steps"),
         ("kl_coef", "must look like KEY=VALUE"),
     ]:
-        with pytest.raises(bs.BenchError, match=message):
-            bs.parse_overrides([bad])
-    with pytest.raises(bs.BenchError, match=r"--set lr is given twice \('lr=1e-4' and 'lr = 5e-5'\); keep one"):
-        bs.parse_overrides(["lr=1e-4", "kl_coef=0.1", "lr = 5e-5"])
+        with pytest.raises(setup.BenchError, match=message):
+            setup.parse_overrides([bad])
+    with pytest.raises(setup.BenchError, match=r"--set lr is given twice \('lr=1e-4' and 'lr = 5e-5'\); keep one"):
+        setup.parse_overrides(["lr=1e-4", "kl_coef=0.1", "lr = 5e-5"])
     with pytest.raises(ValueError, match="unknown config key 'kl'"):
-        bs.train_config(bs.ARMS["b"], 0, bs.SIZES["cpu"], {**opts, "overrides": ["kl=1"]}, pool, tmp_path)
+        setup.train_config(setup.ARMS["b"], 0, setup.SIZES["cpu"], {**opts, "overrides": ["kl=1"]}, pool, tmp_path)
 
 
 def test_set_filter_overrides_reach_every_arm_env(tmp_path):
     pool = tmp_path / "pool.jsonl"
     opts = {"model": "smollm2", "init": None, "device": "cpu", "steps": None}
-    sets = bs.parse_overrides(["filter.searches_at_least_required=true", "kl_coef=0.01"])
-    for arm in bs.ARMS.values():
-        cfg = bs.train_config(arm, 0, bs.SIZES["cpu"], {**opts, "overrides": sets}, pool, tmp_path)
+    sets = setup.parse_overrides(["filter.searches_at_least_required=true", "kl_coef=0.01"])
+    for arm in setup.ARMS.values():
+        cfg = setup.train_config(arm, 0, setup.SIZES["cpu"], {**opts, "overrides": sets}, pool, tmp_path)
         assert cfg.env_kwargs["filter_config"] == {"searches_at_least_required": True} and cfg.kl_coef == 0.01
         assert cfg.env_kwargs["pool"] == str(pool)
-        plain = bs.train_config(arm, 0, bs.SIZES["cpu"], opts, pool, tmp_path)
+        plain = setup.train_config(arm, 0, setup.SIZES["cpu"], opts, pool, tmp_path)
         assert "filter_config" not in plain.env_kwargs
-        label = bs.arm_label(arm, plain.proposer_baseline, "cpu", sets)
+        label = collected.arm_label(arm, plain.proposer_baseline, "cpu", sets)
         assert label == f"{arm.label}, filter.searches_at_least_required=true, kl_coef=0.01"
-    with pytest.raises(bs.BenchError, match="no such rule filter; valid: filter.min_chars"):
-        bs.parse_overrides(["filter.min_searchs=3"])
-    with pytest.raises(bs.BenchError, match="--set filter.min_searches=\\[: the value is not YAML"):
-        bs.parse_overrides(["filter.min_searches=["])
-    with pytest.raises(bs.BenchError, match="--set filter.\\*: searches_at_least_required expects true/false, got 3"):
-        bs.parse_overrides(["filter.searches_at_least_required=3"])
+    with pytest.raises(setup.BenchError, match="no such rule filter; valid: filter.min_chars"):
+        setup.parse_overrides(["filter.min_searchs=3"])
+    with pytest.raises(setup.BenchError, match="--set filter.min_searches=\\[: the value is not YAML"):
+        setup.parse_overrides(["filter.min_searches=["])
+    with pytest.raises(
+        setup.BenchError, match="--set filter.\\*: searches_at_least_required expects true/false, got 3"
+    ):
+        setup.parse_overrides(["filter.searches_at_least_required=3"])
 
 
 def test_bad_input_is_a_one_line_error(tmp_path, capsys):
@@ -356,23 +362,23 @@ def test_bad_input_is_a_one_line_error(tmp_path, capsys):
 def test_pool_hops_ablation_makes_that_pool_and_refuses_a_workdir_holding_another(tmp_path, world, capsys):
     """``--pool-hops`` sets the pool's subgraphs per hop count; a workdir plays one pool, so asking it for another
     is a one-line error naming the pool it holds; a malformed value is argparse's one-line error (exit 2)."""
-    assert bs.parse_pool_hops("3=88,2=40") == {2: 40, 3: 88}
-    path = bs.stage_pool(world, {2: 3, 3: 5}, tmp_path)
-    assert bs.pool_hops(path) == {2: 3, 3: 5} and bs.format_pool_hops({3: 5, 2: 3}) == "2=3,3=5"
-    assert bs.stage_pool(world, {3: 5, 2: 3}, tmp_path) == path  # the same pool: reused
-    with pytest.raises(bs.BenchError, match="holds 2=3,3=5 subgraphs, not 3=8: .*another --workdir"):
-        bs.stage_pool(world, {3: 8}, tmp_path)
+    assert setup.parse_pool_hops("3=88,2=40") == {2: 40, 3: 88}
+    path = setup.stage_pool(world, {2: 3, 3: 5}, tmp_path)
+    assert setup.pool_hops(path) == {2: 3, 3: 5} and setup.format_pool_hops({3: 5, 2: 3}) == "2=3,3=5"
+    assert setup.stage_pool(world, {3: 5, 2: 3}, tmp_path) == path  # the same pool: reused
+    with pytest.raises(setup.BenchError, match="holds 2=3,3=5 subgraphs, not 3=8: .*another --workdir"):
+        setup.stage_pool(world, {3: 8}, tmp_path)
     for bad in ("3", "3=x", "0=4", "2=40,3"):
         with pytest.raises(SystemExit) as exc:
             bs.parse_args(["--pool-hops", bad])
         assert exc.value.code == 2 and "is not HOPS=COUNT; give e.g. 2=40,3=88" in capsys.readouterr().err
     assert bs.parse_args(["--pool-hops", "3=128"]).pool == {3: 128}
-    assert bs.parse_args([]).pool == bs.SIZES["cpu"]["pool"]
-    arm = bs.ARMS["b"]
-    assert bs.arm_label(arm, "none", "cpu", ["temperature=0.7"], {"3": 128}) == (
+    assert bs.parse_args([]).pool == setup.SIZES["cpu"]["pool"]
+    arm = setup.ARMS["b"]
+    assert collected.arm_label(arm, "none", "cpu", ["temperature=0.7"], {"3": 128}) == (
         "(b) KG Proposer, binary, temperature=0.7, pool 3=128"
     )
-    assert bs.arm_label(arm, "none", "cpu", (), {"2": 80, "3": 48}) == arm.label  # the size's own pool: unnamed
+    assert collected.arm_label(arm, "none", "cpu", (), {"2": 80, "3": 48}) == arm.label  # the size's own pool: unnamed
 
 
 def test_valid_by_hops_counts_questions_per_hop_count_per_step_and_in_all():
@@ -382,7 +388,7 @@ def test_valid_by_hops_counts_questions_per_hop_count_per_step_and_in_all():
         {"step": 2, "proposer/questions": [q(3, True)]},
         {"step": 3},  # a step whose record has no questions (e.g. an older metrics file)
     ]
-    got = bs.valid_by_hops(rows)
+    got = collected.valid_by_hops(rows)
     cell = lambda valid, n: {"valid": valid, "n": n}  # noqa: E731
     assert got["steps"] == [{"2": cell(1, 2), "3": cell(0, 1)}, {"3": cell(1, 1)}, {}]
     assert got["total"] == {"2": cell(1, 2), "3": cell(1, 2)}
@@ -400,7 +406,7 @@ def test_valid_by_hops_counts_questions_per_hop_count_per_step_and_in_all():
         }
     ]
     searched = {"searches_total": 8, "short": 1, "long": 0, "matched": 2, "matched_valid": 1}
-    assert bs.valid_by_hops(rows)["total"] == {
+    assert collected.valid_by_hops(rows)["total"] == {
         "2": {**cell(1, 2), "searches_total": 3, "short": 0, "long": 1, "matched": 0, "matched_valid": 0},
         "3": {**cell(1, 3), **searched},
     }
@@ -421,7 +427,7 @@ def test_stopped_short_counts_answers_at_a_node_before_the_answer(world):
         "long": {"id": task.id, "hops": 2, "prediction": "elsewhere", "searches": 3},
         "unknown": {"id": "not-a-task", "hops": 2, "prediction": mid, "searches": 1},
     }
-    counts = bs.stopped_short(records, {task.id: task.subgraph.bridge_names})
+    counts = bl.stopped_short(records, {task.id: task.subgraph.bridge_names})
     assert counts == {"2": {"n": 4, "intermediate": 1, "searched_short": 2, "searched_long": 1}}
 
 
@@ -430,7 +436,6 @@ def test_heldout_records_split_by_wording_read_once_and_again_when_the_file_grow
     each pairing), comes back read-only, and is read again after it grows (a resumed evaluation appends)."""
     from searchgym.evaluation.runner import RECORDS_NAME
 
-    bl = sys.modules["bench_learning"]
     folder = bl.eval_dir(tmp_path, "stage")
     folder.mkdir()
     path = folder / RECORDS_NAME
@@ -439,11 +444,11 @@ def test_heldout_records_split_by_wording_read_once_and_again_when_the_file_grow
     reads = []
     real = Path.read_text
     monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: reads.append(self) or real(self, *a, **k))
-    own, reworded = bs.heldout_records(tmp_path, "stage"), bs.heldout_records(tmp_path, "stage", reworded=True)
+    own, reworded = bl.heldout_records(tmp_path, "stage"), bl.heldout_records(tmp_path, "stage", reworded=True)
     assert (own["q1"]["em"], reworded["q1"]["em"]) == (1.0, 0)
-    assert bs.heldout_records(tmp_path, "stage")["q1"] is own["q1"] and reads == [path]
+    assert bl.heldout_records(tmp_path, "stage")["q1"] is own["q1"] and reads == [path]
     with pytest.raises(TypeError):
         own["q2"] = {}  # type: ignore[index]
     with path.open("a") as f:
         f.write(json.dumps({"key": "q2", "dataset": "kg-heldout", "em": 0.0}) + "\n")
-    assert sorted(bs.heldout_records(tmp_path, "stage")) == ["q1", "q2"] and reads == [path, path]
+    assert sorted(bl.heldout_records(tmp_path, "stage")) == ["q1", "q2"] and reads == [path, path]
