@@ -60,9 +60,7 @@ from functools import partial
 from pathlib import Path
 from typing import Optional, Sequence
 
-from bench_learning import (
-    HOPS,
-)
+from bench_learning import HOPS
 from machine import device_info, machine_info
 from selfplay_collect import TargetFacts, collect, plot
 from selfplay_setup import (

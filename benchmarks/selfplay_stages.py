@@ -10,10 +10,7 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
-from bench_learning import (
-    eval_dir,
-    evaluate_model,
-)
+from bench_learning import eval_dir, evaluate_model
 from selfplay_setup import COLD, DONE, SAMPLED, SAMPLED_TEMPERATURE, Arm, BenchError, logger, run_name, wait_lock
 
 from searchgym.core.atomic_writes import write_folder, write_text

@@ -41,6 +41,13 @@ def _node(tmp_path):
     return root, env, scratch
 
 
+def _gpu_checks(root, env, budget: int) -> subprocess.CompletedProcess:
+    """``bash benchmarks/gpu_checks.sh BUDGET selfplay`` from the node's checkout root, its output captured."""
+    return subprocess.run(
+        ["bash", "benchmarks/gpu_checks.sh", str(budget), "selfplay"], cwd=root, env=env, capture_output=True, text=True
+    )
+
+
 @pytest.mark.slow
 def test_the_selfplay_stage_runs_collects_and_packs_what_comes_back(tmp_path):
     root, env, scratch = _node(tmp_path)
@@ -49,9 +56,7 @@ def test_the_selfplay_stage_runs_collects_and_packs_what_comes_back(tmp_path):
     env.update(
         OUT=str(out), SELFPLAY_SIZE="toy", SELFPLAY_ARGS=f"--model {model}", SELFPLAY_ARMS="c", OMP_NUM_THREADS="1"
     )
-    run = subprocess.run(
-        ["bash", "benchmarks/gpu_checks.sh", "400", "selfplay"], cwd=root, env=env, capture_output=True, text=True
-    )
+    run = _gpu_checks(root, env, 400)
     said = run.stdout + run.stderr
     assert run.returncode == 0, said
     assert "a self-play process exit 0" in said and "self-play collection exit 0" in said, said
@@ -77,13 +82,7 @@ def test_the_selfplay_stage_runs_collects_and_packs_what_comes_back(tmp_path):
 def test_a_node_without_the_whole_model_is_told_in_one_line(tmp_path):
     root, env, _ = _node(tmp_path)
     (root / ".gpu" / "node-setup.sh").write_text("export SEARCHGYM_HAVE_MODEL=0\n")
-    run = subprocess.run(
-        ["bash", "benchmarks/gpu_checks.sh", "100", "selfplay"],
-        cwd=root,
-        env={**env, "OUT": str(tmp_path / "out")},
-        capture_output=True,
-        text=True,
-    )
+    run = _gpu_checks(root, {**env, "OUT": str(tmp_path / "out")}, 100)
     assert run.returncode == 2
     assert run.stderr.strip().splitlines() == [
         "gpu_checks: the bundled model is not whole on this node; carry the parts benchmarks/gpu_bundle.sh printed"
@@ -95,9 +94,7 @@ def test_a_failed_step_still_packs_what_finished_and_exits_1(tmp_path):
     root, env, _ = _node(tmp_path)
     out = tmp_path / "out"
     env.update(OUT=str(out), SELFPLAY_SIZE="toy", SELFPLAY_ARGS=f"--model {tmp_path / 'missing'}", SELFPLAY_ARMS="c")
-    run = subprocess.run(
-        ["bash", "benchmarks/gpu_checks.sh", "200", "selfplay"], cwd=root, env=env, capture_output=True, text=True
-    )
+    run = _gpu_checks(root, env, 200)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "a self-play process exit 2" in run.stdout
     assert run.stderr.strip().endswith("step(s) failed; what finished came back, their logs are in results.tgz")
