@@ -4,6 +4,10 @@
 from __future__ import annotations
 
 import argparse
+import os
+from typing import Iterable, Optional
+
+from ..core.artefacts import write_report
 
 __all__ = ["add_config_arguments", "dump_config"]
 
@@ -22,10 +26,11 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dump-config", metavar="PATH", help="write the resolved config as YAML and exit")
 
 
-def dump_config(cfg, path: str | None) -> bool:
-    """Write ``cfg`` as YAML to ``path`` when ``--dump-config`` asked for it; True if it did."""
-    if not path:
+def dump_config(cfg, path: str | None, *, inputs: Iterable[Optional[str | os.PathLike]] = ()) -> bool:
+    """Write ``cfg`` as YAML to ``path`` when ``--dump-config`` asked for it; True if it did. The file is written
+    whole, never over the command's ``inputs`` (its ``--config``), a world or another kind of file
+    (:func:`~searchgym.core.artefacts.write_report`)."""
+    if path is None:
         return False
-    cfg.save(path)
-    print(f"wrote {path}")
+    print(f"wrote {write_report(path, 'YAML config', cfg.save, inputs=inputs)}")
     return True

@@ -13,8 +13,10 @@ import json
 import math
 from pathlib import Path
 
+from ..core.artefacts import check_report_output, write_report
 from ..core.path_errors import not_there
 from ..errors import MissingFileError
+from .number_checks import refuse_bad_numbers
 
 
 def register(subparsers) -> None:
@@ -38,13 +40,16 @@ def _fmt(x: float) -> str:
 
 
 def run_diagnose(args: argparse.Namespace) -> int:
-    """Print a summary of the diagnostics; optionally save them as JSON and PNG. Returns 0."""
+    """Print a summary of the diagnostics; optionally save them as JSON and PNG. Returns 0. The outputs are
+    checked before any work and written whole, never over the export or another kind of file."""
     from ..wrappers.diagnostics import compute_diagnostics, plot_diagnostics
 
+    refuse_bad_numbers(args, least={"games_per_batch": 1})
     path = Path(args.trajectories)
     if not path.is_file():
         problem = f"no trajectory export at {path}" if not path.exists() else f"{path} {not_there(path)}"
         raise MissingFileError(f"{problem}; write one with `searchgym play --export {path}`")
+    _check_outputs(args)
     diag = compute_diagnostics(path, games_per_batch=args.games_per_batch, case_insensitive=args.case_insensitive)
     overall = diag["spearman_overall"]
     print(
@@ -68,13 +73,23 @@ def run_diagnose(args: argparse.Namespace) -> int:
             f"  [{b['low']:.2f}, {b['high']:.2f}{']' if b is diag['accuracy_by_coverage'][-1] else ')'}  "
             f"n={b['n']:<5d} accuracy {_fmt(b['accuracy'])}"
         )
-    if args.json:
+    if args.json is not None:
         # NaN is not JSON: undefined statistics are written as null.
-        Path(args.json).write_text(json.dumps(_nan_to_none(diag), indent=2))
-        print(f"wrote {args.json}")
-    if args.out:
-        print(f"wrote {plot_diagnostics(diag, args.out)}")
+        text = json.dumps(_nan_to_none(diag), indent=2)
+        written = write_report(args.json, "JSON report", lambda tmp: tmp.write_text(text, encoding="utf-8"))
+        print(f"wrote {written}")
+    if args.out is not None:
+        print(f"wrote {write_report(args.out, 'PNG figure', lambda tmp: plot_diagnostics(diag, tmp))}")
     return 0
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse ``--json`` / ``--out`` paths that would lose something (the export itself, a world, another kind of
+    file, each other) before the diagnostics are computed."""
+    if args.json is not None:
+        check_report_output(args.json, "JSON report", inputs=[args.trajectories])
+    if args.out is not None:
+        check_report_output(args.out, "PNG figure", inputs=[args.trajectories])
 
 
 def _nan_to_none(value):

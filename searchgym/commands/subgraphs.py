@@ -7,11 +7,27 @@ import json
 import logging
 import sys
 
+from ..core.artefacts import check_report_output
 from ..core.ray_support import add_ray_args, ray_config_from_args
 from ..core.renamed import add_renamed_flag
 from ..errors import InvalidArgumentError, NotFoundError
+from .number_checks import refuse_bad_numbers
 
 logger = logging.getLogger(__name__)
+
+#: the least value of each numeric ``subgraphs build`` flag (checked before any file is made)
+BUILD_LEAST = {
+    "seed": 0,
+    "timeout": 0.1,
+    "temperature": 0.0,
+    "concurrency": 1,
+    "ray_workers": 1,
+    "ray_chunk": 0,
+    "min_hops": 1,
+    "max_candidates": 1,
+    "max_retries": 0,
+    "plan_retries": 0,
+}
 
 
 def _csv(text: str) -> list[str]:
@@ -123,6 +139,7 @@ def _cmd_build(args) -> int:
 
     if args.n < 1:  # an empty pool file would pass for a built one
         raise InvalidArgumentError(f"--n must be >= 1, got {args.n}")
+    refuse_bad_numbers(args, least=BUILD_LEAST)
     config = ExtractionConfig(
         min_hops=args.min_hops,
         max_hops=args.max_hops,
@@ -169,14 +186,22 @@ def _cmd_stats(args) -> int:
     from ..construction.pool import load_pool
     from ..construction.stats import format_stats, plot_stats, pool_stats
 
+    refuse_bad_numbers(args, least={"top": 1})
+    _check_png(args)
     subgraphs = load_pool(args.pool)
     stats = pool_stats(subgraphs, top=args.top)
-    if args.png:  # files first, so a closed stdout (| head) cannot lose them
-        plot_stats(stats, args.png)
+    png = plot_stats(stats, args.png) if args.png is not None else None  # files first: a closed stdout loses none
     print(json.dumps(stats, indent=2) if args.json else format_stats(stats))
-    if args.png:
-        print(f"wrote {args.png}", file=sys.stderr if args.json else sys.stdout)
+    if png is not None:
+        print(f"wrote {png}", file=sys.stderr if args.json else sys.stdout)
     return 0
+
+
+def _check_png(args) -> None:
+    """Refuse a ``--png`` path that would lose something (the pool itself, a world's file, another kind of file)
+    before the pool is read."""
+    if args.png is not None:
+        check_report_output(args.png, "PNG figure", inputs=[args.pool])
 
 
 def _cmd_show(args) -> int:
@@ -184,6 +209,7 @@ def _cmd_show(args) -> int:
     from ..construction.plot import plot_subgraph
     from ..construction.pool import load_pool
 
+    _check_png(args)
     subgraphs = order_pool(load_pool(args.pool), args.order)
     if args.id is not None:
         found = [s for s in subgraphs if s.id == args.id]
@@ -196,13 +222,12 @@ def _cmd_show(args) -> int:
                 f"--index {args.index} is out of range: {args.pool} has {len(subgraphs)} subgraphs"
             )
         sg = subgraphs[args.index]
-    if args.png:
-        plot_subgraph(sg, args.png)
+    png = plot_subgraph(sg, args.png) if args.png is not None else None
     print(f"{sg.id}: seed {sg.seed}, {sg.hops} hops, {sg.node_count} nodes, answer {sg.answer!r} ({sg.answer_type})")
     print(f"waypoints: {sg.waypoints}")
     print(sg.describe())
-    if args.png:
-        print(f"wrote {args.png}")
+    if png is not None:
+        print(f"wrote {png}")
     return 0
 
 

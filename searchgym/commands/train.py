@@ -142,7 +142,7 @@ def _train(args: argparse.Namespace) -> int:
         print(recipes_table())
         return 0
     cfg = resolve_config(args)
-    if dump_config(cfg, args.dump_config):
+    if dump_config(cfg, args.dump_config, inputs=(args.config,)):
         return 0
     warn_paper_scale_on_cpu(cfg)
     from ..core.artefacts import check_output
@@ -189,8 +189,12 @@ def warn_paper_scale_on_cpu(cfg) -> None:
 
 
 def _plot(args: argparse.Namespace) -> int:
+    """``searchgym plot``: the curves of a metrics file as a PNG, never written over the metrics file itself or
+    another kind of file (checked before reading)."""
+    from ..core.artefacts import check_report_output
     from ..training.metrics import plot_metrics, read_metrics
 
+    check_report_output(args.out, "PNG figure", inputs=(args.metrics,))
     keys = [k.strip() for k in args.keys.split(",") if k.strip()] if args.keys else None
     out = plot_metrics(read_metrics(args.metrics), args.out, keys=keys)
     print(f"wrote {out}")

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 import textwrap
+from pathlib import Path
 
+from ..core.artefacts import write_report
 from ..core.subgraph import Subgraph
 
 logger = logging.getLogger(__name__)
@@ -47,8 +49,9 @@ _ROLES = (
 )
 
 
-def plot_subgraph(sg: Subgraph, png_path, *, title: str | None = None) -> None:
-    """Draw ``sg`` into ``png_path`` (PNG) with the Fig. 6 colour scheme."""
+def plot_subgraph(sg: Subgraph, png_path, *, title: str | None = None) -> Path:
+    """Draw ``sg`` into ``png_path`` (PNG) with the Fig. 6 colour scheme; returns the path written. The PNG is
+    written whole and never over another kind of file (:func:`~searchgym.core.artefacts.write_report`)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -70,7 +73,7 @@ def plot_subgraph(sg: Subgraph, png_path, *, title: str | None = None) -> None:
         fontsize=10,
     )
     fig.tight_layout()
-    fig.savefig(str(png_path), format="png")
+    return write_report(png_path, "PNG figure", lambda tmp: fig.savefig(tmp, format="png"))
 
 
 def _draw_graph(sg: Subgraph, pos: dict, ax) -> None:

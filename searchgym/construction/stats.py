@@ -9,8 +9,10 @@ from __future__ import annotations
 import logging
 import statistics
 from collections import Counter
+from pathlib import Path
 from typing import Sequence
 
+from ..core.artefacts import write_report
 from ..core.subgraph import ANSWER_TYPES, Subgraph
 
 logger = logging.getLogger(__name__)
@@ -127,9 +129,10 @@ def format_stats(stats: dict) -> str:
     return "\n".join(lines)
 
 
-def plot_stats(stats: dict, png_path, *, title: str | None = None) -> None:
+def plot_stats(stats: dict, png_path, *, title: str | None = None) -> Path:
     """Draw the four Fig. 5 panels (path length, answer types, top relations, relations per
-    subgraph) into ``png_path``. Uses the Agg canvas directly; never touches pyplot state."""
+    subgraph) into ``png_path``; returns the path written. Uses the Agg canvas directly; never touches
+    pyplot state. The PNG is written whole and never over another kind of file (:func:`write_report`)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -180,4 +183,4 @@ def plot_stats(stats: dict, png_path, *, title: str | None = None) -> None:
     )
     fig.suptitle(title or f"Subgraph pool statistics ({stats['count']} subgraphs)")
     fig.tight_layout()
-    fig.savefig(str(png_path), format="png")
+    return write_report(png_path, "PNG figure", lambda tmp: fig.savefig(tmp, format="png"))

@@ -8,7 +8,9 @@ the fields of its first record (a trajectory export, a subgraph pool, eval recor
 :func:`check_output` refuses to write one kind of artefact where another one lives -- an index built
 into a world folder would replace the world's ``manifest.json`` -- unless the caller passes ``force``
 (a command's ``--force``). Its errors name what is there and ask for a new path; they never suggest
-writing over it.
+writing over it. :func:`check_report_output` does the same for a whole-file report (a PNG, a JSON report, a
+YAML config dump): it is never written over the command's own input, into a world or index, over a file of
+another kind, or with a suffix its writer cannot write.
 """
 
 from __future__ import annotations
@@ -16,11 +18,22 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Optional, Union
+from typing import Callable, Iterable, Optional, Union
 
 from ..errors import InvalidArgumentError
+from .atomic_writes import write_file
 
-__all__ = ["FOLDER_KINDS", "FILE_KINDS", "folder_kind", "file_kind", "check_output", "article"]
+__all__ = [
+    "FOLDER_KINDS",
+    "FILE_KINDS",
+    "REPORT_KINDS",
+    "folder_kind",
+    "file_kind",
+    "check_output",
+    "check_report_output",
+    "write_report",
+    "article",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -37,6 +50,11 @@ FILE_KINDS = {
     "training metrics": ("step",),
 }
 NOT_SEARCHGYM = "a file searchgym did not write"
+#: kind of a whole-file report → the suffixes its writer writes (the first is the one to suggest)
+REPORT_KINDS = {"PNG figure": (".png",), "JSON report": (".json",), "YAML config": (".yaml", ".yml")}
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+#: files that make a folder an artefact (:func:`folder_kind`); a report never replaces one
+MARKER_FILES = ("manifest.json", "run.json")
 
 
 def folder_kind(path: PathLike) -> Optional[str]:
@@ -137,3 +155,112 @@ def check_output(path: PathLike, kind: str, *, force: bool = False) -> None:
             f"{p} holds {found if found == NOT_SEARCHGYM else article(found)}; writing {article(kind)} "
             f"there would damage it: give a new file for the {kind}"
         )
+
+
+def check_report_output(
+    path: PathLike, kind: str, *, inputs: Iterable[Optional[PathLike]] = (), suffixes: Optional[tuple] = None
+) -> Path:
+    """Raise :class:`~searchgym.errors.InvalidArgumentError` if writing the report ``kind`` (one of
+    :data:`REPORT_KINDS`) to the file ``path`` would lose something; returns ``path`` as a Path.
+
+    Refused: an empty path or a folder; a suffix the writer cannot write (``suffixes``, default the kind's);
+    the same file as one of ``inputs`` (the command's own input files; None entries are skipped); a path
+    inside a world or index folder, or an artefact folder's ``manifest.json`` / ``run.json``; a path below a
+    file; an existing non-empty file that holds a searchgym JSONL artefact or is not a ``kind`` report (a PNG,
+    a JSON object, a YAML mapping). A report of the same kind is replaced: it is what the command writes.
+    """
+    if kind not in REPORT_KINDS:
+        raise InvalidArgumentError(f"unknown report kind {kind!r}; one of {tuple(REPORT_KINDS)}")
+    wanted = suffixes or REPORT_KINDS[kind]
+    if not str(path).strip():
+        raise InvalidArgumentError(f"the path for the {kind} is empty; give a file name, e.g. report{wanted[0]}")
+    p = Path(path)
+    if p.is_dir():
+        raise InvalidArgumentError(f"{p} is a folder; give a file name for the {kind}, e.g. {p / ('x' + wanted[0])}")
+    _refuse_input(p, kind, inputs)
+    _refuse_artefact_folder(p, kind)
+    _refuse_other_content(p, kind)
+    if p.suffix.lower() not in wanted:
+        raise InvalidArgumentError(
+            f"{p}: a {kind} is written to a {' or '.join(wanted)} file; give a name ending in {wanted[0]}, "
+            f"e.g. {p.with_suffix(wanted[0])}"
+        )
+    return p
+
+
+def write_report(
+    path: PathLike, kind: str, write: Callable[[Path], object], *, inputs: Iterable[Optional[PathLike]] = ()
+) -> Path:
+    """Write the report ``kind`` to ``path`` whole: :func:`check_report_output` (``inputs``: the command's input
+    files), then ``write(tmp)`` on a temporary file renamed over ``path`` (its folder made if missing), so a
+    failed write loses nothing. Returns the path written (for the command's ``wrote PATH`` line)."""
+    p = check_report_output(path, kind, inputs=inputs)
+    write_file(p, write)
+    return p
+
+
+def _refuse_input(p: Path, kind: str, inputs: Iterable[Optional[PathLike]]) -> None:
+    """Refuse ``p`` when it is (or links to) the same file as one of the command's ``inputs``."""
+    for given in inputs:
+        if given is None or not p.exists() or not os.path.exists(given):
+            continue
+        if os.path.samefile(p, given):
+            alias = "" if str(given) == str(p) else f" ({given})"
+            raise InvalidArgumentError(
+                f"{p} is this command's input{alias}; writing the {kind} there would destroy it: "
+                f"give another file for the {kind}"
+            )
+
+
+def _refuse_artefact_folder(p: Path, kind: str) -> None:
+    """Refuse ``p`` inside a world or index folder (whose files are checksummed), over the marker file of any
+    artefact folder, or below a file (its folder could not be made)."""
+    parent = folder_kind(p.parent)
+    if parent in ("world", "index") or (parent is not None and p.name in MARKER_FILES):
+        raise InvalidArgumentError(
+            f"{p} is inside {article(parent)} folder ({p.parent}); writing there would change the {parent}: "
+            f"give a file outside it for the {kind}"
+        )
+    above = next((a for a in p.parents if a.exists()), None)
+    if above is not None and not above.is_dir():
+        raise InvalidArgumentError(f"{above} is a file, so {p} cannot be made: give a path in a folder for the {kind}")
+
+
+def _refuse_other_content(p: Path, kind: str) -> None:
+    """Refuse an existing non-empty ``p`` that holds a searchgym JSONL artefact or is not a ``kind`` report."""
+    if p.exists() and not p.is_file():
+        raise InvalidArgumentError(f"{p} is not a regular file; give a file name for the {kind}")
+    if not p.exists() or p.stat().st_size == 0:  # nothing there to lose
+        return
+    found = file_kind(p)
+    if found in FILE_KINDS:
+        what = article(found)
+    elif _holds_report(p, kind):
+        return
+    else:
+        what = f"something that is not {article(kind)}"
+    raise InvalidArgumentError(
+        f"{p} holds {what}; writing {article(kind)} there would replace it: give a new file for the {kind}"
+    )
+
+
+def _holds_report(p: Path, kind: str) -> bool:
+    """Whether the existing file ``p`` holds a ``kind`` report: PNG bytes, a JSON object, a YAML mapping."""
+    if kind == "PNG figure":
+        with open(p, "rb") as f:
+            return f.read(len(PNG_MAGIC)) == PNG_MAGIC
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return False
+    if kind == "JSON report":
+        try:
+            return isinstance(json.loads(text), dict)
+        except ValueError:
+            return False
+    import yaml
+
+    try:
+        return isinstance(yaml.safe_load(text), dict)
+    except yaml.YAMLError:
+        return False

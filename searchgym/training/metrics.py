@@ -15,7 +15,7 @@ import math
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ..core.artefacts import check_output
+from ..core.artefacts import check_output, write_report
 from ..core.atomic_writes import write_text
 from ..core.jsonl import open_append, repair_torn_tail
 from ..core.output_lock import OutputLock
@@ -100,26 +100,36 @@ class MetricsLogger:
 
 
 def read_metrics(path: str | Path) -> list[dict]:
-    """All records of a metrics JSONL file; a malformed line is an error naming it."""
+    """All records of a metrics JSONL file; a line that is not a record with a whole-number ``step`` (not
+    UTF-8, not JSON, not an object, a step of another type) is one error naming the file, the line and the fix,
+    never a traceback or a nonsense plot."""
     p = Path(path)
     if not p.is_file():
         raise MissingFileError(f"metrics file {p} {not_there(p)}; `searchgym train` writes <output_dir>/metrics.jsonl")
-    out = []
-    for n, line in enumerate(p.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidArgumentError(f"{p}:{n}: not JSON ({exc.msg}); is this a searchgym metrics.jsonl?") from None
-        if not isinstance(rec, dict) or "step" not in rec:
-            raise InvalidArgumentError(f"{p}:{n}: each line must be an object with a 'step' key")
-        out.append(rec)
-    return out
+    lines = p.read_bytes().split(b"\n")
+    return [_metrics_record(f"{p}:{n}", raw) for n, raw in enumerate(lines, 1) if raw.strip()]
+
+
+def _metrics_record(where: str, raw: bytes) -> dict:
+    """The record on the metrics line ``raw`` (``where`` is ``FILE:LINE``), or an error saying what is wrong."""
+    fix = "fix or delete that line (is this a searchgym metrics.jsonl?)"
+    try:
+        rec = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InvalidArgumentError(f"{where}: not UTF-8 text; {fix}") from None
+    except json.JSONDecodeError as exc:
+        raise InvalidArgumentError(f"{where}: not JSON ({exc.msg}); {fix}") from None
+    if not isinstance(rec, dict) or "step" not in rec:
+        raise InvalidArgumentError(f"{where}: each line must be an object with a 'step' key; {fix}")
+    step = rec["step"]
+    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+        raise InvalidArgumentError(f"{where}: 'step' is {json.dumps(step)}, not a whole number >= 0; {fix}")
+    return rec
 
 
 def plot_metrics(records: Sequence[dict], out: str | Path, *, keys: Iterable[str] | None = None) -> Path:
-    """Draw one panel per metric (step on x) into a PNG; returns the path."""
+    """Draw one panel per metric (step on x) into a PNG; returns the path written. The PNG is written whole and
+    never over another kind of file (:func:`~searchgym.core.artefacts.write_report`)."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -147,8 +157,7 @@ def plot_metrics(records: Sequence[dict], out: str | Path, *, keys: Iterable[str
     for ax in list(axes.flat)[len(present) :]:
         ax.axis("off")
     fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    try:
+        return write_report(out, "PNG figure", lambda tmp: fig.savefig(tmp, format="png", dpi=110))
+    finally:
+        plt.close(fig)
