@@ -305,7 +305,11 @@ def test_load_pool_errors_name_the_line(world, tmp_path):
     with pytest.raises(PoolFormatError, match="line 2: duplicate subgraph id"):
         load_pool(bad)
     bad.write_text(good[0] + "\n" + '{"id": "x"}\n')
-    with pytest.raises(PoolFormatError, match="line 2: malformed subgraph"):
+    with pytest.raises(PoolFormatError, match="line 2: malformed subgraph record: field 'nodes' is missing; fix or"):
+        load_pool(bad)
+    wrong = {**json.loads(good[1]), "path": "S1 S2"}  # a string path once read as five one-letter node ids
+    bad.write_text(good[0] + "\n" + json.dumps(wrong) + "\n")
+    with pytest.raises(PoolFormatError, match="line 2: .* field 'path' is a str, not a list; fix or delete that line"):
         load_pool(bad)
     bad.write_text(good[0] + "\n" + good[1][:30])
     with pytest.raises(PoolFormatError, match="line 2 is truncated"):

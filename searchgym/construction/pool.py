@@ -143,7 +143,7 @@ def load_pool(path: str | os.PathLike, *, sort: bool = True) -> list[Subgraph]:
         try:
             sg = Subgraph.from_dict(obj)
         except ValueError as exc:
-            raise PoolFormatError(f"{p}: line {lineno}: {exc}") from None
+            raise PoolFormatError(f"{p}: line {lineno}: {exc}; fix or delete that line") from None
         check_unique(seen, sg.id, lineno, p, "subgraph id", PoolFormatError)
         idx = sg.metadata.get("seed_index")
         out.append(((idx if isinstance(idx, int) else float("inf"), sg.id, lineno), sg))

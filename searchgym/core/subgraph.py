@@ -196,7 +196,9 @@ class Subgraph:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Subgraph":
-        """Inverse of :meth:`to_dict`; raises ValueError on a malformed record."""
+        """Inverse of :meth:`to_dict`; raises ValueError on a malformed record (a missing field, or a field of
+        the wrong type: ``list("abc")`` would otherwise read a string path as three node ids)."""
+        _check_field_types(d)
         try:
             nodes = {k: SubgraphNode(**{**v, "aliases": tuple(v.get("aliases", ()))}) for k, v in d["nodes"].items()}
             return cls(
@@ -211,5 +213,25 @@ class Subgraph:
                 answer_type=d.get("answer_type", "other"),
                 metadata=dict(d.get("metadata", {})),
             )
-        except (KeyError, TypeError) as exc:
+        except KeyError as exc:
+            raise InvalidArgumentError(f"malformed subgraph record: field {exc} is missing") from None
+        except TypeError as exc:
             raise InvalidArgumentError(f"malformed subgraph record: {exc}") from None
+
+
+#: the fields of a subgraph record that must be lists, and those that must be JSON objects
+_LIST_FIELDS = ("path", "relations", "relation_ids", "distractors", "forward")
+_OBJECT_FIELDS = ("nodes", "metadata")
+
+
+def _check_field_types(d: object) -> None:
+    """Refuse a record that is not a JSON object, or whose list / object fields hold another type, naming the
+    field and its type (the constructor's own checks would report a string path as a wrong node count)."""
+    if not isinstance(d, dict):
+        raise InvalidArgumentError(f"malformed subgraph record: a {type(d).__name__}, not a JSON object")
+    for names, kind, ok in ((_LIST_FIELDS, "list", list), (_OBJECT_FIELDS, "JSON object", dict)):
+        for name in names:
+            if name in d and not isinstance(d[name], ok):
+                raise InvalidArgumentError(
+                    f"malformed subgraph record: field {name!r} is a {type(d[name]).__name__}, not a {kind}"
+                )
