@@ -373,3 +373,21 @@ def test_cli_build_with_llm_selector(world, tmp_path, capsys):
     )
     captured = capsys.readouterr()
     assert rc == 1 and "unavailable" in captured.err and "cannot reach" in captured.err
+
+
+def test_the_command_says_an_unreachable_endpoint_once_on_stderr(tmp_path, capsys):
+    """``subgraphs build --selector llm`` with nothing listening: the summary on stdout names the stop, and
+    stderr holds one ``searchgym subgraphs: error:`` line (the library's warning and a bare ``error:`` line once
+    said it twice more)."""
+    from searchgym.cli import main
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "pool.jsonl"
+    argv = ["subgraphs", "build", "--synthetic", "--n", "2", "--out", str(out), "--no-progress"]
+    assert main([*argv, "--selector", "llm", "--endpoint", f"http://127.0.0.1:{port}/v1", "--timeout", "2"]) == 1
+    captured = capsys.readouterr()
+    assert "stopped early: the selector endpoint is unavailable" in captured.out
+    assert captured.err.count("\n") == 1 and captured.err.startswith("searchgym subgraphs: error: the selector")
+    assert "rerun the same command to resume" in captured.err

@@ -177,7 +177,7 @@ def _cmd_build(args) -> int:
     for line in result.errors[:5]:
         print(f"  e.g. {line}")
     if result.stopped_early:
-        print(f"error: {result.stopped_early}", file=sys.stderr)
+        print(f"searchgym subgraphs: error: {result.stopped_early}", file=sys.stderr)
         return 1
     return 0
 

@@ -504,11 +504,13 @@ def build_pool(
 
 
 def _summarise(result: PoolResult, run: _PoolRun, selector, max_attempts: int, elapsed_s: float) -> None:
-    """Fill ``result`` from a finished run: why it stopped early (logged), the subgraphs in seed index
-    order, the counts, the time and the selector's statistics."""
+    """Fill ``result`` from a finished run: why it stopped early (``result.stopped_early``, also in its
+    :meth:`~PoolResult.summary`; logged at INFO only, so a command that prints the summary and its error line
+    does not say it a third time), the subgraphs in seed index order, the counts, the time and the selector's
+    statistics."""
     result.stopped_early = run.stop_reason(max_attempts)
     if result.stopped_early:
-        logger.warning("build_pool: %s", result.stopped_early)
+        logger.info("build_pool: %s", result.stopped_early)
     result.subgraphs = [run.accepted[i] for i in sorted(run.accepted)][: run.n]
     result.attempted = len(run.accepted) + len(run.rejected)
     result.elapsed_s = elapsed_s
