@@ -36,6 +36,14 @@ from ..core.renamed import add_renamed_flag
 logger = logging.getLogger(__name__)
 
 DEMO_QUERIES = 3
+#: the model ``--agent llm`` plays when ``--model`` is not given
+DEFAULT_MODEL = "smollm2"
+
+
+def demo_model(args: argparse.Namespace) -> str:
+    """The model ``--agent llm`` plays: ``--model``, else the bundled :data:`DEFAULT_MODEL` (``--model`` defaults to
+    None so that one given to the scripted agents, which would ignore it, is seen and refused)."""
+    return args.model or DEFAULT_MODEL
 
 
 def _print_world(world, out):
@@ -63,12 +71,14 @@ def _print_world(world, out):
     return retriever
 
 
-#: the demo's counts and the least each may be (checked before the world is built, so a typo costs no waiting)
+#: the demo's numbers and the least each may be (checked before the world is built, so a typo costs no waiting)
 _DEMO_MINIMUMS = {
     "games": 1,
     "max_games": 1,
     "threads": 1,
+    "seed": 0,
     "pool_size": 1,
+    "pool_hops": 1,
     "max_turns": 1,
     "max_new_tokens": 1,
     "group_size": 1,
@@ -81,17 +91,17 @@ _DEMO_MINIMUMS = {
 
 
 def check_demo_args(args: argparse.Namespace) -> None:
-    """One line naming every count below its least (``--threads 0`` once meant torch's default, ``--games 0`` failed
-    only after the world, the searches and the subgraphs had been shown)."""
+    """One line naming every number out of range (``--threads 0`` once meant torch's default, ``--games 0`` failed
+    only after the world, the searches and the subgraphs had been shown; ``--seed -1`` in numpy), and a
+    ``--model`` given to the scripted agents, which play no model."""
     from ..errors import InvalidArgumentError
+    from .number_checks import refuse_bad_numbers
 
-    bad = [
-        f"--{name.replace('_', '-')} {getattr(args, name)} (at least {least})"
-        for name, least in _DEMO_MINIMUMS.items()
-        if getattr(args, name) is not None and getattr(args, name) < least
-    ]
-    if bad:
-        raise InvalidArgumentError(f"{', '.join(bad)}: give a larger value")
+    refuse_bad_numbers(args, least=_DEMO_MINIMUMS)
+    if args.agent == "scripted" and args.model is not None:
+        raise InvalidArgumentError(
+            "--model is for --agent llm; the scripted agents play no model: drop --model or use --agent llm"
+        )
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -110,11 +120,11 @@ def run_demo(args: argparse.Namespace) -> int:
 
         torch.set_num_threads(args.threads)
     outdir = Path(args.output_dir)
-    outdir.mkdir(parents=True, exist_ok=True)
     world = default_world(seed=args.seed)
     retriever = _print_world(world, out)
 
     pool = demo_pool(args, world)
+    outdir.mkdir(parents=True, exist_ok=True)  # only once the pool exists: an impossible --pool-hops makes nothing
     if args.picture:  # matplotlib (~1.5 s to import on 2 cores) is imported only here, when drawing
         from ..construction.plot import plot_subgraph
 
@@ -154,7 +164,7 @@ def demo_pool(args: argparse.Namespace, world) -> list:
     from ..tasks.heldout import training_subgraphs
 
     hops = args.pool_hops if args.pool_hops is not None else (2 if args.agent == "llm" else None)
-    return training_subgraphs(world, args.pool_size, seed=args.seed, hops=hops)
+    return training_subgraphs(world, args.pool_size, seed=args.seed, hops=hops, required=True)
 
 
 def game_envs(args: argparse.Namespace, world, retriever, pool: list) -> list:
@@ -240,10 +250,11 @@ def show_learning(args, world, outdir: Path, out):
     )
     rows: list = []
     loaded: tuple[Any, Any] = (None, None)
-    adapter = shipped_adapter() if args.model == "smollm2" else None
+    model_name = demo_model(args)
+    adapter = shipped_adapter() if model_name == DEFAULT_MODEL else None
     # the base model never ends a turn, so it spends every token budget: scored on the first questions only
     base_hop = {h: min(n, args.eval_base) for h, n in per_hop.items()}
-    stages = [("base " + args.model, lambda prev: open_model(args.model))]
+    stages = [("base " + model_name, lambda prev: open_model(model_name))]
     if adapter is not None:
         stages.append(("cold start (shipped LoRA)", lambda prev: load_cold_start(adapter)))
         if args.rl_steps > 0:  # the row's time includes the training
@@ -354,7 +365,7 @@ def live_rl(args, world, model, tok, outdir: Path, out):
     cfg = cold_start_rl_config(
         batch_size=batch,
         group_size=args.rl_group,
-        model=args.model,
+        model=demo_model(args),
         max_turns=args.max_turns,
         max_new_tokens=args.max_new_tokens,
         lr=1e-4,
@@ -429,7 +440,9 @@ def register(sub) -> None:
         "--agent", choices=["llm", "scripted"], default="llm", help="bundled SmolLM2 agent or scripted agents"
     )
     p.add_argument(
-        "--model", default="smollm2", help="model for --agent llm: 'smollm2' (bundled) or a local HF directory"
+        "--model",
+        default=None,
+        help="model for --agent llm: 'smollm2' (bundled, the default) or a local HF directory",
     )
     p.add_argument(
         "--games",

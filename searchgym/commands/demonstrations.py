@@ -13,6 +13,7 @@ import json
 
 from ..errors import InvalidArgumentError
 from ..tasks.rewording import DEFAULT_TRAINING_WORDING, TRAINING_WORDINGS
+from .number_checks import refuse_bad_numbers
 
 
 def parse_hop_counts(text: str) -> dict[int, int]:
@@ -73,6 +74,7 @@ def run(args) -> int:
     from ..scoring.question_filters import filter_settings
     from ..training.demonstrations import demonstrations_by_hops
 
+    refuse_bad_numbers(args, least={"seed": 0})
     filters = filter_settings(args.filter)
     world = resolve_world(args.world)
     stats = demonstrations_by_hops(

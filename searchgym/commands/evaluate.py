@@ -80,7 +80,7 @@ def register(subparsers) -> None:
         "--metrics", default="em,f1,cover_em", help=f"comma list of {', '.join(METRICS)} (default em,f1,cover_em)"
     )
     p.add_argument("--judge-endpoint", help="OpenAI-compatible URL of the llm_judge model")
-    p.add_argument("--judge-model", default="default", help="served name of the judge model")
+    p.add_argument("--judge-model", default=None, help="served name of the judge model (default: 'default')")
     p.add_argument(
         "--layout",
         choices=("searchgym", "search-r1"),
@@ -94,8 +94,8 @@ def register(subparsers) -> None:
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per endpoint request (default 60)")
     p.add_argument("--retries", type=int, default=2, help="retries per endpoint request (default 2)")
     p.add_argument("--max-new-tokens", type=int, default=512, help="tokens per agent turn (default 512)")
-    p.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0: greedy)")
-    p.add_argument("--dtype", default="float32", help="transformers/vllm dtype (default float32)")
+    p.add_argument("--temperature", type=float, default=None, help="sampling temperature (default 0: greedy)")
+    p.add_argument("--dtype", default=None, help="transformers/vllm dtype (default float32)")
     p.add_argument("--device", help="transformers device, e.g. cuda (default: the model's)")
     p.add_argument(
         "--threads",
@@ -149,7 +149,51 @@ def set_threads(args: argparse.Namespace) -> None:
         torch.set_num_threads(args.threads)
 
 
+#: the least value of each numeric ``eval`` argument (``--seed -1`` failed in numpy after the run folder was made);
+#: --max-turns, --top-k and --concurrency are EvalConfig's to refuse, before anything is read either
+_LEAST = {
+    "seed": 0,
+    "limit": 1,
+    "timeout": 0.001,
+    "retries": 0,
+    "max_new_tokens": 1,
+    "temperature": 0,
+    "threads": 1,
+    "ray_workers": 1,
+    "ray_chunk": 0,
+}
+#: flags only an LLM agent reads (default None, so that one given to a model-free agent is seen), and their defaults
+_LLM_ONLY = ("dtype", "temperature")
+_DEFAULT_DTYPE, _DEFAULT_TEMPERATURE = "float32", 0.0
+
+
+def check_eval_args(args: argparse.Namespace) -> None:
+    """Refuse, in one line and before anything is read or made, what ``eval`` cannot use: numbers out of range,
+    an empty ``--output-dir`` (it meant the current folder), a malformed ``--ray`` address, and flags that the
+    run would silently ignore (LLM sampling flags for a model-free agent, a judge model without ``llm_judge``)."""
+    from ..agents.eval_agents import SCRIPTED_AGENTS
+    from ..commands.number_checks import refuse_bad_numbers
+    from ..evaluation.metrics import check_metrics
+    from ..evaluation.ray_eval import check_ray_address
+
+    refuse_bad_numbers(args, least=_LEAST)
+    if args.output_dir is not None and not args.output_dir.strip():
+        raise InvalidArgumentError("--output-dir is empty; name a folder for the run, e.g. --output-dir runs/eval")
+    check_ray_address(args.ray)
+    metrics = check_metrics(args.metrics)
+    if args.judge_model is not None and "llm_judge" not in metrics:
+        raise InvalidArgumentError("--judge-model names the llm_judge metric's model; add --metrics ...,llm_judge")
+    given = [f"--{name}" for name in _LLM_ONLY if getattr(args, name) is not None]
+    if given and args.agent in SCRIPTED_AGENTS:
+        said = f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'}"
+        raise InvalidArgumentError(
+            f"{said} for an LLM agent, but --agent is {args.agent!r} (model-free); add --agent transformers "
+            "(a local model or 'smollm2') or --agent openai (a served one)"
+        )
+
+
 def _run(args: argparse.Namespace) -> int:
+    check_eval_args(args)
     set_threads(args)
     if args.compare:
         from ..evaluation.report import compare_runs
@@ -182,8 +226,8 @@ def _run(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         retries=args.retries,
         max_new_tokens=args.max_new_tokens,
-        temperature=args.temperature,
-        dtype=args.dtype,
+        temperature=_DEFAULT_TEMPERATURE if args.temperature is None else args.temperature,
+        dtype=args.dtype or _DEFAULT_DTYPE,
         device=args.device,
         seed=args.seed,
         engine=args.engine,
@@ -199,7 +243,7 @@ def _run(args: argparse.Namespace) -> int:
         judge = LLMJudge(
             OpenAICompatibleGenerator(
                 args.judge_endpoint,
-                args.judge_model,
+                args.judge_model or "default",
                 timeout=args.timeout,
                 max_retries=args.retries,
                 concurrency=args.concurrency,

@@ -35,6 +35,16 @@ def _agent(name: str, env_id: str, seed: int):
     return s.PathFollowingSolver()
 
 
+def check_play_args(args: argparse.Namespace) -> None:
+    """Refuse, in one line before the world loads, numbers out of range (``--seed -1`` failed in gymnasium with a
+    traceback) and an empty ``--export`` (it exported nothing, silently)."""
+    from .number_checks import refuse_bad_numbers
+
+    refuse_bad_numbers(args, least={"games": 1, "seed": 0})  # --max-turns 0 is the env's to refuse
+    if args.export is not None and not args.export.strip():
+        raise InvalidArgumentError("--export is empty; name the JSONL file to write the games to, e.g. games.jsonl")
+
+
 def run_play(args: argparse.Namespace) -> int:
     """Play ``args.games`` games (:func:`~searchgym.evaluation.games.play_games`, game ``g`` seeded ``--seed`` + g);
     print each one (:func:`~searchgym.evaluation.game_text.game_lines`). Returns 0."""
@@ -44,14 +54,13 @@ def run_play(args: argparse.Namespace) -> int:
     from ..evaluation.games import PlayedGame, play_games
     from ..wrappers.registry import reward_options_from_items, reward_plan
 
-    if args.games < 1:
-        raise InvalidArgumentError("--games must be >= 1")
-    if args.reward_option and not args.reward:
+    check_play_args(args)
+    if args.reward_option and args.reward is None:
         raise InvalidArgumentError(
             "--reward-option configures a reward of --reward; add it, e.g. "
             "--reward wcr --reward-option wcr.waypoint_answer_credit=false"
         )
-    plan = reward_plan(args.reward) if args.reward else None  # a bad stack or option fails before the world loads
+    plan = reward_plan(args.reward) if args.reward is not None else None  # a bad stack fails before the world loads
     options = plan.check_options(reward_options_from_items(args.reward_option)) if plan else {}
     kwargs = {}
     if args.export:

@@ -22,7 +22,16 @@ from ..errors import SearchGymError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["JsonlFormatError", "repair_torn_tail", "open_append", "scan_jsonl", "check_unique"]
+__all__ = [
+    "JsonlFormatError",
+    "repair_torn_tail",
+    "open_append",
+    "scan_jsonl",
+    "iter_lines",
+    "json_of_line",
+    "bad_line",
+    "check_unique",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -105,17 +114,28 @@ def open_append(path: PathLike) -> TextIO:
     return open(p, "a", encoding="utf-8")
 
 
-def _lines(data: bytes) -> Iterator[tuple[int, bytes, bool]]:
-    """``(line number, raw line, ends with a newline)`` of every line of ``data``."""
-    pos, lineno = 0, 0
-    while pos < len(data):
-        lineno += 1
-        nl = data.find(b"\n", pos)
-        if nl < 0:
-            yield lineno, data[pos:], False
-            return
-        yield lineno, data[pos:nl], True
-        pos = nl + 1
+def iter_lines(path: PathLike) -> Iterator[tuple[int, bytes, bool]]:
+    """Stream ``(line number, raw line without its newline, ends with a newline)`` of every non-blank line of
+    ``path``, read as bytes: a reader decodes each line itself (:func:`json_of_line`), so a byte that is not
+    UTF-8 is reported for its own line instead of as a traceback from the file object."""
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            complete = raw.endswith(b"\n")
+            if raw.strip():
+                yield lineno, raw.rstrip(b"\r\n") if complete else raw, complete
+
+
+def json_of_line(raw: bytes):
+    """The JSON value of one raw line; ``ValueError`` (``UnicodeDecodeError`` or ``JSONDecodeError``) if it is not
+    UTF-8 JSON."""
+    return json.loads(raw.decode("utf-8"))
+
+
+def bad_line(path: PathLike, lineno: int, exc: Exception, complete: bool = True) -> str:
+    """The one message for a line that :func:`json_of_line` refused: ``<file>: line <n> is not valid JSON
+    (<why>); fix or delete that line`` (or, for a last line without its newline, that it is truncated)."""
+    what = "is truncated (an interrupted write?)" if not complete else f"is not valid JSON ({exc})"
+    return f"{path}: line {lineno} {what}; fix or delete that line"
 
 
 def scan_jsonl(
@@ -137,14 +157,11 @@ def scan_jsonl(
     if repair:
         repair_torn_tail(p)
     records: list[tuple[int, dict]] = []
-    for lineno, raw, complete in _lines(p.read_bytes()):
-        if not raw.strip():
-            continue
+    for lineno, raw, complete in iter_lines(p):
         try:
-            obj = json.loads(raw.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
-            what = "is truncated (an interrupted write?)" if not complete else f"is not valid JSON ({exc})"
-            raise error(f"{p}: line {lineno} {what}; fix or delete that line") from None
+            obj = json_of_line(raw)
+        except ValueError as exc:
+            raise error(bad_line(p, lineno, exc, complete)) from None
         if not isinstance(obj, dict):
             raise error(f"{p}: line {lineno} is not a JSON object; fix or delete that line")
         records.append((lineno, obj))

@@ -31,7 +31,7 @@ from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 from ..core.artefacts import check_output
 from ..core.info import KIND_GROUP, KIND_SELFPLAY, KIND_SINGLE, REPLAY_SOURCES, ReplaySource, info_kind
-from ..core.jsonl import open_append
+from ..core.jsonl import bad_line, iter_lines, json_of_line, open_append
 from ..core.output_lock import OutputLock
 from ..core.path_errors import not_there
 from ..core.rewards import RewardEvent
@@ -249,19 +249,42 @@ def _record(rec: Mapping[str, Any]) -> GameRecord:
     )
 
 
+def _not_a_game(rec: Any) -> Optional[str]:
+    """Why the parsed line ``rec`` cannot be an exported game (``None`` when it may be one): not an object, a
+    single trajectory (a ``searchgym demos`` or ``sft`` data line), or an object without ``game``."""
+    if not isinstance(rec, dict):
+        return f"is a JSON {type(rec).__name__}, not an exported game (a JSON object)"
+    if "segments" in rec and "role" in rec:
+        return "is one trajectory (a `searchgym demos` file?), not an exported game"
+    if "game" not in rec:
+        return "has no 'game' field, so it is not an exported game"
+    return None
+
+
 def iter_trajectories(path: Union[str, os.PathLike]) -> Iterator[GameRecord]:
-    """Stream the games of an export file; raises ValueError naming the line of a bad record."""
+    """Stream the games of an export file; raises :class:`InvalidArgumentError` naming the line of a bad record
+    (not UTF-8 JSON, torn by an interrupted write, not a game, or a game with fields of the wrong kind) and
+    the fix, since a reader of exports must never stop with a traceback."""
     path = Path(path)
     if not path.is_file():
         raise MissingFileError(f"trajectory file {path} {not_there(path)}")
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                yield _record(json.loads(line))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                raise InvalidArgumentError(f"{path}:{n}: not a searchgym game record ({exc})") from None
+    fix = "fix or delete that line, or pass a file written by `searchgym play --export`"
+    for n, raw, complete in iter_lines(path):
+        try:
+            rec = json_of_line(raw)
+        except ValueError as exc:
+            raise InvalidArgumentError(bad_line(path, n, exc, complete)) from None
+        problem = _not_a_game(rec)
+        if problem is not None:
+            raise InvalidArgumentError(f"{path}: line {n} {problem}; {fix}")
+        try:
+            game = _record(rec)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            why = f"no {exc} field" if isinstance(exc, KeyError) else str(exc)
+            raise InvalidArgumentError(
+                f"{path}: line {n} is not a valid searchgym game record ({why}); {fix}"
+            ) from None
+        yield game
 
 
 def read_trajectories(path: Union[str, os.PathLike]) -> list[GameRecord]:

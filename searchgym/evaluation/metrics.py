@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_METRICS",
     "STATS",
     "check_metrics",
+    "check_record",
     "answer_scores",
     "bootstrap_ci",
     "paired_diff_ci",
@@ -36,11 +37,27 @@ _BATCH = 200  # resamples drawn per batch: bounds memory at 200 x n floats
 
 def check_metrics(names: str | Sequence[str]) -> tuple[str, ...]:
     """Validated metric names (comma-separated string or list); an unknown one lists the valid ones."""
-    items = [n.strip() for n in (names.split(",") if isinstance(names, str) else names) if n.strip()]
+    items = [n.strip() for n in (names.split(",") if isinstance(names, str) else names)]
+    choose = f"choose from {', '.join(METRICS)}"
+    if not any(items):
+        raise InvalidArgumentError(f"no metric given; {choose}")
+    if not all(items):
+        raise InvalidArgumentError(f"metrics {names!r} hold an empty name between commas; drop the extra comma")
     bad = [n for n in items if n not in METRICS]
-    if bad or not items:
-        raise InvalidArgumentError(f"unknown metric(s) {bad or items}; choose from {', '.join(METRICS)}")
+    if bad:
+        raise InvalidArgumentError(f"unknown metric(s) {bad}; {choose}")
     return tuple(dict.fromkeys(items))
+
+
+def check_record(path, lineno: int, record: dict) -> None:
+    """Refuse a per-question record (line ``lineno`` of ``path``) whose score or count is not a number, naming
+    file, line and field: summing ``"em": "high"`` would otherwise fail deep inside numpy."""
+    for name in (*METRICS, *STATS):
+        value = record.get(name)
+        if value is not None and not isinstance(value, (int, float)):
+            raise InvalidArgumentError(
+                f"{path}: line {lineno}: {name!r} is {value!r}, not a number; fix or delete that line"
+            )
 
 
 def answer_scores(prediction: Optional[str], golds: Sequence[str], *, valid: bool = True) -> dict:

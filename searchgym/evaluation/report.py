@@ -11,9 +11,10 @@ import json
 from pathlib import Path
 from typing import Optional, Sequence
 
+from ..core.jsonl import scan_jsonl
 from ..core.path_errors import not_there
 from ..errors import InvalidArgumentError, MissingFileError
-from .metrics import N_BOOT, group_records, paired_diff_ci
+from .metrics import N_BOOT, check_record, group_records, paired_diff_ci
 
 __all__ = ["markdown_table", "write_reports", "plot_summary", "load_summary", "compare_runs", "LABELS"]
 
@@ -123,23 +124,39 @@ def write_reports(summary: dict, out: Path) -> dict:
     return files
 
 
+def _read_summary(p: Path) -> dict:
+    """The parsed ``summary.json`` at ``p``; one line naming the file and what to pass instead when it is not one
+    (unreadable, not JSON -- e.g. the ``eval.jsonl`` next to it --, or JSON of another kind)."""
+    hint = "pass the summary.json written by `searchgym eval --output-dir DIR`"
+    try:
+        summary = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InvalidArgumentError(
+            f"{p} is not a searchgym eval summary (not one JSON document: {exc}); {hint}"
+        ) from None
+    if not isinstance(summary, dict) or summary.get("searchgym_eval") != 1:
+        raise InvalidArgumentError(f"{p} is not a searchgym eval summary (no 'searchgym_eval' field); {hint}")
+    if not isinstance(summary.get("records"), str) or not isinstance(summary.get("datasets"), dict):
+        raise InvalidArgumentError(f"{p} is a damaged eval summary (no 'records' or 'datasets'); {hint}")
+    return summary
+
+
 def load_summary(path: str | Path) -> tuple[dict, list[dict]]:
-    """A summary JSON and the per-question records it points to."""
+    """A summary JSON and the per-question records it points to (read as ``eval.jsonl`` is on resume: a bad line
+    is named with its file and line)."""
     p = Path(path)
     if not p.is_file():
         raise MissingFileError(f"{p} {not_there(p)}; pass the summary.json written by `searchgym eval --out DIR`")
-    summary = json.loads(p.read_text())
-    if summary.get("searchgym_eval") != 1:
-        raise InvalidArgumentError(f"{p} is not a searchgym eval summary (no 'searchgym_eval' field)")
+    summary = _read_summary(p)
     rec_path = p.parent / summary["records"]
     if not rec_path.is_file():
         raise MissingFileError(f"{rec_path} (the per-question records of {p}) is missing; --compare needs it")
     wanted = set(summary["datasets"])
-    records = [
-        r
-        for r in (json.loads(line) for line in rec_path.open(encoding="utf-8") if line.strip())
-        if r["dataset"] in wanted
-    ]
+    records = []
+    for lineno, rec in scan_jsonl(rec_path, repair=False):
+        check_record(rec_path, lineno, rec)
+        if rec.get("dataset") in wanted:
+            records.append(rec)
     return summary, records
 
 

@@ -38,7 +38,7 @@ from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
 from ..retrieval.base import DEFAULT_TOP_K, check_layout
 from ..retrieval.client import RetrievalError
 from ..tasks.tasksets import TaskSet, task_key, with_search_r1_prompts
-from .metrics import DEFAULT_METRICS, N_BOOT, answer_scores, check_metrics, group_records, summarize
+from .metrics import DEFAULT_METRICS, N_BOOT, answer_scores, check_metrics, check_record, group_records, summarize
 from .task_rollouts import play_tasks, solver_envs
 
 logger = logging.getLogger(__name__)
@@ -171,6 +171,7 @@ class RecordLog:
             if not isinstance(key, str):
                 raise JsonlFormatError(f"{self.path}: line {lineno} has no 'key'; fix or delete that line")
             check_unique(seen, key, lineno, self.path, "question key")
+            check_record(self.path, lineno, rec)
             self.done[key] = rec
         self._f = open_append(self.path)
 
@@ -218,7 +219,9 @@ def _check_resume(out: Path, fingerprint: dict, restart: bool) -> None:
     if restart:
         for name in (RECORDS_NAME, SUMMARY_NAME, RUN_NAME):
             (out / name).unlink(missing_ok=True)
-    elif run.is_file():
+    elif not run.is_file():
+        _refuse_records_without_run(out)
+    else:
         try:
             old = json.loads(run.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -240,6 +243,17 @@ def _check_resume(out: Path, fingerprint: dict, restart: bool) -> None:
                 f"use another --out, or --restart to discard it"
             )
     write_text(run, json.dumps(fingerprint, indent=1, sort_keys=True))
+
+
+def _refuse_records_without_run(out: Path) -> None:
+    """Refuse to resume records that have no ``run.json`` (deleted, or a copied ``eval.jsonl``): the settings
+    they were made with are unknown, so this run could mix them with records of other settings."""
+    records = out / RECORDS_NAME
+    if records.is_file() and records.stat().st_size > 0:
+        raise InvalidArgumentError(
+            f"{records} holds records but {out / RUN_NAME} (the settings they were made with) is missing; "
+            "pass --restart to discard them, or give a new --output-dir"
+        )
 
 
 def _flat(settings: dict, prefix: str = "") -> dict:

@@ -103,7 +103,14 @@ def _extraction_config(hops: Optional[int], config):
 
 
 def training_subgraphs(
-    world: World, n: int, *, seed: int = 0, hops: Optional[int] = None, config=None, split: Split = "train"
+    world: World,
+    n: int,
+    *,
+    seed: int = 0,
+    hops: Optional[int] = None,
+    config=None,
+    split: Split = "train",
+    required: bool = False,
 ) -> list[Subgraph]:
     """Up to ``n`` heuristic subgraphs of ``world`` whose answers are all on ``split``'s side
     (``"any"``: no filter).
@@ -111,7 +118,8 @@ def training_subgraphs(
     ``hops`` fixes the path length (else ``config``'s range, default 3–7). Over-generates with
     :func:`~searchgym.construction.build_pool` and filters, doubling until ``n`` are found or the
     world has no more (or none of a build's answers is on ``split``'s side); returns fewer (with a warning) when
-    the world runs out.
+    the world runs out. ``required``: a world with no such subgraph at all is an error
+    (:func:`no_subgraphs_of`, raised before any warning) -- for a command whose output would be empty.
     """
     from ..construction import build_pool
 
@@ -130,6 +138,8 @@ def training_subgraphs(
         if not kept:  # none of `want` answers on this side: a small world whose names hash to the other side
             break  # doubling would extract 32x as many for nothing (seconds to minutes), so stop here
         want *= 2
+    if required and n > 0 and not kept:
+        raise no_subgraphs_of(world, hops)
     if len(kept) < n:
         logger.warning(
             "world %r yields only %d %s-side subgraphs of %s hops (asked for %d)",
@@ -140,6 +150,19 @@ def training_subgraphs(
             n,
         )
     return kept[:n]
+
+
+def no_subgraphs_of(world: World, hops: Optional[int]) -> InvalidArgumentError:
+    """The error for a request of ``hops``-hop subgraphs that ``world`` gave none of (a path longer than any it
+    has): it names the hop counts the extractor builds by default, so the caller can ask for fewer."""
+    from ..construction.extract import ExtractionConfig
+
+    cfg = ExtractionConfig()
+    asked = f"{hops} hops" if hops is not None else f"{cfg.min_hops}-{cfg.max_hops} hops"
+    return InvalidArgumentError(
+        f"world {world.name!r} has no training-side subgraph of {asked}; ask for a hop count it has "
+        f"(its pools run {cfg.min_hops}-{cfg.max_hops} hops by default, the built-in benchmark 1-7)"
+    )
 
 
 def _dedupe(tasks: Iterable[Task]) -> list[Task]:
@@ -160,13 +183,21 @@ def _with_family(task: Task, source: str) -> Task:
 
 
 def hop_tasks(
-    world: World, hops: int, n: int, *, seed: int = 0, split: Split = "train", source: str = "hop"
+    world: World,
+    hops: int,
+    n: int,
+    *,
+    seed: int = 0,
+    split: Split = "train",
+    source: str = "hop",
+    required: bool = False,
 ) -> list[Task]:
     """``n`` template-question tasks of exactly ``hops`` hops whose answers lie on ``split``'s side
-    (distinct questions; fewer if the world runs out). ``metadata`` has ``hops`` and ``family``."""
+    (distinct questions; fewer if the world runs out; ``required``: none at all is an error, see
+    :func:`training_subgraphs`). ``metadata`` has ``hops`` and ``family``."""
     if not isinstance(hops, int) or hops < 1:
         raise InvalidArgumentError(f"hops must be an int >= 1, got {hops!r}")
-    subgraphs = training_subgraphs(world, n + n // 4 + 4, seed=seed, hops=hops, split=split)
+    subgraphs = training_subgraphs(world, n + n // 4 + 4, seed=seed, hops=hops, split=split, required=required)
     tasks = _dedupe(
         _with_family(task_from_subgraph(sg, world, source=f"{source}{hops}"), f"{source}{hops}") for sg in subgraphs
     )

@@ -11,12 +11,12 @@ Every source is indexable in its fixed order and samples uniformly with a caller
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Protocol, Sequence, runtime_checkable
 
 from ..construction.question_templates import path_question
+from ..core.jsonl import iter_lines, json_of_line
 from ..core.path_errors import not_there
 from ..core.subgraph import Subgraph
 from ..core.types import Task
@@ -142,20 +142,17 @@ def qa_lines(path: Path) -> Iterator[tuple[int, str, dict, Optional[str]]]:
     """Each non-blank line of a QA JSON-lines file as ``(line number, "file:line", record, problem)``;
     ``problem`` is None for a JSON object with a non-empty string ``"question"``, else what is wrong
     (then ``record`` is ``{}`` if the line is not a JSON object)."""
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{n}"
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield n, where, {}, f"not valid JSON ({exc.msg}); each line must be one JSON object"
-                continue
-            if not isinstance(rec, dict) or not isinstance(rec.get("question"), str) or not rec["question"].strip():
-                yield n, where, rec if isinstance(rec, dict) else {}, 'needs a non-empty string "question" field'
-                continue
-            yield n, where, rec, None
+    for n, raw, _complete in iter_lines(path):
+        where = f"{path}:{n}"
+        try:
+            rec = json_of_line(raw)
+        except ValueError as exc:  # not UTF-8, or not JSON
+            yield n, where, {}, f"not valid JSON ({exc}); each line must be one JSON object"
+            continue
+        if not isinstance(rec, dict) or not isinstance(rec.get("question"), str) or not rec["question"].strip():
+            yield n, where, rec if isinstance(rec, dict) else {}, 'needs a non-empty string "question" field'
+            continue
+        yield n, where, rec, None
 
 
 class JsonlTaskSource(_IndexedSource):

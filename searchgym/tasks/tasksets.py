@@ -220,7 +220,7 @@ def load_searchr1_parquet(path: str | Path, *, name: Optional[str] = None, on_er
         import pyarrow.parquet as pq
     except ImportError:
         raise ImportError("reading .parquet needs pyarrow: pip install 'searchgym[eval]'") from None
-    rows = pq.read_table(p).to_pylist()
+    rows = _parquet_rows(pq, p)
     if rows and not ({"data_source", "reward_model"} <= set(rows[0])):
         raise DatasetFormatError(
             f"{p}: not a Search-R1 parquet; needs columns data_source, prompt (or question) and "
@@ -245,7 +245,8 @@ def load_searchr1_parquet(path: str | Path, *, name: Optional[str] = None, on_er
             continue
         source = str(row.get("data_source") or "searchr1")
         dataset = f"{name}:{source}" if name else source
-        extra = row.get("extra_info") if isinstance(row.get("extra_info"), dict) else {}
+        extra = row.get("extra_info")
+        extra = extra if isinstance(extra, dict) else {}
         tid = str(extra.get("index", n))
         by_source.setdefault(dataset, []).append(
             Task(
@@ -263,6 +264,19 @@ def load_searchr1_parquet(path: str | Path, *, name: Optional[str] = None, on_er
         TaskSet(ds, tasks, skipped=len(errors) if i == 0 else 0, source=str(p), errors=errors if i == 0 else [])
         for i, (ds, tasks) in enumerate(by_source.items())
     ]
+
+
+def _parquet_rows(pq: Any, p: Path) -> list[dict]:
+    """Every row of the parquet file ``p`` as a dict; a file pyarrow cannot read (not parquet, damaged, cut
+    short) is one line naming it instead of pyarrow's traceback."""
+    import pyarrow as pa
+
+    try:
+        return pq.read_table(p).to_pylist()
+    except (pa.ArrowException, OSError) as exc:
+        raise DatasetFormatError(
+            f"{p} is not a readable parquet file ({exc}); pass Search-R1's test.parquet, or a .jsonl of QA pairs"
+        ) from None
 
 
 def builtin_taskset(world: Any = None, *, version: Optional[str] = None) -> TaskSet:
@@ -299,13 +313,18 @@ def parse_spec(spec: str | Sequence[str]) -> list[tuple[Optional[str], str]]:
     """``"builtin,nq=nq.jsonl"`` → ``[(None, "builtin"), ("nq", "nq.jsonl")]``."""
     items = spec.split(",") if isinstance(spec, str) else list(spec)
     out: list[tuple[Optional[str], str]] = []
+    if not any(i.strip() for i in items):
+        raise InvalidArgumentError("no task set given; use builtin, atlas, a FlashRAG .jsonl or a Search-R1 .parquet")
     for item in (i.strip() for i in items):
         if not item:
-            continue
-        name, eq, src = item.partition("=")
-        out.append((name.strip(), src.strip()) if eq else (None, item))
-    if not out:
-        raise InvalidArgumentError("no task set given; use builtin, atlas, a FlashRAG .jsonl or a Search-R1 .parquet")
+            raise InvalidArgumentError(f"--tasks {spec!r} has an empty item between commas; drop the extra comma")
+        name, eq, src = (part.strip() for part in item.partition("="))
+        if eq and not (name and src):
+            raise InvalidArgumentError(
+                f"task set {item!r} has an empty {'name' if not name else 'path'} around '='; "
+                "write name=path.jsonl, or the path alone"
+            )
+        out.append((name, src) if eq else (None, item))
     return out
 
 

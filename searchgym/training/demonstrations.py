@@ -351,11 +351,10 @@ def demo_tasks(
 
     _check_wording(wording)
     offset = {"solver": 1, "proposer-kg": 2, "proposer-vanilla": 3, "solver-opening": 4, "proposer-kg-opening": 5}[role]
-    tasks = [
-        t
-        for hops, n in sorted(counts.items())
-        for t in hop_tasks(world, hops, n, seed=seed * 1000 + offset + 100 * hops)
-    ]
+    tasks = []
+    for hops, n in sorted(counts.items()):
+        # none at all is refused before the output is opened: an empty file helps no one
+        tasks.extend(hop_tasks(world, hops, n, seed=seed * 1000 + offset + 100 * hops, required=True))
     return reword_tasks(tasks, wording, seed=seed) if role.startswith("solver") else tasks
 
 

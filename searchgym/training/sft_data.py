@@ -10,7 +10,8 @@ Each line is detected on its own:
   "rewards", ...}``) -- every trajectory in it, each with the reward of its own reward event.
 
 Trajectories are then filtered by role and by ``min_reward``. A malformed line is reported as
-``file:line: problem`` and either skipped and counted (``on_error="skip"``) or raised (``"stop"``).
+``file:line: problem`` and either skipped and counted (``on_error="skip"``: one warning for them all) or raised
+(``"stop"``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
+from ..core.jsonl import iter_lines
 from ..core.path_errors import not_there
 from ..core.types import Trajectory
 from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
@@ -162,28 +164,34 @@ def load_demonstrations(
         if not path.is_file():
             raise MissingFileError(f"data file {path} {not_there(path)}; give demonstration or trajectory JSONL files")
         report.files.append(str(path))
-        with path.open(encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                report.lines += 1
-                where = f"{path}:{n}"
-                try:
-                    demos = parse_line(line)
-                except ValueError as exc:
-                    if on_error == "stop":
-                        raise DataError(f"{where}: {exc}; fix the line or pass --on-error skip") from None
-                    report.malformed += 1
-                    if len(report.errors) < _MAX_REPORTED:
-                        report.errors.append(f"{where}: {exc}")
-                        logger.warning("skipping %s: %s", where, exc)
-                    continue
-                for d in demos:
-                    d.source = where
-                    why = _keep(d, roles, min_reward)
-                    if why is None:
-                        out.append(d)
-                    else:
-                        report.filtered[why] += 1
+        for n, raw, _complete in iter_lines(path):
+            report.lines += 1
+            where = f"{path}:{n}"
+            try:
+                demos = parse_line(_text_of(raw))
+            except ValueError as exc:
+                if on_error == "stop":
+                    raise DataError(f"{where}: {exc}; fix or delete that line, or pass --on-error skip") from None
+                report.malformed += 1
+                if len(report.errors) < _MAX_REPORTED:
+                    report.errors.append(f"{where}: {exc}")
+                continue
+            for d in demos:
+                d.source = where
+                why = _keep(d, roles, min_reward)
+                if why is None:
+                    out.append(d)
+                else:
+                    report.filtered[why] += 1
     report.kept = len(out)
+    if report.malformed and out:  # once, not per line; with nothing kept the caller's error says it
+        logger.warning("%s", report.summary())
     return out, report
+
+
+def _text_of(raw: bytes) -> str:
+    """A data line as text; a line that is not UTF-8 is a malformed line like any other (skipped or refused)."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidArgumentError(f"not valid JSON ({exc})") from None

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ..core.moved import moved_getattr
+from ..core.path_errors import not_there
 from ..errors import InvalidArgumentError, MissingFileError
 from ..llm.shared_prefix import can_share
 from .demo_scoring import demonstration_logprobs, shared_prefix_len
@@ -80,6 +81,7 @@ def ensure_chat_template(tokenizer, option: Optional[str], model_name: str) -> N
     searchgym's agent renders every prompt as a chat (``TransformersGenerator.render``), so a model
     trained on raw text would be used in a format it never saw: refuse rather than fall back silently.
     """
+    check_chat_template(option)
     if getattr(tokenizer, "chat_template", None):
         return
     if not option:
@@ -91,10 +93,17 @@ def ensure_chat_template(tokenizer, option: Optional[str], model_name: str) -> N
     if option == "chatml":
         tokenizer.chat_template = CHATML_TEMPLATE
     else:
-        p = Path(option)
-        if not p.is_file():
-            raise MissingFileError(f"chat_template={option!r}: use 'chatml' or the path of a Jinja template file")
-        tokenizer.chat_template = p.read_text()
+        tokenizer.chat_template = Path(option).read_text()
+
+
+def check_chat_template(option: Optional[str]) -> None:
+    """Refuse a ``chat_template`` that is neither ``chatml`` nor an existing file, whether or not the model has a
+    template of its own (a given path that does not exist was silently ignored then); cheap, so it runs before
+    the model loads."""
+    if option and option != "chatml" and not Path(option).is_file():
+        raise MissingFileError(
+            f"chat_template={option!r} {not_there(Path(option))}; use 'chatml' or the path of a Jinja template file"
+        )
 
 
 def lr_factor(step: int, *, warmup: int, total: int, schedule: str) -> float:
@@ -504,6 +513,7 @@ def load_training_data(config: SFTConfig) -> tuple[list, list, DataReport]:
         raise InvalidArgumentError(
             "no training data: pass --data FILE (demonstration or trajectory JSONL), or --source self"
         )
+    check_chat_template(config.chat_template)  # before the data is read and the model loaded
     demos, report = load_demonstrations(
         config.data, roles=config.roles or None, min_reward=config.min_reward, on_error=config.on_error
     )

@@ -163,7 +163,8 @@ class RewardPlan:
             return env
         env, writer = take_recording(env)
         for spec in specs:
-            env = spec.factory(env, **{n: context[n] for n in spec.needs}, **options.get(spec.name, {}))
+            needs = {n: context[n] for n in spec.needs}
+            env = _wrapped(spec.name, spec.factory, env, needs, options.get(spec.name, {}))
         return RecordGames(env, writer) if writer is not None else env
 
     def missing_in(self, env) -> list[str]:
@@ -186,6 +187,17 @@ class RewardPlan:
             if not found:
                 missing.append(spec.name)
         return missing
+
+
+def _wrapped(name: str, factory: Callable, env, needs: Mapping[str, Any], options: Mapping[str, Any]):
+    """Reward ``name``'s ``factory`` applied to ``env``; refused in one line when what it builds is not an env (a
+    user class given as ``package.module:Name`` that is no wrapper), instead of failing at the first ``reset``."""
+    wrapped = factory(env, **needs, **options)
+    if not isinstance(wrapped, gym.Env):
+        raise InvalidArgumentError(
+            f"reward {name!r} built a {type(wrapped).__name__}, not a wrapped env; give a gymnasium.Wrapper subclass"
+        )
+    return wrapped
 
 
 def _keyword_parameters(params: Mapping[str, inspect.Parameter], skip: Sequence[str]) -> Optional[list[str]]:
@@ -245,8 +257,11 @@ def get_reward(name: str) -> RewardSpec:
             raise InvalidArgumentError(
                 f"reward {name!r}: cannot import the wrapper ({exc}); give 'package.module:Name'"
             ) from None
-        if not callable(wrapper):
-            raise InvalidArgumentError(f"reward {name!r} is not a wrapper class or factory")
+        if not inspect.isclass(wrapper):  # never call a function named on the command line (os:system)
+            raise InvalidArgumentError(
+                f"reward {name!r} is a {type(wrapper).__name__}, not a wrapper class; give "
+                "'package.module:Wrapper' naming a gymnasium.Wrapper subclass"
+            )
         return RewardSpec.of_wrapper(wrapper, name=name)
     if name not in _REGISTRY:
         raise InvalidArgumentError(
@@ -258,9 +273,11 @@ def get_reward(name: str) -> RewardSpec:
 
 def reward_plan(reward: str | Sequence[str]) -> RewardPlan:
     """Parse ``"binary"``, ``"wcr"``, ``"dynasearcher,wcr"`` or ``"pkg.mod:Wrapper"`` (or a list of names)."""
-    names = [n.strip() for n in (reward.split(",") if isinstance(reward, str) else reward) if n.strip()]
-    if not names:
+    names = [n.strip() for n in (reward.split(",") if isinstance(reward, str) else reward)]
+    if not any(names):
         raise InvalidArgumentError("no reward given; use binary, one reward name or a comma-separated stack")
+    if not all(names):
+        raise InvalidArgumentError(f"reward {reward!r} has an empty name between commas; drop the extra comma")
     specs = [get_reward(n) for n in names]
     if len(specs) > 1 and any(s.factory is None for s in specs):
         raise InvalidArgumentError(f"{reward!r}: 'binary' is the env's own reward and cannot be stacked; drop it")
