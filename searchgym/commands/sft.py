@@ -14,11 +14,16 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import textwrap
 
 from .config_args import add_config_arguments, dump_config
+from .number_checks import refuse_bad_numbers
 
 logger = logging.getLogger(__name__)
+
+#: the least value of each numeric flag (``--min-reward`` takes any finite reward: it is checked for NaN/inf only)
+_LEAST = {"rounds": 1, "epochs": 0, "max_steps": 1, "lr": 0, "batch_size": 1, "threads": 1, "min_reward": -math.inf}
 
 # flag -> config key, for the flags that map one to one
 _FLAGS = {
@@ -117,10 +122,10 @@ def resolve_sft_config(args: argparse.Namespace):
 
 
 def _sft(args: argparse.Namespace) -> int:
-
+    refuse_bad_numbers(args, least=_LEAST)
     cfg = resolve_sft_config(args)
     cfg.refuse_unread_sampling_settings()
-    if dump_config(cfg, args.dump_config):
+    if dump_config(cfg, args.dump_config, inputs=(args.config,)):
         return 0
     from ..core.artefacts import check_output
     from ..training.sft import run_sft

@@ -21,13 +21,15 @@ from typing import TYPE_CHECKING, Callable, Union
 from ..core.artefacts import check_output, folder_kind
 from ..core.renamed import add_renamed_flag
 from ..errors import InvalidArgumentError
+from ..world.synthetic_config import MAX_ENTITIES, MIN_ENTITIES
+from .number_checks import refuse_bad_numbers
 
 if TYPE_CHECKING:
     from ..world.world import World
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["WORLD_SOURCES", "register_source", "register", "build_synthetic", "format_stats"]
+__all__ = ["WORLD_SOURCES", "register_source", "register", "build_synthetic", "format_stats", "refuse_empty_path"]
 
 Builder = Callable[[argparse.Namespace], "World"]
 
@@ -102,12 +104,46 @@ def format_stats(stats) -> str:
 def _add_size_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same world; default 0)")
     size = p.add_mutually_exclusive_group()
-    size.add_argument("--entities", type=int, metavar="N", help="synthetic world with exactly N entities")
-    size.add_argument("--scale", type=float, metavar="X", help="synthetic world X times the default size (~2,850)")
+    size.add_argument(
+        "--entities",
+        type=int,
+        metavar="N",
+        help=f"synthetic world with exactly N entities ({MIN_ENTITIES:,} to {MAX_ENTITIES:,})",
+    )
+    size.add_argument(
+        "--scale",
+        type=float,
+        metavar="X",
+        help=f"synthetic world X times the default size (~2,850; at most {MAX_ENTITIES:,} entities)",
+    )
+
+
+def refuse_empty_path(path: str, flag: str) -> Path:
+    """``path`` as a Path; an empty one is refused: Python reads it as the current folder, so ``--output-dir ""``
+    (an unset shell variable) would write into whatever folder the command runs in."""
+    if not path:
+        raise InvalidArgumentError(f"{flag} is empty (it would mean the current folder); give a folder name")
+    return Path(path)
+
+
+def _refuse_stats_size_args(args: argparse.Namespace) -> None:
+    """``world stats DIR`` describes a saved world: the sizing flags of ``--synthetic`` would be ignored."""
+    given = [flag for flag, value in (("--entities", args.entities), ("--scale", args.scale)) if value is not None]
+    if args.seed != 0:
+        given.append("--seed")
+    if given:
+        raise InvalidArgumentError(
+            f"{', '.join(given)}: settings of a --synthetic world only; drop them to describe the saved world "
+            f"{args.path}"
+        )
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    out = Path(args.output_dir)
+    from .world_sources import refuse_unused_loader_flags
+
+    refuse_bad_numbers(args, least={"seed": 0, "max_cities": 1, "max_entities": 1})
+    out = refuse_empty_path(args.output_dir, "--output-dir")
+    refuse_unused_loader_flags(args)
     check_output(out, "world", force=args.force)
     if folder_kind(out) == "world" and not args.force:
         raise InvalidArgumentError(f"{out} already holds a world; pass --force to overwrite it")
@@ -128,12 +164,14 @@ def _cmd_build(args: argparse.Namespace) -> int:
 def _cmd_stats(args: argparse.Namespace) -> int:
     if (args.path is None) == (not args.synthetic):
         raise InvalidArgumentError("give either a world directory or --synthetic (not both)")
+    refuse_bad_numbers(args, least={"seed": 0, "top": 0})
     if args.synthetic:
         args.input = None
         world = build_synthetic(args)
     else:
         from ..world import load_world
 
+        _refuse_stats_size_args(args)
         world = load_world(args.path, progress=args.progress)
     stats = world.stats(top=args.top)
     print(json.dumps(stats.as_dict(), indent=2, ensure_ascii=False) if args.json else format_stats(stats))

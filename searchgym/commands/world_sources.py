@@ -11,9 +11,24 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..errors import InvalidArgumentError, SearchGymRuntimeError
+from ..errors import InvalidArgumentError, MissingFileError, SearchGymRuntimeError
 
-__all__ = ["add_loader_arguments", "build_wikidata", "build_wikidata5m", "build_flashrag", "build_atlas_source"]
+__all__ = [
+    "add_loader_arguments",
+    "refuse_unused_loader_flags",
+    "build_wikidata",
+    "build_wikidata5m",
+    "build_flashrag",
+    "build_atlas_source",
+]
+
+#: loader flag (its ``args`` name, the flag, the value it has when not given) -> the built-in sources that read it
+_LOADER_FLAGS = (
+    ("max_cities", "--max-cities", None, ("atlas",)),
+    ("wiki_summaries", "--no-wiki-summaries", True, ("atlas",)),
+    ("max_entities", "--max-entities", None, ("wikidata",)),
+)
+_BUILTIN_SOURCES = ("synthetic", "wikidata", "wikidata5m", "flashrag", "atlas")
 
 
 def add_loader_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,11 +53,28 @@ def add_loader_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def refuse_unused_loader_flags(args: argparse.Namespace) -> None:
+    """Refuse a loader flag given with a built-in source that does not read it (``--max-cities 5`` with the
+    synthetic source would otherwise be ignored without a word). A source registered by others is not checked:
+    its builder may read any of them."""
+    source = getattr(args, "source", None)
+    if source not in _BUILTIN_SOURCES:
+        return
+    for name, flag, unset, readers in _LOADER_FLAGS:
+        if getattr(args, name, unset) != unset and source not in readers:
+            raise InvalidArgumentError(
+                f"{flag} applies to --source {' or '.join(readers)} only, not --source {source}; drop it"
+            )
+
+
 def _reject_size_args(args: argparse.Namespace, source: str) -> None:
     if getattr(args, "entities", None) is not None or getattr(args, "scale", None) is not None:
         raise InvalidArgumentError(
             f"--entities/--scale size the synthetic world only; --source {source} reads its size from the input"
         )
+
+
+_WIKIDATA5M_FILES = "wikidata5m_entity.txt, wikidata5m_relation.txt, *_triplet.txt and optionally wikidata5m_text.txt"
 
 
 def _input(args: argparse.Namespace, source: str, what: str) -> Path:
@@ -52,8 +84,17 @@ def _input(args: argparse.Namespace, source: str, what: str) -> Path:
     return Path(args.input)
 
 
-def _with_corpus(world, args: argparse.Namespace):
+def _corpus(args: argparse.Namespace) -> str | None:
+    """The ``--corpus`` path, checked to exist before the (possibly hour-long) read of ``--input`` starts."""
     corpus = getattr(args, "corpus", None)
+    if corpus and not Path(corpus).is_file():
+        raise MissingFileError(
+            f"--corpus {corpus}: no such file; give the path of a Search-R1/FlashRAG corpus (.jsonl, .jsonl.gz)"
+        )
+    return corpus
+
+
+def _with_corpus(world, args: argparse.Namespace, corpus: str | None):
     if not corpus:
         return world
     from ..world.loaders.flashrag import load_flashrag_corpus
@@ -69,7 +110,7 @@ def build_wikidata(args: argparse.Namespace):
     return load_wikidata_dump(
         path,
         max_entities=getattr(args, "max_entities", None),
-        corpus=getattr(args, "corpus", None),
+        corpus=_corpus(args),
         on_error=args.on_error,
         progress=args.progress,
     )
@@ -77,10 +118,20 @@ def build_wikidata(args: argparse.Namespace):
 
 def build_wikidata5m(args: argparse.Namespace):
     """``--source wikidata5m --input DIR [--corpus corpus.jsonl]``."""
-    from ..world.loaders.wikidata5m import load_wikidata5m
+    from ..world.loaders.wikidata5m import find_wikidata5m_files, load_wikidata5m
 
-    path = _input(args, "wikidata5m", "DIR (with wikidata5m_entity.txt, ..._relation.txt, *_triplet.txt, ..._text.txt)")
-    return _with_corpus(load_wikidata5m(path, on_error=args.on_error, progress=args.progress), args)
+    path = _input(args, "wikidata5m", f"DIR (with {_WIKIDATA5M_FILES})")
+    corpus = _corpus(args)
+    try:  # a folder listing: refuse a wrong --input before anything is read
+        find_wikidata5m_files(path)
+    except MissingFileError:
+        problem = "missing Wikidata5M files" if path.is_dir() else "no such folder"
+        raise MissingFileError(
+            f"--input {path}: {problem}; give the folder holding {_WIKIDATA5M_FILES} (each optionally .gz), "
+            "or the wikidata5m_transductive_*.txt / wikidata5m_inductive_*.txt split files in place of *_triplet.txt"
+        ) from None
+    world = load_wikidata5m(path, on_error=args.on_error, progress=args.progress)
+    return _with_corpus(world, args, corpus)
 
 
 def build_flashrag(args: argparse.Namespace):

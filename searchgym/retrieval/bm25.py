@@ -64,6 +64,20 @@ _MAX_PAIRS_PER_CHUNK = 8_000_000
 _SMALL_BATCH = 8
 
 
+def _check_params(k1: float, b: float) -> None:
+    """Refuse BM25 parameters outside their range; NaN (which passes every ``x < 0`` test and would be saved into
+    the manifest as invalid JSON) and infinity included."""
+    if not (0 <= k1 < float("inf") and 0 <= b <= 1):
+        raise InvalidArgumentError(f"need a finite k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}; give --k1/--b in range")
+
+
+def _dependency_bars(progress: bool) -> bool:
+    """Whether bm25s may draw its own ``tqdm`` bars: with ``progress`` and INFO logging on (``searchgym -v``) only.
+    searchgym's own progress line (the analysis pass) already covers indexing; bm25s's bars would otherwise
+    reach stderr on every ``searchgym index build``."""
+    return progress and logger.isEnabledFor(logging.INFO)
+
+
 def _bm25s():
     """Import bm25s without letting it start JAX on a GPU (see :mod:`.bm25s_import`)."""
     return import_bm25s()
@@ -76,6 +90,7 @@ class BM25Retriever(CorpusRetriever):
     :data:`BM25_METHODS`, default ``"lucene"``). ``stopwords``/``stemmer``: see
     :class:`~searchgym.retrieval.analyzer.Analyzer`. ``threads`` (``n_threads`` before): threads that
     score chunks of a large batch in parallel (scipy's sparse product releases the GIL); ``0``/``1`` = inline.
+    ``progress``: a progress line while the corpus is analysed (and bm25s's own bars when INFO logging is on).
     """
 
     backend = "bm25"
@@ -99,8 +114,7 @@ class BM25Retriever(CorpusRetriever):
         super().__init__(doc_ids, titles, texts, index_titles=index_titles)
         if method not in BM25_METHODS:
             raise InvalidArgumentError(f"unsupported BM25 method {method!r}; choose one of {BM25_METHODS}")
-        if k1 < 0 or not 0 <= b <= 1:
-            raise InvalidArgumentError(f"need k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
+        _check_params(k1, b)
         bm25s = _bm25s()
 
         analyzer = Analyzer(stopwords=stopwords, stemmer=stemmer)
@@ -108,7 +122,7 @@ class BM25Retriever(CorpusRetriever):
         if not vocab:
             raise InvalidArgumentError("the corpus has no indexable words (every document is empty or stopwords only)")
         model = bm25s.BM25(k1=k1, b=b, method=method, backend="numpy", csc_backend="scipy")
-        model.index((ids, vocab), create_empty_token=False, show_progress=progress)
+        model.index((ids, vocab), create_empty_token=False, show_progress=_dependency_bars(progress))
         del ids
         self._attach(model, analyzer, threads)
 
@@ -324,6 +338,7 @@ class RankBM25Retriever(CorpusRetriever):
         progress: bool = False,
     ) -> None:
         super().__init__(doc_ids, titles, texts, index_titles=index_titles)
+        _check_params(k1, b)
         from rank_bm25 import BM25Okapi
 
         self._analyzer = Analyzer(stopwords=stopwords, stemmer=stemmer)

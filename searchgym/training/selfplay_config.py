@@ -16,6 +16,7 @@ from ..core.moved import moved_getattr
 from ..errors import InvalidArgumentError
 from ..llm.decoding import CACHES
 from ..llm.role_adapters import ROLE_ADAPTER_MODES
+from .config_checks import check_shared_fields
 from .losses import LOSS_AGGREGATIONS, PROPOSER_BASELINES, SOLVER_ADVANTAGES, STD_DDOFS
 from .model_config import DTYPES, MIXED_PRECISION, ModelOptions
 
@@ -446,7 +447,7 @@ class TrainConfig(ModelOptions, ConfigIO):
         from ..wrappers.registry import reward_plan
 
         check_env_id(self.env_id)  # before anything loads: a typo must not cost a model load
-
+        check_shared_fields(self)  # finite numbers, the device, env_kwargs the env takes
         try:  # a registered name, a stack "dynasearcher,wcr" or "package.module:Wrapper"
             reward_plan(self.reward).check_options(self.reward_options)
         except InvalidArgumentError as exc:
@@ -580,10 +581,6 @@ class TrainConfig(ModelOptions, ConfigIO):
     def _check_env_kwargs(self) -> None:
         """A key that is both a config field and an env kwarg resolves one way: the config field, which
         the trainer passes to every env it builds; an ``env_kwargs`` copy must agree with it."""
-        if not isinstance(self.env_kwargs, dict):
-            raise InvalidArgumentError(
-                f"env_kwargs expects a mapping like env_kwargs={{order: shuffle}}, got {self.env_kwargs!r}"
-            )
         for key in sorted(set(self.env_kwargs) & {f.name for f in fields(self)}):
             if self.env_kwargs[key] != getattr(self, key):
                 raise InvalidArgumentError(

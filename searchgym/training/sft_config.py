@@ -7,7 +7,10 @@ from typing import Optional
 
 from ..core.config_io import ConfigIO
 from ..errors import InvalidArgumentError
+from .config_checks import check_shared_fields
 from .model_config import DTYPES, MIXED_PRECISION, ModelOptions
+
+__all__ = ["SFTConfig", "SFTResult"]
 
 LR_SCHEDULES = ("constant", "cosine")
 SOURCES = ("data", "self")
@@ -241,6 +244,7 @@ class SFTConfig(ModelOptions, ConfigIO):
         from ..envs.registration import check_env_id
 
         check_env_id(self.env_id)  # before anything loads: a typo must not cost a model load
+        check_shared_fields(self)
         choices = (
             ("dtype", DTYPES),
             ("lr_schedule", LR_SCHEDULES),

@@ -257,10 +257,11 @@ def get_reward(name: str) -> RewardSpec:
             raise InvalidArgumentError(
                 f"reward {name!r}: cannot import the wrapper ({exc}); give 'package.module:Name'"
             ) from None
-        if not inspect.isclass(wrapper):  # never call a function named on the command line (os:system)
+        if not (inspect.isclass(wrapper) and issubclass(wrapper, gym.Wrapper)):  # never call os:system and the like
+            what = wrapper.__name__ if inspect.isclass(wrapper) else type(wrapper).__name__
             raise InvalidArgumentError(
-                f"reward {name!r} is a {type(wrapper).__name__}, not a wrapper class; give "
-                "'package.module:Wrapper' naming a gymnasium.Wrapper subclass"
+                f"reward {name!r} is a {what}, not a gymnasium.Wrapper subclass; give 'package.module:Wrapper' "
+                "naming one"
             )
         return RewardSpec.of_wrapper(wrapper, name=name)
     if name not in _REGISTRY:

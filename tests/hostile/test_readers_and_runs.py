@@ -143,8 +143,10 @@ def test_a_reward_that_is_not_a_wrapper_class_is_never_called(monkeypatch, capsy
 
     called = []
     monkeypatch.setattr(os, "system", lambda *a: called.append(a))
-    _refused(capsys, ["play", "--games", "2", "--reward", "os:system"], "not a wrapper class", "gymnasium.Wrapper")
+    _refused(capsys, ["play", "--games", "2", "--reward", "os:system"], "is a function", "gymnasium.Wrapper subclass")
     assert called == []
+    # a class that is no wrapper is never built either (it would be called with the env)
+    _refused(capsys, ["play", "--games", "2", "--reward", "collections:OrderedDict"], "is a OrderedDict, not a gym")
 
 
 def test_impossible_hop_counts_are_refused_before_any_file(in_tmp, capsys):
