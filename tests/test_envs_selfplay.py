@@ -189,7 +189,7 @@ def test_read_trajectories_reads_the_first_format(tmp_path, tiny_world):
 def test_read_trajectories_errors(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"game": 0, "proposer": {"role": "proposer"}}\n')
-    with pytest.raises(ValueError, match="bad.jsonl:1"):
+    with pytest.raises(ValueError, match=r"bad.jsonl: line 1 is not a valid searchgym game record \(no .task. field\)"):
         read_trajectories(bad)
     with pytest.raises(FileNotFoundError):
         read_trajectories(tmp_path / "none.jsonl")
