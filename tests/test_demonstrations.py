@@ -260,3 +260,23 @@ def test_hop_counts_parse_and_refuse_bad_text():
     assert parse_hop_counts("") == {}
     with pytest.raises(ValueError, match="HOPS:N"):
         parse_hop_counts("1-300")
+    for text, words in (
+        ("1:²", "HOPS:N"),  # str.isdigit() took it and int() raised
+        ("3:99999999999999999999", "more than 100,000 tasks"),  # once grew memory for as long as it ran
+        ("1:2,1:3", "hop count 1 is given twice"),
+    ):
+        with pytest.raises(ValueError, match=words):
+            parse_hop_counts(text, "--solver")
+
+
+def test_demos_asked_for_nothing_refuses_before_the_output_is_rewritten(tmp_path, capsys):
+    """``demos`` with every count empty or 0 once wrote 0 demonstrations over an existing file, exit 0."""
+    from searchgym.cli import main
+
+    out = tmp_path / "demos.jsonl"
+    out.write_text('{"kept": 1}\n')
+    for solver in ("", "1:0"):
+        assert main(["demos", "--out", str(out), "--solver", solver, "--proposer", "", "--vanilla", ""]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "no demonstrations asked for" in err
+    assert out.read_text() == '{"kept": 1}\n'

@@ -44,15 +44,15 @@ def test_dataset_without_golden_answers_names_accepted_fields():
             load_flashrag_jsonl(FIX / "tiny_nogold.jsonl", on_error=mode)
 
 
-def _write_parquet(path: Path) -> None:
+def _write_parquet(path: Path, indices: tuple = (0, 1, 2)) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     prompt = "Answer the given question. ... For example, <answer> Beijing </answer>. Question: {q}\n"
     rows = [
-        ("nq", "who wrote hamlet?", ["William Shakespeare"], 0),
-        ("hotpotqa", "which city is the capital of france?", ["Paris"], 1),
-        ("nq", "what is the capital of merovia?", ["Ostrel", "Ostrel city"], 2),
+        ("nq", "who wrote hamlet?", ["William Shakespeare"]),
+        ("hotpotqa", "which city is the capital of france?", ["Paris"]),
+        ("nq", "what is the capital of merovia?", ["Ostrel", "Ostrel city"]),
     ]
     table = pa.table(
         {
@@ -60,7 +60,7 @@ def _write_parquet(path: Path) -> None:
             "prompt": [[{"role": "user", "content": prompt.format(q=r[1])}] for r in rows],
             "ability": ["fact-reasoning"] * 3,
             "reward_model": [{"style": "rule", "ground_truth": {"target": r[2]}} for r in rows],
-            "extra_info": [{"split": "test", "index": r[3]} for r in rows],
+            "extra_info": [{"split": "test", "index": i} for i in indices],
         }
     )
     pq.write_table(table, path)
@@ -78,6 +78,17 @@ def test_search_r1_parquet_grouped_by_data_source(tmp_path):
     # through a spec, several at once with the FlashRAG file
     sets = load_tasksets(f"{p},tiny=" + str(FIX / "tiny_qa.jsonl"))
     assert [s.name for s in sets] == ["nq", "hotpotqa", "tiny"]
+
+
+def test_a_search_r1_id_given_twice_in_a_dataset_is_refused_or_skipped(tmp_path):
+    """Two rows of one dataset under one ``extra_info.index`` made one eval record key twice: the run finished,
+    and every resume then failed on its own records."""
+    p = tmp_path / "dup.parquet"
+    _write_parquet(p, indices=(0, 0, 0))  # nq rows 0 and 2 share index 0; hotpotqa's 0 is another dataset's
+    with pytest.raises(DatasetFormatError, match=r"row 2: duplicate extra_info.index '0' in nq"):
+        load_searchr1_parquet(p)
+    sets = {ts.name: ts for ts in load_searchr1_parquet(p, on_error="skip")}
+    assert [t.question for t in sets["nq"].tasks] == ["who wrote hamlet?"] and len(sets["hotpotqa"].tasks) == 1
 
 
 def test_search_r1_prompt_rule():

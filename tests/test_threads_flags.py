@@ -20,8 +20,10 @@ def test_train_threads_sets_the_threads_field():
 
     assert resolve("--size", "cpu", "--threads", "2").threads == 2
     assert resolve("--size", "cpu").threads == 1  # the cpu size's own setting stays the default
-    with pytest.raises(InvalidArgumentError, match="--threads must be >= 1"):
+    with pytest.raises(InvalidArgumentError, match=r"--threads 0 \(at least 1\)"):
         resolve("--threads", "0")
+    with pytest.raises(InvalidArgumentError, match=r"--threads 99999999999999999999 \(at most 1024\)"):
+        resolve("--threads", "99999999999999999999")  # torch's set_num_threads overflowed, after the model loaded
 
 
 def test_eval_threads_defaults_to_one_and_applies_to_in_process_agents():

@@ -10,22 +10,36 @@ Example::
 from __future__ import annotations
 
 import json
+import re
 
 from ..errors import InvalidArgumentError
 from ..tasks.rewording import DEFAULT_TRAINING_WORDING, TRAINING_WORDINGS
 from .number_checks import refuse_bad_numbers
 
+#: the most tasks one hop count may ask for: ten times the largest recipe's, far beyond what a world yields, and a
+#: bound so that a typo (``1:30000000000``) fails at once instead of growing memory for hours
+MAX_TASKS_PER_HOP = 100_000
+_HOP_COUNT = re.compile(r"([0-9]+):([0-9]+)")  # ASCII digits only: str.isdigit() also takes '²', which int() refuses
 
-def parse_hop_counts(text: str) -> dict[int, int]:
-    """``"1:300,2:200"`` -> ``{1: 300, 2: 200}`` (hop count: number of tasks)."""
+
+def parse_hop_counts(text: str, flag: str = "--solver") -> dict[int, int]:
+    """``"1:300,2:200"`` -> ``{1: 300, 2: 200}`` (hop count: number of tasks). A malformed pair, a hop count
+    below 1, a count above :data:`MAX_TASKS_PER_HOP` or a hop count given twice is one error naming ``flag``."""
     out: dict[int, int] = {}
     for part in filter(None, (p.strip() for p in (text or "").split(","))):
-        hops, sep, n = part.partition(":")
-        if not sep or not hops.isdigit() or not n.isdigit() or int(hops) < 1:
+        match = _HOP_COUNT.fullmatch(part)
+        if match is None or int(match.group(1)) < 1:
             raise InvalidArgumentError(
-                f"bad hop count {part!r}: write HOPS:N pairs separated by commas, e.g. 1:300,2:200"
+                f"{flag}: bad hop count {part!r}: write HOPS:N pairs separated by commas, e.g. 1:300,2:200"
             )
-        out[int(hops)] = int(n)
+        hops, n = int(match.group(1)), int(match.group(2))
+        if n > MAX_TASKS_PER_HOP:
+            raise InvalidArgumentError(
+                f"{flag}: {part!r} asks for more than {MAX_TASKS_PER_HOP:,} tasks; ask for fewer"
+            )
+        if hops in out:
+            raise InvalidArgumentError(f"{flag}: hop count {hops} is given twice; give each hop count once")
+        out[hops] = n
     return out
 
 
@@ -75,16 +89,21 @@ def run(args) -> int:
     from ..training.demonstrations import demonstrations_by_hops
 
     refuse_bad_numbers(args, least={"seed": 0})
+    counts = {
+        role: parse_hop_counts(getattr(args, role), "--" + role.replace("_", "-"))
+        for role in ("solver", "proposer", "vanilla", "openings", "proposer_openings")
+    }
+    if not any(n for per_hop in counts.values() for n in per_hop.values()):  # before --out is opened: it is rewritten
+        raise InvalidArgumentError(
+            "no demonstrations asked for: every count of --solver, --proposer, --vanilla, --openings and "
+            "--proposer-openings is empty or 0; ask for some, e.g. --solver 1:300"
+        )
     filters = filter_settings(args.filter)
     world = resolve_world(args.world)
     stats = demonstrations_by_hops(
         world,
         args.out,
-        solver=parse_hop_counts(args.solver),
-        proposer=parse_hop_counts(args.proposer),
-        vanilla=parse_hop_counts(args.vanilla),
-        openings=parse_hop_counts(args.openings),
-        proposer_openings=parse_hop_counts(args.proposer_openings),
+        **counts,
         seed=args.seed,
         progress=True,
         wording=args.wording,

@@ -14,7 +14,11 @@ from typing import Mapping, Optional
 
 from ..errors import InvalidArgumentError
 
-__all__ = ["refuse_bad_numbers"]
+__all__ = ["refuse_bad_numbers", "MAX_THREADS"]
+
+#: the most ``--threads`` any command takes (torch's ``set_num_threads`` overflows on a huge one, with a
+#: traceback after the model has loaded); applied wherever a command's arguments have ``threads``
+MAX_THREADS = 1024
 
 
 def _flag(name: str) -> str:
@@ -28,10 +32,12 @@ def refuse_bad_numbers(
     most: Optional[Mapping[str, float]] = None,
 ) -> None:
     """Raise :class:`~searchgym.errors.InvalidArgumentError` naming every argument of ``args`` below its least
-    value in ``least``, above its most in ``most``, or not a finite number (NaN, inf). An argument left at
-    ``None`` (not given, no default) is not checked."""
+    value in ``least``, above its most in ``most`` (``threads`` at most :data:`MAX_THREADS` unless ``most``
+    says otherwise), or not a finite number (NaN, inf). An argument left at ``None`` (not given, no default) is
+    not checked."""
+    most = {"threads": MAX_THREADS, **(most or {})}
     bad = []
-    for name in dict.fromkeys([*least, *(most or {})]):
+    for name in dict.fromkeys([*least, *most]):
         value = getattr(args, name, None)
         if value is None:
             continue
@@ -39,7 +45,7 @@ def refuse_bad_numbers(
             bad.append(f"{_flag(name)} {value} (a finite number)")
         elif name in least and value < least[name]:
             bad.append(f"{_flag(name)} {value} (at least {least[name]})")
-        elif most and name in most and value > most[name]:
+        elif name in most and value > most[name]:
             bad.append(f"{_flag(name)} {value} (at most {most[name]})")
     if bad:
         raise InvalidArgumentError(f"{', '.join(bad)}: give a value in range")

@@ -21,8 +21,8 @@ import json
 import logging
 import textwrap
 
-from ..errors import InvalidArgumentError
 from .config_args import add_config_arguments, dump_config
+from .number_checks import refuse_bad_numbers
 
 logger = logging.getLogger(__name__)
 
@@ -117,8 +117,7 @@ def resolve_config(args: argparse.Namespace):
         items.append(f"total_steps={args.steps}")
     threads = getattr(args, "threads", None)
     if threads is not None:
-        if threads < 1:
-            raise InvalidArgumentError(f"--threads must be >= 1, got {threads}")
+        refuse_bad_numbers(args, least={"threads": 1})
         items.append(f"threads={threads}")
     cfg = cfg.with_overrides(items + list(args.set))
     return _drop_foreign_shipped_init(cfg, explicit=bool(getattr(args, "init", None)) or "init" in file_values)

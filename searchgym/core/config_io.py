@@ -10,9 +10,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence, TypeVar, get_type_hints
+from types import UnionType
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from ..errors import InvalidArgumentError, MissingFileError
 from .path_errors import not_there, unusable_path_reason
@@ -173,12 +175,25 @@ def _yaml_problem(exc: Exception, *, line: bool = True) -> str:
     return f"YAML syntax error{where}: {problem}"
 
 
+def _without_none(hint: Any) -> Any:
+    """``X`` of an optional hint ``X | None`` / ``Optional[X]``; any other hint unchanged."""
+    args = get_args(hint)
+    if get_origin(hint) in (Union, UnionType) and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        return rest[0] if len(rest) == 1 else hint
+    return hint
+
+
 def _coerce(key: str, value: Any, hint: Any) -> Any:
+    """``value`` read for the field ``key`` of type ``hint``: YAML's strings of numbers as numbers, numbers as
+    strings where a string is wanted; a value of another kind (a list for a model name, ``abc`` or ``.inf`` for
+    a count, ``null`` for a field that cannot be empty) is one error naming the field, before anything runs."""
     text = str(hint)
     if value is None:
         if "None" in text:
             return None
         raise InvalidArgumentError(f"{key} cannot be null")
+    hint = _without_none(hint)
     if hint is bool:
         if isinstance(value, bool):
             return value
@@ -191,7 +206,8 @@ def _coerce(key: str, value: Any, hint: Any) -> Any:
                 f"{key} expects {'an integer' if hint is int else 'a number'}, got {value!r}"
             ) from None
     if hint is int:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value:
+        whole = isinstance(value, int) or (isinstance(value, float) and math.isfinite(value) and value.is_integer())
+        if isinstance(value, bool) or not whole:
             raise InvalidArgumentError(f"{key} expects an integer, got {value!r}")
         return int(value)
     if hint is float:
@@ -202,6 +218,8 @@ def _coerce(key: str, value: Any, hint: Any) -> Any:
         raise InvalidArgumentError(f"{key} expects a mapping like {key}={{a: 1}}, got {value!r}")
     if hint is list and not isinstance(value, list):
         raise InvalidArgumentError(f"{key} expects a list like {key}=[a, b], got {value!r}")
+    if hint is str and isinstance(value, (dict, list)):
+        raise InvalidArgumentError(f"{key} expects a string, got {value!r}")
     if "str" in text and not isinstance(value, (str, dict, list)):
         return str(value)
     return value

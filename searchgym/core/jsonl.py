@@ -133,8 +133,9 @@ def json_of_line(raw: bytes):
 
 def bad_line(path: PathLike, lineno: int, exc: Exception, complete: bool = True) -> str:
     """The one message for a line that :func:`json_of_line` refused: ``<file>: line <n> is not valid JSON
-    (<why>); fix or delete that line`` (or, for a last line without its newline, that it is truncated)."""
-    what = "is truncated (an interrupted write?)" if not complete else f"is not valid JSON ({exc})"
+    (<why>); fix or delete that line`` (or, for a last line of text without its newline, that it is truncated)."""
+    torn = not complete and not isinstance(exc, UnicodeDecodeError)  # bytes that are no text were never a record
+    what = "is truncated (an interrupted write?)" if torn else f"is not valid JSON ({exc})"
     return f"{path}: line {lineno} {what}; fix or delete that line"
 
 

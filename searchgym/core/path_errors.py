@@ -18,6 +18,8 @@ UNUSABLE_PATH_REASONS = {
     errno.EACCES: "permission denied",
     errno.EPERM: "operation not permitted",
     errno.EROFS: "a read-only file system",
+    errno.ENAMETOOLONG: "a name longer than the file system allows",
+    errno.ELOOP: "a loop of symbolic links",
 }
 
 

@@ -228,6 +228,7 @@ def load_searchr1_parquet(path: str | Path, *, name: Optional[str] = None, on_er
         )
     by_source: dict[str, list[Task]] = {}
     errors: list[str] = []
+    seen: set[tuple[str, str]] = set()  # (dataset, id): an eval run keys its records by them
     for n, row in enumerate(rows):
         where = f"{p}:row {n}"
         prompt = _user_prompt(row.get("prompt"))
@@ -248,6 +249,10 @@ def load_searchr1_parquet(path: str | Path, *, name: Optional[str] = None, on_er
         extra = row.get("extra_info")
         extra = extra if isinstance(extra, dict) else {}
         tid = str(extra.get("index", n))
+        if (dataset, tid) in seen:  # two rows of one key: a run recording both could never resume
+            _fail(where, f"duplicate extra_info.index {tid!r} in {dataset}", on_error, errors)
+            continue
+        seen.add((dataset, tid))
         by_source.setdefault(dataset, []).append(
             Task(
                 id=tid,
@@ -258,7 +263,9 @@ def load_searchr1_parquet(path: str | Path, *, name: Optional[str] = None, on_er
             )
         )
     if not by_source:
-        raise DatasetFormatError(f"{p}: no usable rows ({len(errors)} malformed)")
+        raise DatasetFormatError(
+            f"{p}: no usable rows ({len(errors)} malformed); pass Search-R1's test.parquet or a file of its columns"
+        )
     # malformed rows are counted once, on the file's first dataset
     return [
         TaskSet(ds, tasks, skipped=len(errors) if i == 0 else 0, source=str(p), errors=errors if i == 0 else [])

@@ -86,6 +86,21 @@ def test_train_refuses_a_non_finite_number_in_dump_config(tmp_path, capsys, valu
     assert not (tmp_path / "c.yaml").exists()
 
 
+@pytest.mark.parametrize(
+    "item, words",
+    [
+        ("batch_size=1e999", "batch_size expects an integer, got inf"),  # int(inf): OverflowError traceback
+        ("seed=.nan", "seed expects an integer, got nan"),
+        ("threads=abc", "threads expects an integer, got 'abc'"),  # an optional int was not checked at all
+        ("model=[a]", "model expects a string, got ['a']"),  # kept as a list by the string branch
+        ("env_id=[1]", "env_id expects a string, got [1]"),  # unhashable-list traceback in check_env_id
+    ],
+)
+def test_train_refuses_a_config_value_of_the_wrong_kind(tmp_path, capsys, item, words):
+    _refused(capsys, ["train", "--set", item, "--dump-config", str(tmp_path / "o.yaml")], words)
+    assert not (tmp_path / "o.yaml").exists()
+
+
 def test_sft_refuses_non_finite_flags_before_loading_a_model(tmp_path, capsys):
     out = ["--data", str(tmp_path / "games.jsonl"), "--output-dir", str(tmp_path / "r")]
     _refused(capsys, ["sft", "--epochs", "nan", *out], "--epochs", "finite")

@@ -200,3 +200,15 @@ def test_sft_on_a_subgraph_pool_says_so_once(in_tmp, capsys):
     pool = in_tmp / "pool.jsonl"
     pool.write_text("".join(json.dumps({"id": f"sg{i}", "nodes": {}}) + "\n" for i in range(25)))
     _refused(capsys, ["sft", "--data", str(pool), "--output-dir", "r", "--max-steps", "1"], "25 malformed line(s)")
+
+
+def test_a_file_name_longer_than_the_file_system_allows_is_one_line(in_tmp, capsys):
+    """``OSError: [Errno 36] File name too long`` was a 30-line traceback from the output check."""
+    long = "a" * 300 + ".jsonl"
+    _refused(capsys, ["play", "--games", "1", "--export", long], "a name longer than the file system allows")
+    assert list(in_tmp.iterdir()) == []
+
+
+def test_binary_bytes_without_a_newline_are_not_called_an_interrupted_write(in_tmp, capsys):
+    (in_tmp / "bin.jsonl").write_bytes(b"\x7fELF\x02\x01\x01\x00\xd0\xff\xfe")
+    _refused(capsys, ["diagnose", "bin.jsonl"], "line 1 is not valid JSON ('utf-8' codec", "fix or delete that line")
