@@ -288,7 +288,7 @@ def reward_plan(reward: str | Sequence[str]) -> RewardPlan:
                 f"{s.name} replaces the reward, so it must come first (innermost), e.g. {s.name},wcr"
             )
         if s.name in names[:i]:
-            raise InvalidArgumentError(f"reward {s.name!r} is listed twice")
+            raise InvalidArgumentError(f"reward {s.name!r} is listed twice in {reward!r}; list each reward once")
     if sum(s.advantage == "step" for s in specs) > 1:
         raise InvalidArgumentError(f"{reward!r}: only one reward of a stack may give per-step rewards (SAPO reads one)")
     return RewardPlan(tuple(specs))
