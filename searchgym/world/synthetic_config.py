@@ -18,7 +18,7 @@ __all__ = ["SyntheticConfig", "MAX_ENTITIES", "MIN_ENTITIES"]
 MIN_ENTITIES = 200
 #: most entities :meth:`SyntheticConfig.scaled` / :meth:`SyntheticConfig.for_entities` build: memory and time grow
 #: linearly (1,000,000 entities: 3.0 GB peak, 84 s to build and save on one core), so this is ~6 GB and ~3 minutes,
-#: within a 2-core, 16 GB machine; a far larger request (``--entities 1e20``) would exhaust memory instead
+#: within a 2-core, 16 GB machine; a far larger one (``--entities 99999999999999999999``) would exhaust memory
 MAX_ENTITIES = 2_000_000
 
 # How each count scales with the size factor: geography grows slower than the population.
