@@ -172,13 +172,14 @@ def check_eval_args(args: argparse.Namespace) -> None:
     an empty ``--output-dir`` (it meant the current folder), a malformed ``--ray`` address, and flags that the
     run would silently ignore (LLM sampling flags for a model-free agent, a judge model without ``llm_judge``)."""
     from ..agents.eval_agents import SCRIPTED_AGENTS
-    from ..commands.number_checks import refuse_bad_numbers
+    from ..core.path_errors import refuse_empty_path
     from ..evaluation.metrics import check_metrics
     from ..evaluation.ray_eval import check_ray_address
+    from .number_checks import refuse_bad_numbers
 
     refuse_bad_numbers(args, least=_LEAST)
-    if args.output_dir is not None and not args.output_dir.strip():
-        raise InvalidArgumentError("--output-dir is empty; name a folder for the run, e.g. --output-dir runs/eval")
+    if args.output_dir is not None:
+        refuse_empty_path(args.output_dir, "--output-dir", "a folder for the run, e.g. --output-dir runs/eval")
     check_ray_address(args.ray)
     metrics = check_metrics(args.metrics)
     if args.judge_model is not None and "llm_judge" not in metrics:

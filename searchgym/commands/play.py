@@ -38,11 +38,12 @@ def _agent(name: str, env_id: str, seed: int):
 def check_play_args(args: argparse.Namespace) -> None:
     """Refuse, in one line before the world loads, numbers out of range (``--seed -1`` failed in gymnasium with a
     traceback) and an empty ``--export`` (it exported nothing, silently)."""
+    from ..core.path_errors import refuse_empty_path
     from .number_checks import refuse_bad_numbers
 
     refuse_bad_numbers(args, least={"games": 1, "seed": 0})  # --max-turns 0 is the env's to refuse
-    if args.export is not None and not args.export.strip():
-        raise InvalidArgumentError("--export is empty; name the JSONL file to write the games to, e.g. games.jsonl")
+    if args.export is not None:
+        refuse_empty_path(args.export, "--export", "the JSONL file to write the games to, e.g. games.jsonl")
 
 
 def run_play(args: argparse.Namespace) -> int:

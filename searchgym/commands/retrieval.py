@@ -8,10 +8,10 @@ import socket
 import sys
 import time
 
+from ..core.path_errors import refuse_empty_path
 from ..core.renamed import add_renamed_flag
 from ..errors import InvalidArgumentError
 from .number_checks import refuse_bad_numbers
-from .world import refuse_empty_path
 
 logger = logging.getLogger(__name__)
 

@@ -15,10 +15,10 @@ import importlib
 import json
 import logging
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Union
 
 from ..core.artefacts import check_output, folder_kind
+from ..core.path_errors import refuse_empty_path
 from ..core.renamed import add_renamed_flag
 from ..errors import InvalidArgumentError
 from ..world.synthetic_config import MAX_ENTITIES, MIN_ENTITIES
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["WORLD_SOURCES", "register_source", "register", "build_synthetic", "format_stats", "refuse_empty_path"]
+__all__ = ["WORLD_SOURCES", "register_source", "register", "build_synthetic", "format_stats"]
 
 Builder = Callable[[argparse.Namespace], "World"]
 
@@ -116,14 +116,6 @@ def _add_size_args(p: argparse.ArgumentParser) -> None:
         metavar="X",
         help=f"synthetic world X times the default size (~2,850; at most {MAX_ENTITIES:,} entities)",
     )
-
-
-def refuse_empty_path(path: str, flag: str) -> Path:
-    """``path`` as a Path; an empty one is refused: Python reads it as the current folder, so ``--output-dir ""``
-    (an unset shell variable) would write into whatever folder the command runs in."""
-    if not path:
-        raise InvalidArgumentError(f"{flag} is empty (it would mean the current folder); give a folder name")
-    return Path(path)
 
 
 def _refuse_stats_size_args(args: argparse.Namespace) -> None:

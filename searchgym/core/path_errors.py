@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import errno
 import os
+from pathlib import Path
 from typing import Optional
 
-__all__ = ["UNUSABLE_PATH_REASONS", "not_there", "unusable_path_reason"]
+from ..errors import InvalidArgumentError
+
+__all__ = ["UNUSABLE_PATH_REASONS", "not_there", "unusable_path_reason", "refuse_empty_path"]
 
 #: errno values of a path the command was given but cannot use, and why, in words
 UNUSABLE_PATH_REASONS = {
@@ -48,3 +51,12 @@ def not_there(path: "os.PathLike[str] | str", *, folder: bool = False) -> str:
     if os.path.isdir(path):
         return "is a folder, not a file"
     return "is not a regular file" if not os.path.isfile(path) else "cannot be read"
+
+
+def refuse_empty_path(path: str, flag: str, give: str = "a folder name") -> Path:
+    """``path`` as a Path; an empty (or blank) one is refused naming ``flag`` and what to ``give``: Python reads
+    it as the current folder, so ``--output-dir ""`` (an unset shell variable) would write into whatever folder
+    the command runs in, and ``--export ""`` would silently export nothing."""
+    if not path.strip():
+        raise InvalidArgumentError(f"{flag} is empty (it would mean the current folder); give {give}")
+    return Path(path)
