@@ -13,6 +13,7 @@ from typing import Iterable, Optional, Sequence
 import numpy as np
 
 from ..core.answers import cover_exact_match, exact_match, token_f1
+from ..core.comma_lists import comma_items
 from ..errors import InvalidArgumentError
 
 __all__ = [
@@ -37,12 +38,12 @@ _BATCH = 200  # resamples drawn per batch: bounds memory at 200 x n floats
 
 def check_metrics(names: str | Sequence[str]) -> tuple[str, ...]:
     """Validated metric names (comma-separated string or list); an unknown one lists the valid ones."""
-    items = [n.strip() for n in (names.split(",") if isinstance(names, str) else names)]
     choose = f"choose from {', '.join(METRICS)}"
-    if not any(items):
-        raise InvalidArgumentError(f"no metric given; {choose}")
-    if not all(items):
-        raise InvalidArgumentError(f"metrics {names!r} hold an empty name between commas; drop the extra comma")
+    items = comma_items(
+        names,
+        none=f"no metric given; {choose}",
+        gap=f"metrics {names!r} hold an empty name between commas; drop the extra comma",
+    )
     bad = [n for n in items if n not in METRICS]
     if bad:
         raise InvalidArgumentError(f"unknown metric(s) {bad}; {choose}")

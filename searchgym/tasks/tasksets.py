@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from ..core.comma_lists import comma_items
 from ..core.path_errors import not_there
 from ..core.types import Task
 from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
@@ -318,13 +319,13 @@ def _with_dataset(task: Task, name: str) -> Task:
 
 def parse_spec(spec: str | Sequence[str]) -> list[tuple[Optional[str], str]]:
     """``"builtin,nq=nq.jsonl"`` → ``[(None, "builtin"), ("nq", "nq.jsonl")]``."""
-    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    items = comma_items(
+        spec,
+        none="no task set given; use builtin, atlas, a FlashRAG .jsonl or a Search-R1 .parquet",
+        gap=f"--tasks {spec!r} has an empty item between commas; drop the extra comma",
+    )
     out: list[tuple[Optional[str], str]] = []
-    if not any(i.strip() for i in items):
-        raise InvalidArgumentError("no task set given; use builtin, atlas, a FlashRAG .jsonl or a Search-R1 .parquet")
-    for item in (i.strip() for i in items):
-        if not item:
-            raise InvalidArgumentError(f"--tasks {spec!r} has an empty item between commas; drop the extra comma")
+    for item in items:
         name, eq, src = (part.strip() for part in item.partition("="))
         if eq and not (name and src):
             raise InvalidArgumentError(

@@ -28,6 +28,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import gymnasium as gym
 
+from ..core.comma_lists import comma_items
 from ..errors import InvalidArgumentError
 from .dynasearcher_reward import DynaSearcherReward
 from .evidence_verifier_reward import EvidenceVerifierReward
@@ -274,11 +275,11 @@ def get_reward(name: str) -> RewardSpec:
 
 def reward_plan(reward: str | Sequence[str]) -> RewardPlan:
     """Parse ``"binary"``, ``"wcr"``, ``"dynasearcher,wcr"`` or ``"pkg.mod:Wrapper"`` (or a list of names)."""
-    names = [n.strip() for n in (reward.split(",") if isinstance(reward, str) else reward)]
-    if not any(names):
-        raise InvalidArgumentError("no reward given; use binary, one reward name or a comma-separated stack")
-    if not all(names):
-        raise InvalidArgumentError(f"reward {reward!r} has an empty name between commas; drop the extra comma")
+    names = comma_items(
+        reward,
+        none="no reward given; use binary, one reward name or a comma-separated stack",
+        gap=f"reward {reward!r} has an empty name between commas; drop the extra comma",
+    )
     specs = [get_reward(n) for n in names]
     if len(specs) > 1 and any(s.factory is None for s in specs):
         raise InvalidArgumentError(f"{reward!r}: 'binary' is the env's own reward and cannot be stacked; drop it")
