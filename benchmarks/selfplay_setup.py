@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from searchgym.core.atomic_writes import write_text
+from searchgym.training.recipes import SIZES as RECIPE_SIZES
 
 logger = logging.getLogger("bench_selfplay")
 
@@ -69,12 +70,9 @@ _GPU_TRAIN = dict(
     max_new_tokens=128,
     total_steps=6,
     save_every=2,
-    # a LoRA adapter on the merged cold start (a few MB to copy off the machine), at the CPU size's LoRA lr
-    lora=True,
-    lora_r=16,
-    lora_alpha=32,
-    lora_dropout=0.0,
-    lr=1e-4,
+    # a LoRA adapter on the merged cold start (a few MB to copy off the machine): the recipes' cpu size's adapter
+    # and lr, read from there so the two sizes cannot drift apart
+    **{key: RECIPE_SIZES["cpu"][key] for key in ("lora", "lora_r", "lora_alpha", "lora_dropout", "lr")},
 )
 SIZES: dict[str, dict[str, Any]] = {
     "cpu": dict(
