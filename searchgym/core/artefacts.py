@@ -22,6 +22,7 @@ from typing import Callable, Iterable, Optional, Union
 
 from ..errors import InvalidArgumentError
 from .atomic_writes import write_file
+from .path_errors import refuse_empty_path
 
 __all__ = [
     "FOLDER_KINDS",
@@ -172,9 +173,7 @@ def check_report_output(
     if kind not in REPORT_KINDS:
         raise InvalidArgumentError(f"unknown report kind {kind!r}; one of {tuple(REPORT_KINDS)}")
     wanted = suffixes or REPORT_KINDS[kind]
-    if not str(path).strip():
-        raise InvalidArgumentError(f"the path for the {kind} is empty; give a file name, e.g. report{wanted[0]}")
-    p = Path(path)
+    p = refuse_empty_path(str(path), f"the path for the {kind}", f"a file name, e.g. report{wanted[0]}")
     if p.is_dir():
         raise InvalidArgumentError(f"{p} is a folder; give a file name for the {kind}, e.g. {p / ('x' + wanted[0])}")
     _refuse_input(p, kind, inputs)
