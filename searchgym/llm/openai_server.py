@@ -41,6 +41,10 @@ __all__ = ["OpenAIServer", "RequestError", "main"]
 _REFUSED = {"stream": "streaming", "tools": "tool definitions", "functions": "function definitions"}
 
 
+#: the largest request body read (a chat request is a few KB; a larger Content-Length is answered 413 unread)
+MAX_BODY_BYTES = 16 * 1024 * 1024
+
+
 class RequestError(InvalidArgumentError):
     """A request this server cannot honour; answered with HTTP 400 and this message."""
 
@@ -198,18 +202,30 @@ def _handler(server: OpenAIServer) -> type:
 
         def do_POST(self) -> None:
             """``/v1/chat/completions`` and ``/v1/completions``."""
-            n = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(n)
+            length = (self.headers.get("Content-Length") or "0").strip()
+            if not (length.isascii() and length.isdigit()) or int(length) > MAX_BODY_BYTES:
+                self.close_connection = True  # the body's end is unknown: the connection cannot be reused
+                return self._error(
+                    413 if length.isascii() and length.isdigit() else 400,
+                    f"Content-Length must be a number of bytes up to {MAX_BODY_BYTES}, got {length[:40]!r}",
+                    "invalid_request_error",
+                )
+            raw = self.rfile.read(int(length))
             path = self.path.split("?", 1)[0].rstrip("/")
             if path not in ("/v1/chat/completions", "/v1/completions"):
                 return self._error(404, f"unknown path {self.path}", "not_found_error")
             try:
                 body = json.loads(raw or b"{}")
+            except RecursionError:
+                return self._error(
+                    400, "the request body's JSON is nested too deeply to parse", "invalid_request_error"
+                )
+            except ValueError:  # not UTF-8, not JSON, or an integer too long to convert
+                return self._error(400, "the request body is not UTF-8 JSON", "invalid_request_error")
+            try:
                 if not isinstance(body, dict):
                     raise RequestError("the request body must be a JSON object")
                 return self._send(200, server.complete(path, body))
-            except json.JSONDecodeError:
-                return self._error(400, "the request body is not JSON", "invalid_request_error")
             except RequestError as exc:
                 return self._error(400, str(exc), "invalid_request_error")
             except GenerationError as exc:
