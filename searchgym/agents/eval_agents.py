@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from ..core.arg_checks import check_count, check_number
 from ..core.llm import GenerationConfig
 from ..core.moved import moved_getattr
 from ..errors import InvalidArgumentError
@@ -129,8 +130,12 @@ class AgentSpec:
             raise InvalidArgumentError(
                 f"agent {self.kind!r} needs --model (a model folder, a checkpoint folder or 'smollm2')"
             )
-        if self.concurrency < 1 or self.timeout <= 0 or self.retries < 0 or self.max_new_tokens < 1:
-            raise InvalidArgumentError("need concurrency >= 1, timeout > 0, retries >= 0 and max_new_tokens >= 1")
+        check_count("concurrency", self.concurrency)
+        check_number("timeout", self.timeout, above=0, hint="seconds per request")
+        check_count("retries", self.retries, least=0)
+        check_count("max_new_tokens", self.max_new_tokens)
+        check_number("temperature", self.temperature, least=0, hint="0: greedy")
+        check_count("seed", self.seed, least=None)
         from ..llm.transformers_backend import ENGINES
 
         if self.engine not in ENGINES:

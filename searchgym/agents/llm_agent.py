@@ -19,6 +19,7 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
+from ..core.arg_checks import check_count, check_number
 from ..core.llm import GenerationConfig, Prompt, TextGenerator
 from ..core.rng_state import random_state_from_data
 from ..errors import InvalidArgumentError
@@ -43,6 +44,14 @@ class AgentConfig:
         default=STOP_STRINGS, metadata={"help": "Strings that end a turn (the protocol's closing tags)."}
     )
     seed: int | None = field(default=0, metadata={"help": "Seed of the per-call sampling seeds (null: unseeded)."})
+
+    def __post_init__(self) -> None:
+        """Refuse a setting the generator would fail on, or sample wrongly with, at the first turn (NaN, a bool,
+        a string), naming it."""
+        check_count("max_new_tokens", self.max_new_tokens)
+        check_number("temperature", self.temperature, least=0, hint="0: greedy")
+        check_number("top_p", self.top_p, above=0, most=1, hint="1.0: off")
+        check_count("seed", self.seed, least=None, optional=True, hint="None: unseeded")
 
 
 @dataclass

@@ -23,12 +23,15 @@ import re
 from typing import Any, Optional
 
 from ..construction.question_templates import path_question
+from ..core.arg_checks import check_count
 from ..core.rng_state import stable_seed
 from ..core.subgraph import Subgraph
+from ..core.text_scan import split_doc_headers
 from ..core.types import Trajectory
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, InvalidTypeError
 from ..scoring.outcomes import information_materials
 from ..tasks.tasksets import task_key
+from ..world import World
 
 __all__ = [
     "ScriptedAgent",
@@ -61,13 +64,13 @@ class ScriptedAgent:
 
 
 # --------------------------------------------------------------------------- reading
-_DOC_RE = re.compile(r'Doc\s+\d+\s*\(Title:\s*"(.*?)"\)\s*')
 _SENT_RE = re.compile(r"(?<=[.!?;])\s+|\n+")
 _SPAN_RE = re.compile(
     r"\b\d{1,2} (?:January|February|March|April|May|June|July|August|September|October|November|December) \d{1,4}\b"
     r"|\b(?:January|February|March|April|May|June|July|August|September|October|November|December) \d{1,2}, \d{1,4}\b"
     r"|\b\d{1,3}(?:,\d{3})+(?:\.\d+)?\b|\b\d+(?:\.\d+)?\b"
-    r"|\b[A-Z][\w'\-]*(?:\s+(?:of|de|du|la|le|von|van|der)?\s*[A-Z][\w'\-]*)*"
+    # the particle owns the spaces after it: "\s+(?:of|…)?\s*" split a run of n spaces n ways (O(n²))
+    r"|\b[A-Z][\w'\-]*(?:\s+(?:(?:of|de|du|la|le|von|van|der)\s*)?[A-Z][\w'\-]*)*"
 )
 _NOT_NAMES = frozenset(
     "It Its He She His Her They Their The This That These Those In On At As By For From After Before During "
@@ -157,7 +160,7 @@ class SimpleExtractor:
     def extract(self, information: str, entity: str, relation: str, question: str = "") -> Optional[str]:
         """The best candidate answer, or ``None`` when the text offers nothing."""
         docs = []
-        parts = _DOC_RE.split(information)
+        parts = split_doc_headers(information)  # re.split of Doc\s+\d+\s*\(Title:\s*"(.*?)"\)\s*, linear
         for i in range(1, len(parts) - 1, 2):
             docs.append((parts[i], parts[i + 1]))
         if not docs:
@@ -201,6 +204,10 @@ class PathFollowingSolver(ScriptedAgent):
     """
 
     def __init__(self, world: Any = None) -> None:
+        if world is not None and not isinstance(world, World):
+            raise InvalidTypeError(
+                f"world must be a World (its reader answers from documents) or None, got {world!r:.80}"
+            )
         self.world = world
         self._simple = SimpleExtractor()
 
@@ -289,6 +296,10 @@ _TAGS = (
     "< Answer >",
 )
 _WORDS = ("the", "capital", "born", "river", "Alice", "1204", "who", "what", "{", "}", '"query":', "\n", "é", "中")
+#: the most pieces a RandomAgent turn may have (each turn draws up to this many; 10**30 would never finish)
+MAX_RANDOM_PIECES = 1_000_000
+#: the longest oversized turn a MalformedAgent writes, in characters (100 MB; the env cuts turns at 20,000)
+MAX_MALFORMED_SIZE = 100_000_000
 
 
 class RandomAgent(ScriptedAgent):
@@ -301,8 +312,8 @@ class RandomAgent(ScriptedAgent):
     """
 
     def __init__(self, seed: int = 0, max_pieces: int = 30) -> None:
-        self.seed = seed
-        self.max_pieces = max_pieces
+        self.seed = check_count("seed", seed, least=None)
+        self.max_pieces = check_count("max_pieces", max_pieces, least=0, most=MAX_RANDOM_PIECES)
 
     def turn(self, traj: Trajectory, slot: int) -> str:
         task = traj.task
@@ -320,7 +331,7 @@ class MalformedAgent(ScriptedAgent):
     enormous text, control characters."""
 
     def __init__(self, size: int = 200_000) -> None:
-        self.size = size
+        self.size = check_count("size", size, least=0, most=MAX_MALFORMED_SIZE, hint="characters of the oversized turn")
 
     def outputs(self, traj: Trajectory) -> list[str]:
         """The malformed turns, in the order they are played."""
@@ -356,7 +367,7 @@ class ScriptedSelfPlayAgent:
         proposer: Optional[ScriptedAgent] = None,
         solver: Optional[ScriptedAgent] = None,
     ) -> None:
-        self.seed = seed
+        self.seed = check_count("seed", seed, least=None)
         self.proposer = proposer or ScriptedProposer()
         self.solver = solver or PathFollowingSolver(world)
 

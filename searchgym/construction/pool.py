@@ -39,6 +39,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.arg_checks import check_count
 from ..core.artefacts import check_output
 from ..core.jsonl import check_unique, open_append, scan_jsonl
 from ..core.moved import moved_getattr
@@ -400,10 +401,8 @@ def _run_concurrent(work, run: _PoolRun, concurrency: int, max_attempts: int, st
 
 def _eligible_index(world, n, concurrency: int, selector, config: ExtractionConfig):
     """Validate the arguments of :func:`build_pool`; return the world's extraction index."""
-    if not isinstance(n, int) or n < 0:
-        raise InvalidArgumentError(f"n must be a non-negative int, got {n!r}")
-    if concurrency < 1:
-        raise InvalidArgumentError(f"concurrency must be >= 1, got {concurrency}")
+    check_count("n", n, least=0, hint="subgraphs to accept")
+    check_count("concurrency", concurrency)
     if not callable(getattr(selector, "select", None)):
         raise InvalidTypeError(f"selector must have a select(context) -> int method, got {type(selector).__name__}")
     idx = extraction_index(world, config)
@@ -467,6 +466,9 @@ def build_pool(
     no eligible relation or no entity with an eligible edge. ``ray``: a
     :class:`~searchgym.core.ray_support.RayConfig` fans the extraction out over Ray actors (same pool).
     """
+    seed = check_count("seed", seed, least=0)
+    max_attempts = check_count("max_attempts", max_attempts, least=0, optional=True, hint="None: 20 * n + 1000")
+    abort_after_selector_failures = check_count("abort_after_selector_failures", abort_after_selector_failures, least=0)
     config = config or ExtractionConfig()
     selector = selector if selector is not None else HeuristicSelector(seed)
     idx = _eligible_index(world, n, concurrency, selector, config)

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Optional
 
 from ..core.subgraph import Subgraph, SubgraphNode
+from ..errors import SearchGymError
 
 __all__ = [
     "FORWARD_TEMPLATES",
@@ -170,6 +171,9 @@ Hop = tuple[frozenset, bool]
 phrase: "place of birth" and "born in") and whether it is walked forward (head to tail)."""
 
 _MAX_READINGS = 16  # a question of nested phrases has few readings; this bounds pathological ones
+#: the most distinct nested phrases read from one question (a real one has a few per hop); a question that needs
+#: more has no reading, instead of a recursion per phrase (RecursionError near 1,000) costing O(n) each
+_MAX_PHRASES = 256
 _HOLE = "\x00"
 
 
@@ -204,11 +208,38 @@ def _patterns(extra_labels: tuple[str, ...]) -> tuple[tuple[str, str, bool, froz
 
 
 def _wh_re() -> re.Pattern:
+    """The start of a template question, ``"What is "``: group 1 is the whitespace after "is"."""
     words = sorted({w.lower() for w in _NOUNS.values()} | {"what"}, key=len, reverse=True)
-    return re.compile(rf"^\s*(?:{'|'.join(map(re.escape, words))})\s+is\s+(.+?)\s*\?\s*$", re.IGNORECASE | re.DOTALL)
+    return re.compile(rf"^\s*(?:{'|'.join(map(re.escape, words))})\s+is(\s+)", re.IGNORECASE)
 
 
 _WH_RE = _wh_re()
+
+
+class _TooNested(SearchGymError):
+    """A question with more than :data:`_MAX_PHRASES` nested phrases to read (caught: it has no reading)."""
+
+
+def _asked_phrase(question: str) -> Optional[str]:
+    r"""The phrase of a ``"What is <phrase>?"`` question, exactly as group 1 of
+    ``^\s*(?:<wh words>)\s+is\s+(.+?)\s*\?\s*$`` (IGNORECASE, DOTALL), or None where that does not match.
+
+    In linear time: that lazy group rescanned a run of whitespace from each of its characters (O(n²)). The
+    phrase ends at the last non-space before the final ``?``; when only the ``?`` follows "is", the pattern took
+    the last of two or more spaces before it as the phrase.
+    """
+    m = _WH_RE.match(question)
+    if m is None:
+        return None
+    asked = question.rstrip()  # str.isspace() is exactly re's \s
+    if not asked.endswith("?"):
+        return None
+    mark, start = len(asked) - 1, m.end()
+    if mark > start:  # question[start] is not a space: the phrase runs to the last non-space before the "?"
+        return question[start : len(asked[:-1].rstrip())]
+    if mark == start and m.end(1) - m.start(1) >= 2:
+        return question[start - 1 : start]
+    return None
 
 
 def read_path_question(
@@ -220,17 +251,23 @@ def read_path_question(
     exactly one entity name (the reader's own name index decides). ``labels`` adds relation labels the
     templates do not know (read through the fallback phrases). A question not in that form, or one
     whose innermost phrase is not a name, has no reading: ``[]``. Readings come in a stable order,
-    at most 16 of them (nested phrases can be ambiguous; the caller tries them in order).
+    at most 16 of them (nested phrases can be ambiguous; the caller tries them in order). A question whose
+    reading would look at more than 256 distinct nested phrases (``_MAX_PHRASES``; hundreds of hops) has none.
     """
-    m = _WH_RE.match(question or "")
-    if not m:
+    phrase = _asked_phrase(question or "")
+    if phrase is None:
         return []
     patterns = _patterns(tuple(sorted(set(labels))))
     memo: dict[str, list[tuple[str, list[Hop]]]] = {}
+    started = 0
 
     def read(text: str) -> list[tuple[str, list[Hop]]]:
+        nonlocal started
         if text in memo:
             return memo[text]
+        started += 1
+        if started > _MAX_PHRASES:
+            raise _TooNested
         out: list[tuple[str, list[Hop]]] = []
         low = text.lower()
         for prefix, suffix, forward, keys in patterns:
@@ -247,4 +284,8 @@ def read_path_question(
         memo[text] = out[:_MAX_READINGS]
         return memo[text]
 
-    return [(seed, hops) for seed, hops in read(" ".join(m.group(1).split())) if hops]
+    try:
+        readings = read(" ".join(phrase.split()))
+    except _TooNested:
+        return []
+    return [(seed, hops) for seed, hops in readings if hops]

@@ -21,6 +21,7 @@ from typing import Any, Mapping, Optional, Sequence, TypeVar, Union
 
 import gymnasium as gym
 
+from ..core.arg_checks import check_choice, check_count, check_flag
 from ..core.prompts import check_protocol, render_proposer, render_solver
 from ..core.rng_state import numpy_generator_from_state, random_state_from_data
 from ..core.types import Task, Trajectory
@@ -134,16 +135,16 @@ class TextEnvBase(gym.Env):
         too_many_answers: str = "invalid",
         proposer_evidence: bool = False,
     ) -> None:
-        if too_many_answers not in TOO_MANY_ANSWERS:
-            raise InvalidArgumentError(
-                f"too_many_answers must be one of {', '.join(TOO_MANY_ANSWERS)}, got {too_many_answers!r}"
-            )
+        check_choice("too_many_answers", too_many_answers, TOO_MANY_ANSWERS)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise InvalidArgumentError(
                 f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}"
             )
-        if max_turns < 1:
-            raise InvalidArgumentError(f"max_turns must be >= 1, got {max_turns}")
+        max_turns = check_count("max_turns", max_turns)
+        top_k = check_count("top_k", top_k)
+        doc_max_chars = check_count("doc_max_chars", doc_max_chars, optional=True, hint="None: no cap")
+        max_action_chars = check_count("max_action_chars", max_action_chars)
+        proposer_evidence = check_flag("proposer_evidence", proposer_evidence)
         self.render_mode = render_mode
         self.protocol = check_protocol(protocol)
         self.world = resources.resolve_world(world)

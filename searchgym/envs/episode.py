@@ -20,6 +20,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
+from ..core.arg_checks import check_choice, check_count
 from ..core.prompts import check_protocol
 from ..core.types import Role, SearchCall, Segment, Task, Trajectory, Turn
 from ..errors import InvalidArgumentError, InvalidTypeError
@@ -71,8 +72,8 @@ class SearchEngine:
         doc_max_chars: Optional[int] = DEFAULT_DOC_MAX_CHARS,
         layout: str = "searchgym",
     ) -> None:
-        if top_k < 1:
-            raise InvalidArgumentError(f"top_k must be >= 1, got {top_k}")
+        top_k = check_count("top_k", top_k)
+        doc_max_chars = check_count("doc_max_chars", doc_max_chars, optional=True, hint="None: no cap")
         self.layout = check_layout(layout)
         self.retriever = retriever
         self.kg = kg
@@ -133,13 +134,9 @@ class Rollout:
         kg: bool = False,
         too_many_answers: str = "invalid",
     ) -> None:
-        if too_many_answers not in TOO_MANY_ANSWERS:
-            raise InvalidArgumentError(
-                f"too_many_answers must be one of {', '.join(TOO_MANY_ANSWERS)}, got {too_many_answers!r}"
-            )
-        self.too_many_answers = too_many_answers
-        if max_turns < 1:
-            raise InvalidArgumentError(f"max_turns must be >= 1, got {max_turns}")
+        self.too_many_answers = check_choice("too_many_answers", too_many_answers, TOO_MANY_ANSWERS)
+        max_turns = check_count("max_turns", max_turns)
+        max_action_chars = check_count("max_action_chars", max_action_chars)
         self.protocol = check_protocol(protocol)
         self.kg = kg
         self.max_turns = max_turns

@@ -106,6 +106,8 @@ class TrajectoryWriter:
     def __init__(self, path: Union[str, Path], *, mode: str = "a") -> None:
         if mode not in ("a", "w"):
             raise InvalidArgumentError(f"mode must be 'a' (append) or 'w' (truncate), got {mode!r}")
+        if not isinstance(path, (str, os.PathLike)):
+            raise InvalidArgumentError(f"export_path must be a file path (or a TrajectoryWriter), got {path!r:.80}")
         self.path = Path(path)
         check_output(self.path, "trajectory export")
         self._output_lock = OutputLock(self.path, what="export file", shared_in_process=True).acquire()

@@ -161,14 +161,14 @@ class ToolTurn:
 _CALL_RE = re.compile(r"<\s*tool_call\s*>(.*?)(?:<\s*/\s*tool_call\s*>|$)", re.IGNORECASE | re.DOTALL)
 _NAME_RE = re.compile(r'"name"\s*:\s*"([^"]{1,64})"')
 _FINAL_SPANS = re.compile(r"<\s*(answer|question|evidence)\s*>.*?(?:<\s*/\s*\1\s*>|$)", re.IGNORECASE | re.DOTALL)
-_ANY_TAG = re.compile(r"<\s*/?\s*[a-zA-Z_]+\s*>")
+_ANY_TAG = re.compile(r"<\s*(?:/\s*)?[a-zA-Z_]+\s*>")  # not <\s*/?\s*: two adjacent \s* split a run O(n²) ways
 
 
 def _call_json(body: str) -> tuple[str, Any, Optional[str]]:
     """``(name, arguments, error)`` of a Hermes ``<tool_call>`` body."""
     try:
         obj = json.loads(body.strip())
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply to decode
         m = _NAME_RE.search(body)
         return (m.group(1) if m else "unknown"), body.strip(), "its JSON does not parse"
     if not isinstance(obj, dict):
@@ -243,7 +243,7 @@ def _check_call(
     if isinstance(args, str):
         try:
             args = json.loads(args)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deeply to decode
             return f"the arguments are not valid JSON; call it as {_USAGE[name]}", None, None
     if not isinstance(args, dict):
         return f"the arguments must be a JSON object; call it as {_USAGE[name]}", None, None

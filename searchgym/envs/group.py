@@ -17,6 +17,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 from gymnasium import spaces
 
+from ..core.arg_checks import check_count
 from ..core.info import KIND_GROUP, GroupInfo
 from ..core.rewards import RewardEvent
 from ..core.types import Task, Trajectory
@@ -26,9 +27,26 @@ from .base import TextEnvBase, pick_task, resolve_tasks
 from .episode import Rollout, advance
 from .spaces import text_space
 
-__all__ = ["KGSolverGroupEnv", "SolverGroup", "group_observation_space", "group_action_space", "check_group_action"]
+__all__ = [
+    "KGSolverGroupEnv",
+    "SolverGroup",
+    "MAX_GROUP_SIZE",
+    "check_group_size",
+    "group_observation_space",
+    "group_action_space",
+    "check_group_action",
+]
 
 ROLE_PROPOSER, ROLE_SOLVER = 0, 1
+#: the most Solver slots a group or self-play env takes: each slot is a rollout and an observation-space entry
+#: built at construction, so ``group_size=10**30`` would hang there; GRPO recipes use 5 to 64
+MAX_GROUP_SIZE = 4096
+
+
+def check_group_size(group_size: Any) -> int:
+    """``group_size`` if it is an int in ``[1, MAX_GROUP_SIZE]``; else one line naming it (the group and self-play
+    envs check it before building anything)."""
+    return check_count("group_size", group_size, most=MAX_GROUP_SIZE, hint="Solver rollouts per task")
 
 
 def group_observation_space(group_size: int) -> spaces.Dict:
@@ -146,8 +164,7 @@ class KGSolverGroupEnv(TextEnvBase):
     """
 
     def __init__(self, world=None, tasks: Any = None, *, pool: Any = None, group_size: int = 5, **kwargs: Any) -> None:
-        if group_size < 1:
-            raise InvalidArgumentError(f"group_size must be >= 1, got {group_size}")
+        group_size = check_group_size(group_size)
         super().__init__(world, **kwargs)
         self.tasks = resolve_tasks(self.world, tasks, pool)
         self.group_size = group_size

@@ -51,6 +51,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..construction.extract import answer_type
+from ..core.arg_checks import check_choice, check_count, check_flag, check_number
 from ..core.info import KIND_NAVIGATE
 from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymRuntimeError
 from . import resources
@@ -59,6 +60,9 @@ logger = logging.getLogger(__name__)
 
 SLOT_FEATURES = 7
 GLOBAL_FEATURES = 7
+#: the most candidate slots an observation holds (its size is ``max_candidates * SLOT_FEATURES + GLOBAL_FEATURES``
+#: floats, allocated at construction)
+MAX_CANDIDATES = 65_536
 _WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -169,20 +173,21 @@ class KGNavigateEnv(gym.Env):
         candidate_order: str = "relevance",
         render_mode: Optional[str] = None,
     ) -> None:
-        if max_candidates < 1:
-            raise InvalidArgumentError(f"max_candidates must be >= 1, got {max_candidates}")
-        if search not in ("bm25", "none"):
-            raise InvalidArgumentError(f"search must be 'bm25' or 'none', got {search!r}")
-        if candidate_order not in ("relevance", "stable"):
-            raise InvalidArgumentError(f"candidate_order must be 'relevance' or 'stable', got {candidate_order!r}")
+        max_candidates = check_count("max_candidates", max_candidates, most=MAX_CANDIDATES)
+        check_choice("search", search, ("bm25", "none"))
+        check_choice("candidate_order", candidate_order, ("relevance", "stable"))
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise InvalidArgumentError(
                 f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}"
             )
-        if step_cost < 0 or progress_reward < 0:
-            raise InvalidArgumentError(
-                f"step_cost and progress_reward must be >= 0, got {step_cost}, {progress_reward}"
-            )
+        step_cost = check_number("step_cost", step_cost, least=0)
+        progress_reward = check_number("progress_reward", progress_reward, least=0)
+        max_hops = check_count("max_hops", max_hops, optional=True, hint="None: the longest task's hops")
+        max_steps = check_count("max_steps", max_steps, optional=True, hint="None: max_hops + 3")
+        inverse_edges = check_flag("inverse_edges", inverse_edges)
+        if tasks is None:
+            num_tasks = check_count("num_tasks", num_tasks)
+            task_seed = check_count("task_seed", task_seed, least=0)
         self.world = world = resources.resolve_world(world)
         self.render_mode = render_mode
         self.N = max_candidates

@@ -21,11 +21,12 @@ import logging
 from collections import deque
 from typing import Any, Mapping, Optional, Sequence, Union
 
+from ..core.arg_checks import MAX_INDEX, check_choice, check_count
 from ..core.info import ProposerInfo
 from ..core.rewards import RewardEvent
 from ..core.types import Task
 from ..core.validation import VERIFIER_DEFAULT, VERIFIER_OFF, ValidationResult, VerifierSetting
-from ..errors import InvalidArgumentError, InvalidTypeError
+from ..errors import InvalidTypeError
 from ..scoring.outcomes import document_materials, reward_event, validate_question
 from .base import proposer_search_count, resolve_tasks
 from .episode import Rollout
@@ -129,8 +130,8 @@ class ProposerValidation:
         n_noise: int = 4,
         noise_window: int = 4,
     ) -> None:
-        if noise_window < 0:
-            raise InvalidArgumentError(f"noise_window must be >= 0, got {noise_window}")
+        noise_window = check_count("noise_window", noise_window, least=0, most=MAX_INDEX)
+        n_noise = check_count("n_noise", n_noise, least=0, hint="noise documents per verification")
         if verifier is None or (isinstance(verifier, str) and verifier == VERIFIER_DEFAULT):
             from ..scoring.judge import ExactMatchJudge
             from ..scoring.rag_verifier import RAGVerifier
@@ -219,8 +220,7 @@ class KGProposerEnv(SingleRolloutEnv):
         noise_window: int = 4,
         **kwargs: Any,
     ) -> None:
-        if mode not in PROPOSER_MODES:
-            raise InvalidArgumentError(f"mode must be one of {PROPOSER_MODES}, got {mode!r}")
+        check_choice("mode", mode, PROPOSER_MODES)
         super().__init__(world, **kwargs)
         self.mode = mode
         self.tasks = resolve_tasks(self.world, tasks, pool, hops=pool_hops)

@@ -65,7 +65,9 @@ DEFAULT_MAX_QUERY_CHARS = 1_000
 
 _ACTION_TAGS = ("think", "search", "answer", "question", "evidence", "tool_call")
 _FORGED_TAGS = ("information", "tool_response")
-_TAG_RE = re.compile(r"<\s*(/?)\s*(" + "|".join(_ACTION_TAGS) + r")\s*>", re.IGNORECASE)
+# Linear-time patterns: no two adjacent quantifiers can split one whitespace run between them (``<\s*(/?)\s*``
+# tried every split of the run after a lone ``<``, O(n²) in its length); group 1 is ``"/"`` or None.
+_TAG_RE = re.compile(r"<\s*(?:(/)\s*)?(" + "|".join(_ACTION_TAGS) + r")\s*>", re.IGNORECASE)
 _FORGED_OPEN_RE = re.compile(r"<\s*(" + "|".join(_FORGED_TAGS) + r")\s*>", re.IGNORECASE)
 _FORGED_CLOSE_RE = re.compile(r"<\s*/\s*(" + "|".join(_FORGED_TAGS) + r")\s*>", re.IGNORECASE)
 
@@ -204,7 +206,7 @@ def _spans(text: str) -> tuple[list[tuple[str, str, bool]], list[str]]:
     closing tag never comes ends where the next tag of another name opens (a forgotten
     ``</think>`` before ``<search>``), or at the end of the text.
     """
-    tags = [(m.start(), m.end(), m.group(1) == "/", m.group(2).lower()) for m in _TAG_RE.finditer(text)]
+    tags = [(m.start(), m.end(), m.group(1) is not None, m.group(2).lower()) for m in _TAG_RE.finditer(text)]
     # index of the last closing tag of each name, to know whether an open span will ever close
     last_close: dict[str, int] = {}
     for i, (_, _, is_close, name) in enumerate(tags):
@@ -242,8 +244,9 @@ def _spans(text: str) -> tuple[list[tuple[str, str, bool]], list[str]]:
     return spans, warnings
 
 
-#: a text's end that may be the start of a closing tag (``</quest``, ``</ question``, ``<``)
-_PARTIAL_CLOSE_RE = re.compile(r"<\s*(?:/\s*[A-Za-z]*\s*)?$")
+#: a text's end that may be the start of a closing tag (``</quest``, ``</ question``, ``<``); the letters and the
+#: whitespace after them are one optional group, so the two whitespace runs cannot meet (``</`` + spaces was O(n²))
+_PARTIAL_CLOSE_RE = re.compile(r"<\s*(?:/\s*(?:[A-Za-z]+\s*)?)?$")
 
 
 def _is_close_prefix(tail: str, name: str) -> bool:
@@ -284,7 +287,7 @@ def _search_payload(payload: str, max_query_chars: int, errors: list[str], warni
                 raise InvalidArgumentError("query must be a string")
             entities = _str_list(obj.get("entity", obj.get("entities")), "entity")
             relations = _str_list(obj.get("relation", obj.get("relations")), "relation")
-        except ValueError:  # json.JSONDecodeError is a ValueError
+        except (ValueError, RecursionError):  # JSONDecodeError is a ValueError; too deep a nesting recurses out
             errors.append(ERR_BAD_SEARCH_JSON)
             return []
         query = _clean_query(query or " ".join(entities + relations), max_query_chars, warnings)
@@ -323,7 +326,7 @@ def _tool_call(
         queries = _str_list(args.get("query_list", args.get("query")), "query")
         entities = _str_list(args.get("entity", args.get("entities")), "entity")
         relations = _str_list(args.get("relation", args.get("relations")), "relation")
-    except ValueError:
+    except (ValueError, RecursionError):  # bad JSON, wrong types, or JSON nested too deeply to decode
         errors.append(ERR_BAD_TOOL_CALL)
         return [], None
     if not queries and (entities or relations):

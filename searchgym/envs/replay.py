@@ -19,8 +19,9 @@ import random
 from collections import deque
 from typing import Optional
 
+from ..core.arg_checks import MAX_INDEX, check_count
 from ..core.types import Task
-from ..errors import InvalidArgumentError, InvalidTypeError
+from ..errors import InvalidTypeError
 
 __all__ = ["ReplayBuffer", "batch_replay"]
 
@@ -34,10 +35,8 @@ class ReplayBuffer:
     """
 
     def __init__(self, capacity: int = 256, reset_every: Optional[int] = 10) -> None:
-        if capacity < 1:
-            raise InvalidArgumentError(f"replay capacity must be >= 1, got {capacity}")
-        if reset_every is not None and reset_every < 0:
-            raise InvalidArgumentError(f"reset_every must be >= 0 or None, got {reset_every}")
+        capacity = check_count("replay capacity", capacity, most=MAX_INDEX)
+        reset_every = check_count("reset_every", reset_every, least=0, optional=True, hint="0 or None: never")
         self.capacity = capacity
         self.reset_every = reset_every or None
         self._items: deque[Task] = deque(maxlen=capacity)

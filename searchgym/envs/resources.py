@@ -15,6 +15,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, Union
 
+from ..core.arg_checks import check_counts
 from ..core.subgraph import Subgraph
 from ..errors import InvalidArgumentError, InvalidTypeError
 from ..retrieval.base import Retriever
@@ -112,9 +113,9 @@ def hop_curriculum_pool(world: World, hops: Sequence[int]) -> list[Subgraph]:
     from ..construction import interleave_by_hops, order_pool
     from ..tasks.heldout import training_subgraphs
 
-    key = tuple(int(h) for h in hops)
-    if not key or min(key) < 1:
-        raise InvalidArgumentError(f"pool_hops must be hop counts >= 1, got {list(hops)!r}")
+    key = check_counts("pool_hops", hops, example="[1, 2]")
+    if not key:
+        raise InvalidArgumentError("pool_hops must be hop counts >= 1 like [1, 2], got none")
     per_world = _per_world(_hop_pools, world, dict)
     with _lock:
         if key not in per_world:
@@ -124,6 +125,11 @@ def hop_curriculum_pool(world: World, hops: Sequence[int]) -> list[Subgraph]:
                     h: order_pool(training_subgraphs(world, n, seed=DEFAULT_POOL_SEED, hops=h), "curriculum", 0)
                     for h in key
                 }
+            )
+        if not per_world[key]:  # a hop count longer than any path of the world: no game could be played
+            raise InvalidArgumentError(
+                f"world {world.name!r} has no training-side subgraph of {', '.join(map(str, key))} hops; "
+                "give pool_hops it has (or pool_hops=None for the default pool)"
             )
         return list(per_world[key])
 

@@ -42,6 +42,7 @@ import copy
 import logging
 from typing import Any, Optional, Sequence
 
+from ..core.arg_checks import MAX_INDEX, check_choice, check_count, check_counts
 from ..core.info import KIND_SELFPLAY, ReplaySource, SelfPlayInfo
 from ..core.rewards import RewardEvent
 from ..core.types import Task, Trajectory
@@ -56,6 +57,7 @@ from .group import (
     ROLE_SOLVER,
     SolverGroup,
     check_group_action,
+    check_group_size,
     group_action_space,
     group_obs,
     group_observation_space,
@@ -104,10 +106,11 @@ class KGSelfPlayEnv(TextEnvBase):
         solver_only_hops: Sequence[int] = (),
         **kwargs: Any,
     ) -> None:
-        if group_size < 1:
-            raise InvalidArgumentError(f"group_size must be >= 1, got {group_size}")
-        if proposer_mode not in PROPOSER_MODES:
-            raise InvalidArgumentError(f"proposer_mode must be one of {PROPOSER_MODES}, got {proposer_mode!r}")
+        group_size = check_group_size(group_size)
+        check_choice("proposer_mode", proposer_mode, PROPOSER_MODES)
+        replay_capacity = check_count("replay_capacity", replay_capacity, most=MAX_INDEX)
+        replay_reset_every = check_count("replay_reset_every", replay_reset_every, least=0, optional=True)
+        pool_seed = check_count("pool_seed", pool_seed, least=None)
         self.solver_only_hops = _hop_counts(solver_only_hops)
         super().__init__(world, **kwargs)
         self.pool = resolve_pool(self.world, pool, order, pool_seed, hops=pool_hops)
@@ -349,8 +352,4 @@ class KGSelfPlayEnv(TextEnvBase):
 
 def _hop_counts(hops: Sequence[int]) -> tuple[int, ...]:
     """``solver_only_hops`` as a sorted tuple of path lengths >= 1; one line naming a bad value."""
-    if isinstance(hops, (str, bytes)) or not all(isinstance(h, int) and not isinstance(h, bool) for h in hops):
-        raise InvalidArgumentError(f"solver_only_hops must be a list of hop counts like [1], got {hops!r}")
-    if any(h < 1 for h in hops):
-        raise InvalidArgumentError(f"solver_only_hops must be hop counts >= 1, got {list(hops)!r}")
-    return tuple(sorted(set(hops)))
+    return tuple(sorted(set(check_counts("solver_only_hops", hops, example="[1]"))))

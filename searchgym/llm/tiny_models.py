@@ -172,5 +172,7 @@ def scripted_model(tokenizer, script: Callable[[str], str], *, eos: bool = True,
 
 def question_of(context: str) -> str:
     """The question of a Solver prompt inside a decoded context (the last ``Question: ...`` line)."""
-    found = _QUESTION.findall(context)
+    # every match ends at a newline: searching up to the last one finds the same matches, without rescanning
+    # the unfinished last line from each "Question:" on it (O(n²))
+    found = _QUESTION.findall(context, 0, context.rfind("\n") + 1)
     return found[-1].strip() if found else ""

@@ -31,12 +31,24 @@ class Analyzer:
     """
 
     def __init__(self, stopwords: str | Sequence[str] | None = "en", stemmer: str | None = "english") -> None:
+        if stopwords is not None and not isinstance(stopwords, str):
+            words = list(stopwords) if isinstance(stopwords, Iterable) and not isinstance(stopwords, bytes) else None
+            if words is None or not all(isinstance(w, str) for w in words):
+                raise InvalidArgumentError(
+                    f"stopwords must be a language code like 'en', a list of words or None, got {stopwords!r:.80}"
+                )
+            stopwords = words
+        if stemmer is not None and not isinstance(stemmer, str):
+            raise InvalidArgumentError(f"stemmer must be a language name like 'english' or None, got {stemmer!r:.80}")
         import_bm25s()  # bm25s's package import, with JAX hidden, before its submodule
         from bm25s.tokenization import _infer_stopwords
 
         self.stopwords_spec = stopwords if isinstance(stopwords, (str, type(None))) else list(stopwords)
         self.stemmer_name = stemmer
-        self._stopwords = frozenset(_infer_stopwords(stopwords if stopwords is not None else None))
+        try:
+            self._stopwords = frozenset(_infer_stopwords(self.stopwords_spec))
+        except ValueError as exc:  # an unknown language code: bm25s's message lists the known ones
+            raise InvalidArgumentError(f"stopwords={stopwords!r}: {exc}") from None
         self._split = re.compile(TOKEN_PATTERN).findall
         self._local = threading.local()
         if stemmer is not None:

@@ -23,6 +23,7 @@ Ties are broken by document order, so results are deterministic.
 from __future__ import annotations
 
 import logging
+import numbers
 import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +32,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..core.arg_checks import check_count
 from ..core.renamed import renamed_kwargs
 from ..errors import InvalidArgumentError
 from .analyzer import Analyzer
@@ -67,8 +69,11 @@ _SMALL_BATCH = 8
 def _check_params(k1: float, b: float) -> None:
     """Refuse BM25 parameters outside their range; NaN (which passes every ``x < 0`` test and would be saved into
     the manifest as invalid JSON) and infinity included."""
-    if not (0 <= k1 < float("inf") and 0 <= b <= 1):
-        raise InvalidArgumentError(f"need a finite k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}; give --k1/--b in range")
+    numbers_given = all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in (k1, b))
+    if not (numbers_given and 0 <= k1 < float("inf") and 0 <= b <= 1):
+        raise InvalidArgumentError(
+            f"need a finite k1 >= 0 and 0 <= b <= 1, got k1={k1!r}, b={b!r}; give --k1/--b in range"
+        )
 
 
 def _dependency_bars(progress: bool) -> bool:
@@ -130,8 +135,7 @@ class BM25Retriever(CorpusRetriever):
     def _attach(self, model, analyzer: Analyzer, threads: int) -> None:
         import scipy.sparse as sp
 
-        if threads < 0:
-            raise InvalidArgumentError(f"threads must be >= 0, got {threads}")
+        threads = check_count("threads", threads, least=0, hint="0: one per core")
         self._model = model
         self._analyzer = analyzer
         self._vocab: dict[str, int] = model.vocab_dict

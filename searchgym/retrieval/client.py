@@ -13,13 +13,18 @@ from typing import Any, Sequence
 
 from searchgym.core.http_deadline import DeadlineExceeded, exchange, open_connection
 
+from ..core.arg_checks import check_count, check_number
 from ..errors import InvalidArgumentError, SearchGymError
 from .base import DEFAULT_TOP_K, Hit, Retriever
 from .corpus import check_queries
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["RemoteRetriever", "RetrievalError", "RequestRejected", "parse_contents"]
+__all__ = ["RemoteRetriever", "RetrievalError", "RequestRejected", "parse_contents", "MAX_WAIT_S"]
+
+#: the longest ``timeout`` or ``backoff`` a client takes, in seconds (about 11.6 days): a socket refuses a
+#: timeout past the platform's clock range, so ``timeout=1e30`` would fail only at the first search
+MAX_WAIT_S = 1_000_000
 
 
 class RetrievalError(SearchGymError, RuntimeError):
@@ -75,10 +80,12 @@ class RemoteRetriever(Retriever):
     def __init__(
         self, url: str, timeout: float = 10.0, retries: int = 1, backoff: float = 0.5, *, batch_size: int = 256
     ) -> None:
-        if not url.startswith(("http://", "https://")):
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise InvalidArgumentError(f"retrieval server URL must start with http:// or https://, got {url!r}")
-        if timeout <= 0 or retries < 0 or backoff < 0 or batch_size < 1:
-            raise InvalidArgumentError("need timeout > 0, retries >= 0, backoff >= 0 and batch_size >= 1")
+        timeout = check_number("timeout", timeout, above=0, most=MAX_WAIT_S, hint="seconds per request")
+        retries = check_count("retries", retries, least=0)
+        backoff = check_number("backoff", backoff, least=0, most=MAX_WAIT_S, hint="seconds")
+        batch_size = check_count("batch_size", batch_size, hint="queries per request")
         self.url = url.rstrip("/")
         self._parts = urllib.parse.urlsplit(self.url)
         if not self._parts.hostname:

@@ -20,6 +20,7 @@ from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from ..core.arg_checks import check_count
 from ..core.atomic_writes import write_file
 from ..errors import InvalidArgumentError, MissingFileError
 from .base import DEFAULT_TOP_K, Hit
@@ -153,6 +154,10 @@ class DenseRetriever(CorpusRetriever):
         super().__init__(doc_ids, titles, texts, index_titles=index_titles)
         if index_type not in INDEX_TYPES:
             raise InvalidArgumentError(f"index_type must be one of {INDEX_TYPES}, got {index_type!r}")
+        nlist = check_count("nlist", nlist, optional=True, hint="None: about 4 sqrt(documents)")
+        check_count("nprobe", nprobe)
+        batch_size = check_count("batch_size", batch_size, hint="texts per encoder call")
+        seed = check_count("seed", seed, least=None)
         faiss = _faiss()
         self.encoder = encoder if encoder is not None else MiniLMEncoder.shared()
         self.batch_size = batch_size
@@ -182,8 +187,7 @@ class DenseRetriever(CorpusRetriever):
         return emb
 
     def _attach(self, index, index_type: str, nlist: int | None, nprobe: int) -> None:
-        if nprobe < 1:
-            raise InvalidArgumentError(f"nprobe must be >= 1, got {nprobe}")
+        nprobe = check_count("nprobe", nprobe)
         self._index = index
         self.index_type = index_type
         self.nlist = nlist

@@ -21,6 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..core.arg_checks import check_count, check_number
 from ..errors import InvalidArgumentError, InvalidTypeError
 from ..world.shared import LockFreePickling
 from ..world.world import normalize_name
@@ -53,10 +54,11 @@ class KGLookup(LockFreePickling):
     """
 
     def __init__(self, world, *, fuzzy_cutoff: float = 0.75, max_matches: int = 3, max_scan: int = 5000) -> None:
+        check_number("fuzzy_cutoff", fuzzy_cutoff)
         if not 0.0 < fuzzy_cutoff <= 1.0:
             raise InvalidArgumentError(f"fuzzy_cutoff must be in (0, 1], got {fuzzy_cutoff}")
-        if max_matches < 1 or max_scan < 1:
-            raise InvalidArgumentError("max_matches and max_scan must be >= 1")
+        max_matches = check_count("max_matches", max_matches, hint="entities kept per asked name")
+        max_scan = check_count("max_scan", max_scan, hint="one-hop rows scored per entity")
         import_bm25s()  # bm25s's package import, with JAX hidden, before its submodule
         from bm25s.stopwords import STOPWORDS_EN
 

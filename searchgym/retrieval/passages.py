@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from ..core.arg_checks import check_count
 from ..core.moved import moved_getattr
-from ..errors import InvalidArgumentError
 
 __all__ = ["split_passages"]
 
@@ -29,8 +29,7 @@ def split_passages(
     Passage ``j`` of document ``d`` has id ``"d#j"`` and ``d``'s title; a document with no sentence
     boundary is one passage.
     """
-    if sentences < 1:
-        raise InvalidArgumentError(f"sentences must be >= 1, got {sentences}")
+    sentences = check_count("sentences", sentences, hint="sentences per passage")
     ids, out_titles, out_texts = [], [], []
     for doc_id, title, text in zip(doc_ids, titles, texts):
         parts = [p for p in _SENTENCE_END.split(text.strip()) if p]

@@ -47,12 +47,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
 
 from ..construction.question_templates import read_path_question, relation_key
+from ..core.text_scan import split_doc_headers
 from ..errors import InvalidArgumentError
 from ..world.shared import LockFreePickling
 
 logger = logging.getLogger(__name__)
 
-_DOC_RE = re.compile(r'Doc\s+\d+\s*\(Title:\s*"(.*?)"\)\s*')
 _SENT_RE = re.compile(r"(?<=[.!?;])\s+|\n+")
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
@@ -227,7 +227,7 @@ class ExtractiveReader(LockFreePickling):
         """``(title candidate or None, sentence)`` for every sentence of every material."""
         out = []
         for material in materials:
-            parts = _DOC_RE.split(material)
+            parts = split_doc_headers(material)  # re.split of Doc\s+\d+\s*\(Title:\s*"(.*?)"\)\s*, linear
             # split() alternates [before, title1, body1, title2, body2, ...]
             chunks = [(None, parts[0])] + [(parts[i], parts[i + 1]) for i in range(1, len(parts) - 1, 2)]
             for title, body in chunks:

@@ -23,12 +23,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional, Protocol, Sequence, Union, runtime_checkable
 
+from ..core.text_scan import tag_bodies
 from ..core.types import Trajectory
 from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymError
 
 logger = logging.getLogger(__name__)
 
-_INFO_RE = re.compile(r"<information>(.*?)</information>", re.DOTALL)
 _THINK_RE = re.compile(r"<think>.*?(</think>|$)", re.IGNORECASE | re.DOTALL)
 _ANSWER_RE = re.compile(r"answer\s*:", re.IGNORECASE)
 
@@ -51,7 +51,12 @@ def materials_from_trajectory(trajectory: Trajectory) -> list[str]:
 
     Corrective messages (which carry no ``<information>`` tag) are not materials.
     """
-    return [m.strip() for t in trajectory.turns for m in _INFO_RE.findall(t.information) if m.strip()]
+    return [
+        m.strip()
+        for t in trajectory.turns
+        for m in tag_bodies(t.information, "<information>", "</information>")  # linear re.findall of (.*?)
+        if m.strip()
+    ]
 
 
 def extract_final_answer(reply: str) -> str:

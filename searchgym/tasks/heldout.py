@@ -31,6 +31,7 @@ import logging
 from dataclasses import replace
 from typing import Iterable, Literal, Optional, Sequence
 
+from ..core.arg_checks import check_count, check_counts
 from ..core.subgraph import Subgraph
 from ..core.types import Task
 from ..errors import InvalidArgumentError
@@ -97,6 +98,7 @@ def _extraction_config(hops: Optional[int], config):
     from ..construction.extract import ExtractionConfig
 
     config = config or ExtractionConfig()
+    hops = check_count("hops", hops, optional=True, hint="None: the config's range")
     if hops is not None:
         config = replace(config, min_hops=hops, max_hops=hops)
     return config
@@ -123,8 +125,7 @@ def training_subgraphs(
     """
     from ..construction import build_pool
 
-    if n < 0:
-        raise InvalidArgumentError(f"n must be >= 0, got {n}")
+    n = check_count("n", n, least=0)
     if split not in ("train", "heldout", "any"):
         raise InvalidArgumentError(f"split must be 'train', 'heldout' or 'any', got {split!r}")
     config = _extraction_config(hops, config)
@@ -195,8 +196,8 @@ def hop_tasks(
     """``n`` template-question tasks of exactly ``hops`` hops whose answers lie on ``split``'s side
     (distinct questions; fewer if the world runs out; ``required``: none at all is an error, see
     :func:`training_subgraphs`). ``metadata`` has ``hops`` and ``family``."""
-    if not isinstance(hops, int) or hops < 1:
-        raise InvalidArgumentError(f"hops must be an int >= 1, got {hops!r}")
+    hops = check_count("hops", hops)
+    n = check_count("n", n, least=0)
     subgraphs = training_subgraphs(world, n + n // 4 + 4, seed=seed, hops=hops, split=split, required=required)
     tasks = _dedupe(
         _with_family(task_from_subgraph(sg, world, source=f"{source}{hops}"), f"{source}{hops}") for sg in subgraphs
@@ -231,7 +232,7 @@ def builtin_benchmark(
 
         world = default_world()
     sizes = BENCHMARK_SIZES[version]
-    chosen = sorted(sizes) if hops is None else list(hops)
+    chosen = sorted(sizes) if hops is None else list(check_counts("hops", hops, example="[1, 2]"))
     unknown = [h for h in chosen if h not in sizes]
     if unknown:
         raise InvalidArgumentError(f"benchmark {version} has hop counts {sorted(sizes)}; not {unknown}")

@@ -11,6 +11,7 @@ Every source is indexable in its fixed order and samples uniformly with a caller
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Protocol, Sequence, runtime_checkable
@@ -20,7 +21,7 @@ from ..core.jsonl import iter_lines, json_of_line
 from ..core.path_errors import not_there
 from ..core.subgraph import Subgraph
 from ..core.types import Task
-from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
+from ..errors import InvalidArgumentError, InvalidTypeError, MissingFileError, SearchGymError
 
 __all__ = [
     "TaskSource",
@@ -101,11 +102,26 @@ class _IndexedSource:
         return self._tasks[rng.randrange(len(self._tasks))]
 
 
+def _records(owner: str, name: str, items: object, kind: type) -> list:
+    """``items`` as a list, refused in one line naming ``owner``'s argument ``name`` unless it is a list (or other
+    iterable, not a string) of ``kind`` records: a string would become one task per character, a list of other
+    things fail only when the first episode reads its question."""
+    if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+        raise InvalidTypeError(f"{owner}({name}=...) takes a list of {kind.__name__} records, got {items!r:.80}")
+    records = list(items)
+    bad = next((r for r in records if not isinstance(r, kind)), None)
+    if bad is not None:
+        raise InvalidTypeError(
+            f"{owner}({name}=...) takes a list of {kind.__name__} records, found a {type(bad).__name__}: {bad!r:.80}"
+        )
+    return records
+
+
 class ListTaskSource(_IndexedSource):
     """Tasks given in code, in the given order."""
 
     def __init__(self, tasks: Iterable[Task]) -> None:
-        self._tasks = list(tasks)
+        self._tasks = _records("ListTaskSource", "tasks", tasks, Task)
         if not self._tasks:
             raise InvalidArgumentError("ListTaskSource needs at least one Task")
 
@@ -116,7 +132,7 @@ class SubgraphTaskSource(_IndexedSource):
     titles count as gold supporting documents."""
 
     def __init__(self, pool: Sequence[Subgraph], world=None) -> None:
-        self.subgraphs = list(pool)
+        self.subgraphs = _records("SubgraphTaskSource", "pool", pool, Subgraph)
         if not self.subgraphs:
             raise InvalidArgumentError(
                 "SubgraphTaskSource needs a non-empty subgraph pool (build one with searchgym.construction.build_pool)"
@@ -161,6 +177,8 @@ class JsonlTaskSource(_IndexedSource):
     "waypoints"?: [str], "supporting_titles"?: [str], "evidence"?: str}``."""
 
     def __init__(self, path: str | Path) -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise InvalidTypeError(f"JsonlTaskSource takes the path of a JSONL file of QA pairs, got {path!r}")
         self.path = Path(path)
         if not self.path.is_file():
             raise MissingFileError(f"task file {self.path} {not_there(self.path)}; pass a JSONL file of QA pairs")

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from ..core.arg_checks import check_choice, check_count
 from ..core.comma_lists import comma_items
 from ..core.path_errors import not_there
 from ..core.types import Task
@@ -299,6 +300,8 @@ def builtin_taskset(world: Any = None, *, version: Optional[str] = None) -> Task
 def atlas_taskset(n: int = ATLAS_TASKS, *, seed: int = ATLAS_SEED) -> TaskSet:
     """Template questions over a seeded ``n``-subgraph pool of the atlas world (3-7 hops), with the
     atlas world attached so they are searched in its corpus."""
+    n = check_count("n", n)
+    seed = check_count("seed", seed, least=0)
     from ..construction import build_pool
     from ..world.atlas import build_atlas
     from .sources import task_from_subgraph
@@ -338,10 +341,9 @@ def parse_spec(spec: str | Sequence[str]) -> list[tuple[Optional[str], str]]:
 
 def sample_tasks(tasks: list[Task], limit: Optional[int], seed: int) -> list[Task]:
     """A seeded sample of ``limit`` tasks in their original order (all of them when ``limit`` is None)."""
+    limit = check_count("limit", limit, optional=True, hint="None: every task")
     if limit is None or limit >= len(tasks):
         return list(tasks)
-    if limit < 1:
-        raise InvalidArgumentError(f"--limit must be >= 1, got {limit}")
     keep = sorted(random.Random(seed).sample(range(len(tasks)), limit))
     return [tasks[i] for i in keep]
 
@@ -350,6 +352,8 @@ def load_tasksets(
     spec: str | Sequence[str], *, limit: Optional[int] = None, seed: int = 0, on_error: str = "stop", world: Any = None
 ) -> list[TaskSet]:
     """Every task set of ``spec`` (see the module docstring), each sampled to ``limit`` with ``seed``."""
+    check_count("limit", limit, optional=True, hint="None: every task")
+    check_choice("on_error", on_error, ON_ERROR)
     sets: list[TaskSet] = []
     for name, src in parse_spec(spec):
         if src == BUILTIN:

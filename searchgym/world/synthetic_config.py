@@ -100,10 +100,11 @@ class SyntheticConfig:
     def for_entities(cls, num_entities: int, **overrides) -> "SyntheticConfig":
         """A configuration with exactly ``num_entities`` entities (the default mix, scaled; the
         rounding remainder goes to people). ``overrides`` set rates or the name."""
-        if not MIN_ENTITIES <= num_entities <= MAX_ENTITIES:
+        whole = isinstance(num_entities, int) and not isinstance(num_entities, bool)
+        if not (whole and MIN_ENTITIES <= num_entities <= MAX_ENTITIES):
             raise InvalidArgumentError(
                 f"a synthetic world needs at least {MIN_ENTITIES} and at most {MAX_ENTITIES:,} entities, got "
-                f"{num_entities:,}; give --entities in that range"
+                f"{f'{num_entities:,}' if whole else repr(num_entities)}; give --entities in that range"
             )
         base = cls(**overrides)
         cfg = base.scaled(num_entities / base.num_entities)
@@ -113,10 +114,16 @@ class SyntheticConfig:
         """Raise ``ValueError`` naming the first inconsistent field and how to fix it."""
         for f in fields(self):
             v = getattr(self, f.name)
-            if f.name.startswith("num_") and (not isinstance(v, int) or v < 0):
+            if f.name.startswith("num_") and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
                 raise InvalidArgumentError(f"SyntheticConfig.{f.name} must be a non-negative int, got {v!r}")
-            if f.name.endswith("_rate") and not 0.0 <= v <= 1.0:
+            number = isinstance(v, (int, float)) and not isinstance(v, bool)
+            if f.name.endswith("_rate") and not (number and 0.0 <= v <= 1.0):
                 raise InvalidArgumentError(f"SyntheticConfig.{f.name} must be within [0, 1], got {v!r}")
+        if self.num_entities > MAX_ENTITIES:
+            raise InvalidArgumentError(
+                f"SyntheticConfig has {self.num_entities:,} entities, more than the {MAX_ENTITIES:,} a synthetic "
+                "world may have; lower its num_* fields"
+            )
         for name in ("num_countries", "num_regions", "num_cities", "num_people", "num_languages"):
             if getattr(self, name) < 1:
                 raise InvalidArgumentError(f"SyntheticConfig.{name} must be at least 1")
@@ -130,8 +137,10 @@ class SyntheticConfig:
             raise InvalidArgumentError(
                 "SyntheticConfig.num_languages must be <= num_countries (languages are named after countries)"
             )
-        lo, hi = self.filler_sentences
-        if not 0 <= lo <= hi:
+        pair = self.filler_sentences
+        whole = isinstance(pair, (tuple, list)) and len(pair) == 2
+        whole = whole and all(isinstance(x, int) and not isinstance(x, bool) for x in pair)
+        if not (whole and 0 <= pair[0] <= pair[1]):
             raise InvalidArgumentError(
                 f"SyntheticConfig.filler_sentences must be (min, max) with 0 <= min <= max, got "
                 f"{self.filler_sentences!r}"

@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import logging
 import math
+import numbers
 import os
 import re
 from typing import Callable, Hashable, Iterable, Optional, Sequence, Union
 
+from ..core.arg_checks import check_count
 from ..core.types import Trajectory
 from ..errors import InvalidArgumentError, InvalidTypeError
 from .waypoint_coverage_reward import trajectory_coverage
@@ -113,10 +115,11 @@ def compute_diagnostics(
     case_insensitive: bool = False,
 ) -> dict:
     """Every diagnostic above as a JSON-serialisable dict (NaN where undefined)."""
-    if len(bins) < 2 or any(b >= c for b, c in zip(bins, bins[1:])):
-        raise InvalidArgumentError(f"bins must be at least two strictly increasing edges; got {list(bins)}")
-    if games_per_batch < 1:
-        raise InvalidArgumentError(f"games_per_batch must be >= 1; got {games_per_batch}")
+    edges = list(bins) if isinstance(bins, Iterable) and not isinstance(bins, (str, bytes)) else []
+    numeric = all(isinstance(b, numbers.Real) and not isinstance(b, bool) for b in edges)
+    if not numeric or len(edges) < 2 or any(not b < c for b, c in zip(edges, edges[1:])):  # NaN is no edge
+        raise InvalidArgumentError(f"bins must be at least two strictly increasing edges; got {bins!r}")
+    games_per_batch = check_count("games_per_batch", games_per_batch)
     items = _load(trajectories, games_per_batch, batch_of)
     solvers = [(t, b) for t, b, _ in items if t.role == "solver"]
     proposer_valid = [bool(t.valid) if v is None else v for t, _, v in items if t.role == "proposer"]

@@ -27,6 +27,7 @@ from typing import Optional, Sequence
 
 import gymnasium as gym
 
+from ..core.arg_checks import check_number
 from ..core.types import Task, Trajectory
 from ..errors import InvalidArgumentError
 from ..scoring.judge import cover_exact_match, token_f1
@@ -153,6 +154,10 @@ class DynaSearcherReward(RewardShapingWrapper):
             self, alpha=alpha, gamma=gamma, beta=beta, n=n
         )  # gym.make(env.spec) rebuilds it
         super().__init__(env)
+        check_number("alpha", alpha, least=0, hint="paper: 0.5")
+        check_number("gamma", gamma, hint="paper: 0.9")
+        check_number("beta", beta, hint="the penalty's floor, paper: -0.2")
+        check_number("n", n, above=0, hint="the length ratio choosing F1 over cover-EM, paper: 3")
         retrieval_penalty(0, 0, gamma, beta)
         self.params = {"alpha": alpha, "gamma": gamma, "beta": beta, "n": n}
 

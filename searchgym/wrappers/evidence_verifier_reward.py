@@ -32,6 +32,7 @@ from typing import Callable, Optional, Sequence, TypeGuard, Union
 
 import gymnasium as gym
 
+from ..core.arg_checks import check_count, check_number
 from ..core.llm import GenerationConfig, TextGenerator
 from ..core.prompts import render_evidence_answer
 from ..core.types import Task, Trajectory
@@ -283,8 +284,12 @@ class EvidenceVerifierReward(RewardShapingWrapper):
             raise InvalidTypeError(
                 "answerer must be a TextGenerator or a callable (question, evidence | None) -> answer"
             )
-        if m < 1:
-            raise InvalidArgumentError(f"m must be >= 1 (paper: 5); got {m}")
+        m = check_count("m", m, hint="the Monte-Carlo budget, paper: 5")
+        max_evidence_tokens = check_count("max_evidence_tokens", max_evidence_tokens, hint="L_max, paper: 256")
+        for name, value in (("lambda_v", lambda_v), ("lambda_b", lambda_b), ("lambda_e", lambda_e)):
+            check_number(name, value)
+        hops = check_count("hops", hops, optional=True, hint="None: each task's own hop count")
+        seed = check_count("seed", seed, least=None, optional=True)
         if solver_evidence not in SOLVER_EVIDENCE_SOURCES:
             raise InvalidArgumentError(
                 f"solver_evidence must be one of {SOLVER_EVIDENCE_SOURCES}; got {solver_evidence!r}"

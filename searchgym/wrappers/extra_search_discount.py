@@ -25,6 +25,7 @@ from typing import Optional
 
 import gymnasium as gym
 
+from ..core.arg_checks import check_number
 from ..core.types import Task
 from ..errors import InvalidArgumentError
 from .base import Event, RewardShapingWrapper, event_trajectory
@@ -52,6 +53,8 @@ class ExtraSearchDiscount(RewardShapingWrapper):
     def __init__(self, env, alpha: float = 0.5, gamma: float = 0.9):
         gym.utils.RecordConstructorArgs.__init__(self, alpha=alpha, gamma=gamma)  # gym.make(env.spec) rebuilds it
         super().__init__(env)
+        check_number("alpha", alpha, hint="default 0.5, DynaSearcher's α")
+        check_number("gamma", gamma, hint="paper: 0.9")
         if not 0.0 <= alpha <= 1.0:
             raise InvalidArgumentError(f"alpha must lie in [0, 1] (default 0.5, DynaSearcher's α); got {alpha}")
         retrieval_penalty(0, 0, gamma)  # one-line error for a gamma outside (0, 1)

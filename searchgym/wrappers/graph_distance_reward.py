@@ -26,6 +26,7 @@ from typing import Optional
 
 import gymnasium as gym
 
+from ..core.arg_checks import check_number
 from ..core.info import has_slots
 from ..core.subgraph import Subgraph
 from ..core.types import Task, Trajectory
@@ -191,9 +192,10 @@ class GraphDistanceReward(RewardShapingWrapper):
     def __init__(self, env, k: float = 2, weight: float = 0.0):
         gym.utils.RecordConstructorArgs.__init__(self, k=k, weight=weight)  # gym.make(env.spec) rebuilds it
         super().__init__(env)
+        check_number("k", k, hint="the decay factor, paper: 2")
         contribution(0, k)
         self.k = k
-        self.weight = float(weight)
+        self.weight = float(check_number("weight", weight, hint="0: GDCR is a step signal only"))
         self._trackers: dict[int, tuple[Trajectory, GDCRTracker]] = {}
 
     def check_task(self, task: Optional[Task]) -> None:

@@ -39,6 +39,7 @@ from typing import Mapping, Optional, Sequence
 import gymnasium as gym
 
 from ..core.answers import exact_match
+from ..core.arg_checks import check_choice, check_flag, check_number
 from ..core.types import THINK_SEPARATOR, Task, Trajectory
 from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymRuntimeError
 from .base import Event, MissingTaskDataError, RewardShapingWrapper, event_trajectory
@@ -427,14 +428,13 @@ class WaypointCoverageReward(RewardShapingWrapper):
             waypoint_answer_credit=waypoint_answer_credit,
         )
         super().__init__(env)
+        check_number("alpha", alpha, hint="paper default 0.3")
         if not 0.0 <= alpha <= 1.0:
             raise InvalidArgumentError(f"alpha must lie in [0, 1] (paper default 0.3); got {alpha}")
-        if lone_normalisation not in LONE_MODES:
-            raise InvalidArgumentError(f"unknown lone_normalisation {lone_normalisation!r}; choose one of {LONE_MODES}")
         self.alpha = alpha
-        self.case_insensitive = case_insensitive
-        self.match_aliases = match_aliases
-        self.lone_normalisation = lone_normalisation
+        self.case_insensitive = check_flag("case_insensitive", case_insensitive)
+        self.match_aliases = check_flag("match_aliases", match_aliases)
+        self.lone_normalisation = check_choice("lone_normalisation", lone_normalisation, LONE_MODES)
         if not isinstance(waypoint_answer_credit, bool):
             raise InvalidTypeError(f"waypoint_answer_credit must be true or false, got {waypoint_answer_credit!r}")
         self.waypoint_answer_credit = waypoint_answer_credit

@@ -35,17 +35,49 @@ _INSERTED = re.compile(
     r"|<\|im_start\|>\s*(?:user|tool|system)\b.*?(?:<\|im_end\|>|$)",  # a non-assistant chat turn
     re.IGNORECASE | re.DOTALL,
 )
+#: where an _INSERTED match can start: an observation block's opening tag (group 1: its name) or a chat turn
+_INSERTED_START = re.compile(r"<\s*(tool_response|information)\s*>|<\|im_start\|>", re.IGNORECASE)
 _MARKERS = re.compile(r"<\|im_start\|>\s*assistant\s*|<\|im_end\|>|<\|endoftext\|>")
+
+
+def _inserted_spans(text: str) -> list[tuple[int, int]]:
+    """The spans of ``_INSERTED.finditer(text)``, in linear time.
+
+    An observation block that is never closed made ``_INSERTED`` scan to the end of the text from its opening tag
+    and again from every later one (O(n²) for n unclosed ``<information>`` tags). Once the closing tag of a name
+    (compared as the pattern's back-reference does, ignoring case) is missing after some point, a later opening
+    tag of that name cannot match, and is skipped.
+    """
+    spans: list[tuple[int, int]] = []
+    unclosed: dict[str, int] = {}  # lowercased block name -> a position after which no closing tag of it follows
+    pos = 0
+    while (start := _INSERTED_START.search(text, pos)) is not None:
+        name = start.group(1)
+        key = name.lower() if name is not None else ""
+        if name is not None and unclosed.get(key, len(text) + 1) <= start.end():
+            pos = start.start() + 1
+            continue
+        m = _INSERTED.match(text, start.start())
+        if m is None:
+            if name is not None:  # its body ran to the end without a closing tag
+                unclosed[key] = min(unclosed.get(key, len(text) + 1), start.end())
+            pos = start.start() + 1
+            continue
+        spans.append(m.span())
+        pos = m.end()
+    return spans
 
 
 def split_turns(solution_str: str) -> list[str]:
     """The agent's turns in a decoded multi-turn response (observation blocks removed)."""
-    pieces = _INSERTED.split(solution_str)
+    # the text between the matches of _INSERTED, as _INSERTED.split(solution_str) gives it (without the captures)
+    pieces, last = [], 0
+    for start, end in _inserted_spans(solution_str):
+        pieces.append(solution_str[last:start])
+        last = end
+    pieces.append(solution_str[last:])
     turns = []
-    # re.split interleaves the captured tag name; keep only the text pieces between matches
-    for i, piece in enumerate(pieces):
-        if i % 2 == 1 or piece is None:
-            continue
+    for piece in pieces:
         text = _MARKERS.sub("", piece).strip()
         if text:
             turns.append(text)
