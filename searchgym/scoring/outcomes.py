@@ -73,18 +73,13 @@ _DOC_START = re.compile(r'^Doc \d+ ?\(Title: "', re.MULTILINE)
 def document_materials(traj: Trajectory) -> list[str]:
     """The distinct retrieved documents of a rollout (one ``Doc i (Title: "t") text`` line each, plus
     any KG-fact lines), in retrieval order: SSP's unit of RAG-verification material and noise."""
-    out: list[str] = []
-    seen: set[str] = set()  # what ``out`` holds: a list scan per document was O(n²) in the document count
+    pieces: list[str] = []
     for block in information_materials(traj):
         starts = [m.start() for m in _DOC_START.finditer(block)] or [0]
         if starts[0] != 0:
             starts.insert(0, 0)
-        for a, b in zip(starts, starts[1:] + [len(block)]):
-            piece = block[a:b].strip()
-            if piece and piece not in seen:
-                seen.add(piece)
-                out.append(piece)
-    return out
+        pieces += [block[a:b].strip() for a, b in zip(starts, starts[1:] + [len(block)])]
+    return [p for p in dict.fromkeys(pieces) if p]  # first occurrences, in order (a list scan each was O(n²))
 
 
 def validate_question(
