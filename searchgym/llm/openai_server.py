@@ -203,10 +203,13 @@ def _handler(server: OpenAIServer) -> type:
         def do_POST(self) -> None:
             """``/v1/chat/completions`` and ``/v1/completions``."""
             length = (self.headers.get("Content-Length") or "0").strip()
-            if not (length.isascii() and length.isdigit()) or int(length) > MAX_BODY_BYTES:
+            is_count = length.isascii() and length.isdigit()
+            # over 18 digits is far past the limit, and int() refuses a string of over 4,300 (retrieval's reception
+            # frames requests by the same two rules)
+            if not is_count or len(length) > 18 or int(length) > MAX_BODY_BYTES:
                 self.close_connection = True  # the body's end is unknown: the connection cannot be reused
                 return self._error(
-                    413 if length.isascii() and length.isdigit() else 400,
+                    413 if is_count else 400,
                     f"Content-Length must be a number of bytes up to {MAX_BODY_BYTES}, got {length[:40]!r}",
                     "invalid_request_error",
                 )

@@ -61,6 +61,7 @@ GOOD = json.dumps({"model": "echo", "messages": [{"role": "user", "content": "hi
         (GOOD, {"Content-Length": "-5"}, 400, "Content-Length must be a number"),
         (GOOD, {"Content-Length": "ten"}, 400, "Content-Length must be a number"),
         (GOOD, {"Content-Length": str(MAX_BODY_BYTES + 1)}, 413, "Content-Length must be a number"),
+        (GOOD, {"Content-Length": "9" * 5000}, 413, "Content-Length must be a number"),  # past int()'s digits
     ],
 )
 def test_a_hostile_request_is_a_clear_4xx_and_the_server_keeps_serving(server, body, headers, status, words):
