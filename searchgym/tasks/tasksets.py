@@ -107,8 +107,7 @@ def load_flashrag_jsonl(path: str | Path, *, name: Optional[str] = None, on_erro
     (``"skip"``). A file whose lines have no gold field at all is always an error naming the
     accepted fields.
     """
-    if on_error not in ON_ERROR:
-        raise InvalidArgumentError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+    check_choice("on_error", on_error, ON_ERROR)
     p = Path(path)
     if not p.is_file():
         raise MissingFileError(
@@ -213,8 +212,7 @@ def load_searchr1_parquet(path: str | Path, *, name: Optional[str] = None, on_er
     what Search-R1 trained on); golds are ``reward_model.ground_truth.target``. Rows are identified by
     ``extra_info.index`` (else their row number); malformed rows name ``file:row``.
     """
-    if on_error not in ON_ERROR:
-        raise InvalidArgumentError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+    check_choice("on_error", on_error, ON_ERROR)
     p = Path(path)
     if not p.is_file():
         raise MissingFileError(f"dataset file {p} {not_there(p)}; pass Search-R1's test.parquet")

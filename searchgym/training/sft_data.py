@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
+from ..core.arg_checks import check_choice
 from ..core.jsonl import iter_lines
 from ..core.path_errors import not_there
 from ..core.types import Trajectory
@@ -154,8 +155,7 @@ def load_demonstrations(
     at least this. ``on_error``: ``"skip"`` malformed lines (logged with file:line, counted in the
     report) or ``"stop"`` at the first one (:class:`DataError`).
     """
-    if on_error not in ON_ERROR:
-        raise InvalidArgumentError(f"on_error={on_error!r}: use skip or stop")
+    check_choice("on_error", on_error, ON_ERROR)
     if isinstance(paths, (str, Path)):
         paths = [paths]
     report = DataReport()

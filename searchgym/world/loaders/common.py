@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Iterator
 
+from ...core.arg_checks import check_choice
 from ...errors import InvalidArgumentError, MissingFileError, SearchGymError
 
 logger = logging.getLogger(__name__)
@@ -61,9 +62,7 @@ class LoaderError(SearchGymError, ValueError):
 
 def check_on_error(on_error: str) -> str:
     """Validate an ``on_error`` option (``"skip"`` or ``"raise"``) and return it."""
-    if on_error not in ON_ERROR:
-        raise InvalidArgumentError(f"on_error must be 'skip' or 'raise', got {on_error!r}")
-    return on_error
+    return check_choice("on_error", on_error, ON_ERROR)
 
 
 @dataclass
