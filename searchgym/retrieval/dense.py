@@ -20,7 +20,7 @@ from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from ..core.arg_checks import check_count
+from ..core.arg_checks import check_choice, check_count
 from ..core.atomic_writes import write_file
 from ..errors import InvalidArgumentError, MissingFileError
 from .base import DEFAULT_TOP_K, Hit
@@ -152,8 +152,7 @@ class DenseRetriever(CorpusRetriever):
         seed: int = 0,
     ) -> None:
         super().__init__(doc_ids, titles, texts, index_titles=index_titles)
-        if index_type not in INDEX_TYPES:
-            raise InvalidArgumentError(f"index_type must be one of {INDEX_TYPES}, got {index_type!r}")
+        check_choice("index_type", index_type, INDEX_TYPES)
         nlist = check_count("nlist", nlist, optional=True, hint="None: about 4 sqrt(documents)")
         check_count("nprobe", nprobe)
         batch_size = check_count("batch_size", batch_size, hint="texts per encoder call")

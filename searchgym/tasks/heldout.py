@@ -31,7 +31,7 @@ import logging
 from dataclasses import replace
 from typing import Iterable, Literal, Optional, Sequence
 
-from ..core.arg_checks import check_count, check_counts
+from ..core.arg_checks import check_choice, check_count, check_counts
 from ..core.subgraph import Subgraph
 from ..core.types import Task
 from ..errors import InvalidArgumentError
@@ -223,8 +223,7 @@ def builtin_benchmark(
     """
     from .rewording import WORDINGS, reword_tasks
 
-    if wording not in WORDINGS:
-        raise InvalidArgumentError(f"wording must be one of {', '.join(WORDINGS)}; got {wording!r}")
+    check_choice("wording", wording, WORDINGS)
     if version not in BENCHMARK_SIZES:
         raise InvalidArgumentError(f"unknown benchmark version {version!r}; known: {', '.join(BENCHMARK_SIZES)}")
     if world is None:

@@ -40,6 +40,7 @@ from dataclasses import replace
 from typing import Iterable, Optional
 
 from ..construction.question_templates import path_question, relation_key
+from ..core.arg_checks import check_choice
 from ..core.rng_state import stable_seed
 from ..core.subgraph import Subgraph
 from ..core.types import Task, Trajectory
@@ -484,8 +485,7 @@ def reword_task(task: Task, wording: str, *, seed: int = 0) -> Task:
     :data:`P_TEMPLATE` (drawn from seed and task id), else a train wording. ``metadata`` records ``wording``
     (the split used, ``"template"`` when the task kept its question), ``wording_shape`` and
     ``template_question``; held-out copies get ``source`` ``<source>-reworded`` (distinct evaluation keys)."""
-    if wording not in WORDINGS:
-        raise InvalidArgumentError(f"wording must be one of {', '.join(WORDINGS)}; got {wording!r}")
+    check_choice("wording", wording, WORDINGS)
     if wording == "template":
         return task
     split = wording

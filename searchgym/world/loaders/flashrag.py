@@ -32,6 +32,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from ...core.arg_checks import check_choice
 from ...core.atomic_writes import write_file
 from ...errors import InvalidArgumentError
 from ..world import World, WorldBuilder, normalize_name
@@ -170,8 +171,7 @@ def link_to_world(
     in ``report``. Titles are looked up once each, so passage corpora (many passages per title)
     link fast.
     """
-    if by not in LINK_BY:
-        raise InvalidArgumentError(f"by must be one of {LINK_BY}, got {by!r}")
+    check_choice("by", by, LINK_BY)
     if isinstance(titles, FlashRAGCorpus):
         titles = titles.titles
     cache: dict[str, tuple[str | None, bool]] = {}
@@ -224,8 +224,7 @@ def with_documents(
     itself is not changed. Raises :class:`ValueError` on a duplicate document id or a link to an
     unknown entity.
     """
-    if mode not in MODES:
-        raise InvalidArgumentError(f"mode must be one of {MODES}, got {mode!r}")
+    check_choice("mode", mode, MODES)
     if not (len(ids) == len(titles) == len(texts) == len(entities)):
         raise InvalidArgumentError("ids, titles, texts and entities must have the same length")
     cols = world.columns()
@@ -289,10 +288,8 @@ def load_flashrag_corpus(
     title names (see :func:`link_to_world`). The load report, with the link counts, is
     ``metadata["load_report"]`` (a KG loader's report moves to ``metadata["kg_load_report"]``).
     """
-    if link_by not in LINK_BY:
-        raise InvalidArgumentError(f"link_by must be one of {LINK_BY}, got {link_by!r}")
-    if mode not in MODES:
-        raise InvalidArgumentError(f"mode must be one of {MODES}, got {mode!r}")
+    check_choice("link_by", link_by, LINK_BY)
+    check_choice("mode", mode, MODES)
     reserved = world.doc_ids if world is not None and mode == "append" else ()
     corpus = read_flashrag_corpus(path, max_docs=max_docs, on_error=on_error, progress=progress, reserved_ids=reserved)
     report = corpus.report
