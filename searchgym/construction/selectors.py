@@ -18,7 +18,6 @@ Two implementations:
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import re
@@ -27,6 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, Sequence, runtime_checkable
 
+from ..core.jsonl import loads_json
 from ..core.rng_state import stable_seed
 from ..errors import InvalidArgumentError, InvalidTypeError, SearchGymError
 
@@ -255,8 +255,8 @@ def parse_selector_reply(text: str, num_candidates: int) -> int:
     """
     s = _unfenced((text or "").strip())
     try:
-        obj = json.loads(s)
-    except (ValueError, RecursionError):  # not JSON (JSONDecodeError is a ValueError), or nested too deeply
+        obj = loads_json(s)
+    except ValueError:  # not JSON (JSONDecodeError is a ValueError), or nested too deeply (loads_json)
         raise SelectorError(f"selector reply is not JSON: {text[:120]!r}", "unparseable") from None
     if not isinstance(obj, dict) or set(obj) != {"answer"}:
         raise SelectorError(f'selector reply must be exactly {{"answer": <int>}}, got {text[:120]!r}', "unparseable")

@@ -22,6 +22,7 @@ from typing import Callable, Iterable, Optional, Union
 
 from ..errors import InvalidArgumentError
 from .atomic_writes import write_file
+from .jsonl import loads_json
 from .path_errors import refuse_empty_path
 
 __all__ = [
@@ -254,7 +255,7 @@ def _holds_report(p: Path, kind: str) -> bool:
         return False
     if kind == "JSON report":
         try:
-            return isinstance(json.loads(text), dict)
+            return isinstance(loads_json(text), dict)
         except ValueError:
             return False
     import yaml

@@ -16,7 +16,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Iterator, TextIO, Union
+from typing import Any, Iterator, TextIO, Union
 
 from ..errors import SearchGymError
 
@@ -29,6 +29,7 @@ __all__ = [
     "scan_jsonl",
     "iter_lines",
     "json_of_line",
+    "loads_json",
     "bad_line",
     "check_unique",
 ]
@@ -56,7 +57,7 @@ def _last_line_start(f, size: int) -> int:
 
 def _parses(raw: bytes) -> bool:
     try:
-        json.loads(raw.decode("utf-8"))
+        loads_json(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         return False
     return True
@@ -125,10 +126,20 @@ def iter_lines(path: PathLike) -> Iterator[tuple[int, bytes, bool]]:
                 yield lineno, raw.rstrip(b"\r\n") if complete else raw, complete
 
 
+def loads_json(text: str) -> Any:
+    """``json.loads(text)``, with JSON nested too deeply to decode refused as a ``JSONDecodeError`` (a ``ValueError``)
+    like any other malformed JSON: ``json`` raises ``RecursionError`` past about a thousand levels (``"[" * 100000``),
+    which no reader of a file, an action or a reply expects, so one such line was a traceback."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply to decode", text, 0) from None
+
+
 def json_of_line(raw: bytes):
     """The JSON value of one raw line; ``ValueError`` (``UnicodeDecodeError`` or ``JSONDecodeError``) if it is not
     UTF-8 JSON."""
-    return json.loads(raw.decode("utf-8"))
+    return loads_json(raw.decode("utf-8"))
 
 
 def bad_line(path: PathLike, lineno: int, exc: Exception, complete: bool = True) -> str:

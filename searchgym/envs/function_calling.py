@@ -44,6 +44,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..core.jsonl import loads_json
 from ..core.types import THINK_SEPARATOR
 from .protocol import (
     DEFAULT_MAX_CHARS,
@@ -167,8 +168,8 @@ _ANY_TAG = re.compile(r"<\s*(?:/\s*)?[a-zA-Z_]+\s*>")  # not <\s*/?\s*: two adja
 def _call_json(body: str) -> tuple[str, Any, Optional[str]]:
     """``(name, arguments, error)`` of a Hermes ``<tool_call>`` body."""
     try:
-        obj = json.loads(body.strip())
-    except (ValueError, RecursionError):  # not JSON, or nested too deeply to decode
+        obj = loads_json(body.strip())
+    except ValueError:  # not JSON, or nested too deeply to decode (loads_json)
         m = _NAME_RE.search(body)
         return (m.group(1) if m else "unknown"), body.strip(), "its JSON does not parse"
     if not isinstance(obj, dict):
@@ -242,8 +243,8 @@ def _check_call(
         )
     if isinstance(args, str):
         try:
-            args = json.loads(args)
-        except (ValueError, RecursionError):  # not JSON, or nested too deeply to decode
+            args = loads_json(args)
+        except ValueError:  # not JSON, or nested too deeply to decode (loads_json)
             return f"the arguments are not valid JSON; call it as {_USAGE[name]}", None, None
     if not isinstance(args, dict):
         return f"the arguments must be a JSON object; call it as {_USAGE[name]}", None, None

@@ -32,11 +32,11 @@ found.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
+from ..core.jsonl import loads_json
 from ..core.types import THINK_SEPARATOR
 from ..errors import InvalidArgumentError
 
@@ -279,7 +279,7 @@ def _search_payload(payload: str, max_query_chars: int, errors: list[str], warni
     body = payload.strip()
     if body.startswith("{") and body.endswith("}"):
         try:
-            obj = json.loads(body)
+            obj = loads_json(body)
             if not isinstance(obj, dict):
                 raise InvalidArgumentError("not an object")
             query = obj.get("query", "")
@@ -287,7 +287,7 @@ def _search_payload(payload: str, max_query_chars: int, errors: list[str], warni
                 raise InvalidArgumentError("query must be a string")
             entities = _str_list(obj.get("entity", obj.get("entities")), "entity")
             relations = _str_list(obj.get("relation", obj.get("relations")), "relation")
-        except (ValueError, RecursionError):  # JSONDecodeError is a ValueError; too deep a nesting recurses out
+        except ValueError:  # JSONDecodeError is a ValueError (too deep a nesting as well: loads_json)
             errors.append(ERR_BAD_SEARCH_JSON)
             return []
         query = _clean_query(query or " ".join(entities + relations), max_query_chars, warnings)
@@ -307,13 +307,13 @@ def _tool_call(
 ) -> tuple[list[SearchRequest], Optional[str]]:
     """Parse one ``<tool_call>`` JSON body into searches and/or an answer."""
     try:
-        obj = json.loads(payload.strip())
+        obj = loads_json(payload.strip())
         if not isinstance(obj, dict):
             raise InvalidArgumentError("not an object")
         name = str(obj.get("name", "")).strip().lower()
         args = obj.get("arguments", obj.get("parameters", {}))
         if isinstance(args, str):
-            args = json.loads(args)
+            args = loads_json(args)
         if not isinstance(args, dict):
             raise InvalidArgumentError("arguments must be an object")
         if name in ("answer", "final_answer"):
@@ -326,7 +326,7 @@ def _tool_call(
         queries = _str_list(args.get("query_list", args.get("query")), "query")
         entities = _str_list(args.get("entity", args.get("entities")), "entity")
         relations = _str_list(args.get("relation", args.get("relations")), "relation")
-    except (ValueError, RecursionError):  # bad JSON, wrong types, or JSON nested too deeply to decode
+    except ValueError:  # bad JSON (nested too deeply as well: loads_json) or wrong types
         errors.append(ERR_BAD_TOOL_CALL)
         return [], None
     if not queries and (entities or relations):

@@ -17,7 +17,7 @@ from typing import Iterable, Sequence
 
 from ..core.artefacts import check_output, write_report
 from ..core.atomic_writes import write_text
-from ..core.jsonl import open_append, repair_torn_tail
+from ..core.jsonl import loads_json, open_append, repair_torn_tail
 from ..core.output_lock import OutputLock
 from ..core.path_errors import not_there
 from ..errors import InvalidArgumentError, MissingFileError
@@ -114,7 +114,7 @@ def _metrics_record(where: str, raw: bytes) -> dict:
     """The record on the metrics line ``raw`` (``where`` is ``FILE:LINE``), or an error saying what is wrong."""
     fix = "fix or delete that line (is this a searchgym metrics.jsonl?)"
     try:
-        rec = json.loads(raw.decode("utf-8"))
+        rec = loads_json(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise InvalidArgumentError(f"{where}: not UTF-8 text; {fix}") from None
     except json.JSONDecodeError as exc:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 from ..core.arg_checks import check_choice
-from ..core.jsonl import iter_lines
+from ..core.jsonl import iter_lines, loads_json
 from ..core.path_errors import not_there
 from ..core.types import Trajectory
 from ..errors import InvalidArgumentError, MissingFileError, SearchGymError
@@ -104,7 +104,7 @@ def _export_line(rec: dict) -> list[Demonstration]:
 def parse_line(line: str) -> list[Demonstration]:
     """The trajectories of one JSONL line (either shape); ValueError saying what is wrong with it."""
     try:
-        rec = json.loads(line)
+        rec = loads_json(line)
     except json.JSONDecodeError as exc:
         raise InvalidArgumentError(f"not JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(rec, dict):

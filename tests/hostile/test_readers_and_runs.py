@@ -67,6 +67,23 @@ def test_a_file_that_is_not_utf8_is_named_with_its_line(argv, words, in_tmp, cap
 
 
 @pytest.mark.parametrize(
+    "argv",
+    [
+        ["diagnose", "{f}"],
+        ["eval", "--tasks", "{f}", "--limit", "2", "--output-dir", "ev"],
+        ["sft", "--data", "{f}", "--output-dir", "r1", "--max-steps", "1", "--on-error", "stop"],
+        ["subgraphs", "stats", "{f}"],
+        ["plot", "{f}", "--out", "p.png"],
+    ],
+)
+def test_a_line_nested_too_deeply_is_named_not_a_recursion_error(argv, in_tmp, capsys):
+    f = in_tmp / "deep.jsonl"
+    f.write_text("[" * 100_000 + "]" * 100_000 + "\n")  # json raises RecursionError past about 1,000 levels
+    _refused(capsys, [a.replace("{f}", str(f)) for a in argv], "deep.jsonl", "nested too deeply to decode")
+    assert [p.name for p in in_tmp.iterdir()] == ["deep.jsonl"]
+
+
+@pytest.mark.parametrize(
     "line, words",
     [
         ("[]", ("line 1 is a JSON list",)),

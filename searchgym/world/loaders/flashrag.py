@@ -34,6 +34,7 @@ import numpy as np
 
 from ...core.arg_checks import check_choice
 from ...core.atomic_writes import write_file
+from ...core.jsonl import loads_json
 from ...errors import InvalidArgumentError
 from ..world import World, WorldBuilder, normalize_name
 from .common import LoaderError, LoadReport, check_on_error, iter_lines, open_text
@@ -131,7 +132,7 @@ def read_flashrag_corpus(
         if not line.strip():
             continue
         try:
-            doc_id, title, text = _record(json.loads(line))
+            doc_id, title, text = _record(loads_json(line))
         except json.JSONDecodeError as exc:
             report.bad_line(p, lineno, f"bad JSON ({exc.msg} at column {exc.colno})", kind="bad JSON")
             continue
